@@ -1,0 +1,68 @@
+# Build / test scaffolding for youbot_dynamics.
+#
+# Without a sourced ROS 2 (ROS_DISTRO unset) the ROS 2 Kilted PyPI wheels are
+# installed into .venv. With a sourced ROS 2 the venv is created with
+# --system-site-packages so the system rclpy/message packages are used.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+VENV_PY     := $(VENV)/bin/python
+PIP         := $(VENV_PY) -m pip
+PYTEST_ARGS ?=
+
+ROS_DOMAIN_ID                 ?= 42
+ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export ROS_DOMAIN_ID ROS_AUTOMATIC_DISCOVERY_RANGE
+
+ifdef ROS_DISTRO
+VENV_MODE  := system-ros-$(ROS_DISTRO)
+VENV_FLAGS := --system-site-packages
+ROS_REQS   :=
+else
+VENV_MODE  := ros-wheels
+VENV_FLAGS :=
+ROS_REQS   := -r requirements-ros.txt
+endif
+
+STAMP      := $(VENV)/.setup-stamp
+MODE_FILE  := $(VENV)/.venv-mode
+SETUP_DEPS := setup.py setup.cfg package.xml requirements-test.txt requirements-ros.txt Makefile
+
+# Force a rebuild (from scratch) if the venv was made for the other mode
+# (system ROS vs. wheels) or for a different ROS distro.
+ifneq ($(shell cat $(MODE_FILE) 2>/dev/null),$(VENV_MODE))
+STAMP_FORCE := FORCE
+endif
+
+.PHONY: setup test demo bench clean distclean FORCE
+
+setup: $(STAMP)
+
+$(STAMP): $(SETUP_DEPS) $(STAMP_FORCE)
+	@if [ -d $(VENV) ] && [ "$$(cat $(MODE_FILE) 2>/dev/null)" != "$(VENV_MODE)" ]; then \
+	  echo "Removing $(VENV): built for '$$(cat $(MODE_FILE) 2>/dev/null)', need '$(VENV_MODE)'"; \
+	  rm -rf $(VENV); fi
+	@test -x $(VENV_PY) || { \
+	  echo "Creating $(VENV) ($(VENV_MODE)) with $(PYTHON)"; \
+	  $(PYTHON) -m venv $(VENV_FLAGS) $(VENV) && echo "$(VENV_MODE)" > $(MODE_FILE); }
+	$(PIP) install $(ROS_REQS) -r requirements-test.txt -e .
+	@touch $@
+
+test: setup
+	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(VENV_PY) -m youbot_dynamics demo
+
+bench: setup
+	$(VENV_PY) bench/run.py
+
+clean:
+	rm -rf build/ install/ log/ .pytest_cache/
+	find . -path ./$(VENV) -prune -o -path ./.git -prune -o \
+	  \( -name '*.egg-info' -o -name '__pycache__' \) -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
+
+FORCE:
