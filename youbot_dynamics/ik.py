@@ -26,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .arm import ArmDescription
-from .kinematics import chain_columns
-from .transforms import invert_transform, skew
+from .kinematics import forward_kinematics
+from .transforms import invert_transform, rotation_angle, skew
 
 __all__ = [
     "BRANCHES",
@@ -139,16 +139,9 @@ def project_orientation(rotation: Array, theta1: Array) -> tuple[Array, Array]:
 def _pose_errors(arm: ArmDescription, q: Array, goal: Array) -> tuple[Array, Array]:
     """Position [m] and orientation [rad] error of FK(q) (N, B, n) against goal poses (N, 4, 4)."""
     n_pose, n_branch = q.shape[:2]
-    x, y, z, p = chain_columns(arm, q.reshape(-1, arm.n_joints))[-1]
-    goal = np.repeat(goal, n_branch, axis=0)  # (N*B, 4, 4)
-    gx, gy, gz, gp = (goal[:, :3, k].T for k in range(4))
-    diff = p - gp
-    pos = np.sqrt(np.einsum("ij,ij->j", diff, diff))
-    # relative rotation R_fk^T R_goal: entry (i, j) = column i of FK . column j of the goal
-    dot = lambda u, v: np.einsum("ij,ij->j", u, v)  # noqa: E731
-    sin_vec = np.stack([dot(z, gy) - dot(y, gz), dot(x, gz) - dot(z, gx), dot(y, gx) - dot(x, gy)])
-    cos_part = 0.5 * (dot(x, gx) + dot(y, gy) + dot(z, gz) - 1.0)
-    rot = np.arctan2(0.5 * np.sqrt(np.sum(sin_vec**2, axis=0)), cos_part)
+    fk = forward_kinematics(arm, q)  # (N, B, 4, 4)
+    pos = np.linalg.norm(fk[..., :3, 3] - goal[:, None, :3, 3], axis=-1)
+    rot = rotation_angle(fk[..., :3, :3], goal[:, None, :3, :3])
     return pos.reshape(n_pose, n_branch), rot.reshape(n_pose, n_branch)
 
 

@@ -6,8 +6,10 @@ All functions take ``q`` with shape ``(..., n)`` and return arrays with the same
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -103,11 +105,59 @@ def link_frames(arm: ArmDescription, q: Any, *, include_tool: bool = True) -> Ar
     return out.reshape(q.shape[:-1] + out.shape[1:])
 
 
+def _tool_pose_loop(theta: Array, a: Array, cos_alpha: Array, sin_alpha: Array, d: Array,
+                    tool: Array, out: Array) -> None:  # pragma: no cover - compiled
+    """Compiled form of :func:`chain_columns` for the tool frame only (same update equations)."""
+    for k in numba.prange(theta.shape[0]):
+        x0, x1, x2 = 1.0, 0.0, 0.0
+        y0, y1, y2 = 0.0, 1.0, 0.0
+        z0, z1, z2 = 0.0, 0.0, 1.0
+        p0, p1, p2 = 0.0, 0.0, 0.0
+        for i in range(theta.shape[1]):
+            ct, st = math.cos(theta[k, i]), math.sin(theta[k, i])
+            ca, sa = cos_alpha[i], sin_alpha[i]
+            p0 += d[i] * z0
+            p1 += d[i] * z1
+            p2 += d[i] * z2
+            nx0, nx1, nx2 = ct * x0 + st * y0, ct * x1 + st * y1, ct * x2 + st * y2
+            w0, w1, w2 = ct * y0 - st * x0, ct * y1 - st * x1, ct * y2 - st * x2
+            y0, y1, y2 = ca * w0 + sa * z0, ca * w1 + sa * z1, ca * w2 + sa * z2
+            z0, z1, z2 = ca * z0 - sa * w0, ca * z1 - sa * w1, ca * z2 - sa * w2
+            x0, x1, x2 = nx0, nx1, nx2
+            p0 += a[i] * x0
+            p1 += a[i] * x1
+            p2 += a[i] * x2
+        for j in range(3):
+            out[k, 0, j] = x0 * tool[0, j] + y0 * tool[1, j] + z0 * tool[2, j]
+            out[k, 1, j] = x1 * tool[0, j] + y1 * tool[1, j] + z1 * tool[2, j]
+            out[k, 2, j] = x2 * tool[0, j] + y2 * tool[1, j] + z2 * tool[2, j]
+        out[k, 0, 3] = p0 + x0 * tool[0, 3] + y0 * tool[1, 3] + z0 * tool[2, 3]
+        out[k, 1, 3] = p1 + x1 * tool[0, 3] + y1 * tool[1, 3] + z1 * tool[2, 3]
+        out[k, 2, 3] = p2 + x2 * tool[0, 3] + y2 * tool[1, 3] + z2 * tool[2, 3]
+        out[k, 3, 0] = 0.0
+        out[k, 3, 1] = 0.0
+        out[k, 3, 2] = 0.0
+        out[k, 3, 3] = 1.0
+
+
+_tool_pose_serial = numba.njit(cache=True, nogil=True)(_tool_pose_loop)
+_tool_pose_parallel = numba.njit(cache=True, nogil=True, parallel=True)(_tool_pose_loop)
+PARALLEL_BATCH = 4096  # batches at least this large are spread over all cores
+
+
 def forward_kinematics(arm: ArmDescription, q: Any) -> Array:
-    """Tool pose ``T = A_1 ... A_n T_tool`` in the base frame, shape (..., 4, 4)."""
+    """Tool pose ``T = A_1 ... A_n T_tool`` in the base frame, shape (..., 4, 4).
+
+    Runs a compiled (numba) loop of the :func:`chain_columns` update, over all cores for large
+    batches; tests check it against the explicit product of :func:`dh_transform` matrices and
+    the product-of-exponentials form.
+    """
     q = arm.check_q(q)
-    flat = q.reshape(-1, arm.n_joints)
-    out = columns_to_transforms(chain_columns(arm, flat)[-1:])[:, 0]
+    theta = np.ascontiguousarray(arm.theta(q).reshape(-1, arm.n_joints))
+    out = np.empty((theta.shape[0], 4, 4))
+    kernel = _tool_pose_parallel if theta.shape[0] >= PARALLEL_BATCH else _tool_pose_serial
+    kernel(theta, arm.dh_a, np.cos(arm.dh_alpha), np.sin(arm.dh_alpha), arm.dh_d,
+                      np.ascontiguousarray(arm.tool), out)
     return out.reshape(q.shape[:-1] + (4, 4))
 
 

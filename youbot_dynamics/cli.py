@@ -1,0 +1,229 @@
+"""Command-line tool: ``python -m youbot_dynamics <command>`` (also installed as ``youbot-dynamics``).
+
+Commands:
+  fk Q1..Q5                      forward kinematics of the tool frame (JSON)
+  ik X Y Z QX QY QZ QW           every inverse-kinematics solution (JSON)
+  fk/ik --input IN.csv --output OUT.csv   batch forms
+  urdf [--write | --output F]    the URDF generated from the arm description
+  import-upstream-inertials [--write]     youbot_description inertials in DH frames
+  demo                           kinematics demonstration (``make demo``)
+
+Errors are a one-line reason on stderr and exit status 2 (bad input) or 1 (no solution).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
+from .dataio import DataFileError, read_csv_columns, write_csv
+from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
+from .kinematics import forward_kinematics
+from .transforms import quaternion_to_rotation, rotation_to_quaternion, transform
+
+__all__ = ["main", "build_parser"]
+
+FK_COLUMNS = ("q1", "q2", "q3", "q4", "q5")
+IK_COLUMNS = ("x", "y", "z", "qx", "qy", "qz", "qw")
+STATUS_TEXT = {
+    IKStatus.OK: "ok",
+    IKStatus.OUT_OF_REACH: "out_of_reach",
+    IKStatus.ORIENTATION_UNREACHABLE: "orientation_unreachable",
+    IKStatus.OUTSIDE_LIMITS: "outside_limits",
+}
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit status 2)."""
+
+
+def _arm(args: argparse.Namespace) -> ArmDescription:
+    return load_arm(args.arm) if args.arm else default_arm()
+
+
+def _pose_json(t: np.ndarray) -> dict:
+    return {
+        "position": t[:3, 3].tolist(),
+        "rotation": t[:3, :3].tolist(),
+        "quaternion": rotation_to_quaternion(t[:3, :3]).tolist(),
+    }
+
+
+def _target(values: Sequence[float]) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return transform(quaternion_to_rotation(values[3:7]), values[:3])
+
+
+def _batch_io(args: argparse.Namespace) -> bool:
+    if (args.input is None) != (args.output is None):
+        raise UsageError("--input and --output go together")
+    return args.input is not None
+
+
+def cmd_fk(args: argparse.Namespace) -> int:
+    arm = _arm(args)
+    if _batch_io(args):
+        if args.q:
+            raise UsageError("give joint angles either on the command line or with --input, not both")
+        q = read_csv_columns(args.input, FK_COLUMNS[: arm.n_joints])
+        t = forward_kinematics(arm, q)
+        quat = rotation_to_quaternion(t[:, :3, :3])
+        rows = (list(qi) + list(ti[:3, 3]) + list(qu) for qi, ti, qu in zip(q, t, quat))
+        write_csv(args.output, list(FK_COLUMNS[: arm.n_joints]) + list(IK_COLUMNS), rows)
+        return 0
+    if len(args.q) != arm.n_joints:
+        raise UsageError(f"fk needs {arm.n_joints} joint angles [rad], got {len(args.q)}")
+    print(json.dumps(_pose_json(forward_kinematics(arm, args.q)), indent=2))
+    return 0
+
+
+def _solution_json(sol) -> dict:
+    return {
+        "q": sol.q.tolist(),
+        "branch": sol.branch,
+        "within_limits": sol.within_limits,
+        "residual": {"position": sol.position_error, "orientation": sol.orientation_error},
+    }
+
+
+def cmd_ik(args: argparse.Namespace) -> int:
+    arm = _arm(args)
+    closest = None
+    if args.closest_to is not None:
+        closest = arm.check_q(args.closest_to, "--closest-to")
+    if _batch_io(args):
+        if args.pose:
+            raise UsageError("give the pose either on the command line or with --input, not both")
+        return _ik_batch(arm, args, closest)
+    if len(args.pose) != 7:
+        raise UsageError(f"ik needs X Y Z QX QY QZ QW, got {len(args.pose)} numbers")
+    target = _target(args.pose)
+    solutions = inverse_kinematics(arm, target, q_current=closest, project=args.project_orientation)
+    if closest is not None:
+        solutions = [closest_solution(solutions, closest)]
+    out = {"solutions": [_solution_json(s) for s in solutions]}
+    if args.project_orientation:
+        batch = solve_ik_batch(arm, target[None], q_reference=closest, project=True)
+        out["projection_angle"] = float(batch.projection_angle[0])
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray | None) -> int:
+    poses = read_csv_columns(args.input, IK_COLUMNS)
+    try:
+        targets = transform(quaternion_to_rotation(poses[:, 3:7]), poses[:, :3])
+    except ValueError as exc:
+        raise UsageError(f"{args.input}: {exc}") from None
+    batch = solve_ik_batch(arm, targets, q_reference=closest, project=args.project_orientation)
+    header = ["pose", "status", "branch", *FK_COLUMNS[: arm.n_joints], "within_limits", "position_error",
+              "orientation_error"]
+    rows = []
+    for i in range(len(poses)):
+        keep = batch.within_limits[i] if closest is not None else batch.real[i]
+        ks = np.flatnonzero(keep)
+        if closest is not None and ks.size:
+            ks = ks[[np.argmin(np.max(np.abs(batch.q[i, ks] - closest), axis=1))]]
+        if ks.size == 0:
+            rows.append([i, STATUS_TEXT[int(batch.status[i])], ""] + [""] * (arm.n_joints + 3))
+        for k in ks:
+            rows.append([i, "ok", BRANCHES[k], *batch.q[i, k], int(batch.within_limits[i, k]),
+                         batch.position_error[i, k], batch.orientation_error[i, k]])
+    write_csv(args.output, header, rows)
+    failed = int(np.sum(batch.status != IKStatus.OK))
+    if failed:
+        print(f"ik: {failed} of {len(poses)} poses have no solution inside the limits (see the status column)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_urdf(args: argparse.Namespace) -> int:
+    from .urdf import default_urdf_path, generate_urdf, write_urdf
+
+    arm = _arm(args)
+    if args.write or args.output:
+        path = write_urdf(arm, args.output or default_urdf_path())
+        print(f"wrote {path}")
+    else:
+        sys.stdout.write(generate_urdf(arm))
+    return 0
+
+
+def cmd_import_upstream(args: argparse.Namespace) -> int:
+    from .upstream import convert_upstream_inertials, links_yaml_block, load_upstream, write_links_block
+
+    arm = _arm(args)
+    links = convert_upstream_inertials(arm, load_upstream(args.upstream))
+    if args.write:
+        write_links_block(arm.source, links)
+        print(f"updated the links block of {arm.source}")
+    else:
+        sys.stdout.write(links_yaml_block(links))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(_arm(args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="youbot-dynamics", description="youBot arm kinematics and dynamics tools.")
+    parser.add_argument("--arm", help="arm description YAML (default: the package's config/youbot_arm.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fk = sub.add_parser("fk", help="forward kinematics: tool pose of joint angles [rad]")
+    fk.add_argument("q", nargs="*", type=float, metavar="Q", help="joint angles q1..q5 [rad], driver convention")
+    fk.add_argument("--input", help="CSV with columns q1..q5 (batch)")
+    fk.add_argument("--output", help="CSV to write: q1..q5, x, y, z, qx, qy, qz, qw")
+    fk.set_defaults(func=cmd_fk)
+
+    ik = sub.add_parser("ik", help="inverse kinematics: every configuration reaching a tool pose")
+    ik.add_argument("pose", nargs="*", type=float, metavar="V", help="X Y Z [m] QX QY QZ QW (unit quaternion)")
+    ik.add_argument("--closest-to", nargs=5, type=float, metavar="Q", help="return only the feasible solution "
+                    "closest to these joint angles (also used for joint 1 when it is undetermined)")
+    ik.add_argument("--project-orientation", action="store_true",
+                    help="replace an unreachable orientation by the nearest reachable one and report the angle")
+    ik.add_argument("--input", help="CSV with columns x, y, z, qx, qy, qz, qw (batch)")
+    ik.add_argument("--output", help="CSV to write: one row per solution (pose index, status, branch, q, ...)")
+    ik.set_defaults(func=cmd_ik)
+
+    urdf = sub.add_parser("urdf", help="print (or write) the URDF generated from the arm description")
+    group = urdf.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="write the package's urdf/youbot_arm.urdf")
+    group.add_argument("--output", help="write to this file")
+    urdf.set_defaults(func=cmd_urdf)
+
+    upstream = sub.add_parser("import-upstream-inertials",
+                              help="convert the youbot_description inertials into the DH link frames")
+    upstream.add_argument("--upstream", help="upstream description YAML (default config/youbot_description_upstream.yaml)")
+    upstream.add_argument("--write", action="store_true", help="replace the links block of the arm description")
+    upstream.set_defaults(func=cmd_import_upstream)
+
+    demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except IKError as exc:
+        print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except (UsageError, ArmDescriptionError, DataFileError, ValueError) as exc:
+        print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

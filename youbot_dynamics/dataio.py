@@ -1,0 +1,66 @@
+"""Reading and writing the CSV files of the command-line tool (header row, one sample per row)."""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["DataFileError", "read_csv_columns", "write_csv"]
+
+
+class DataFileError(ValueError):
+    """A data file is missing, malformed, lacks a column or holds a non-finite value."""
+
+
+def read_csv_columns(path: str | Path, columns: Sequence[str]) -> NDArray[np.float64]:
+    """The named columns of a CSV file with a header row, as an (N, len(columns)) float array.
+
+    Extra columns are ignored. A missing file or column, a short row, a non-number or a
+    non-finite value is a :class:`DataFileError` naming the file, row and column.
+    """
+    path = Path(path)
+    try:
+        handle = path.open(newline="")
+    except OSError as exc:
+        raise DataFileError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise DataFileError(f"{path}: empty file (expected a header row with {', '.join(columns)})")
+        header = [h.strip() for h in header]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise DataFileError(f"{path}: missing column(s) {', '.join(missing)} (header: {', '.join(header)})")
+        index = [header.index(c) for c in columns]
+        rows = []
+        for line_no, row in enumerate(reader, start=2):
+            if not row or all(not cell.strip() for cell in row):
+                continue
+            values = []
+            for name, i in zip(columns, index):
+                cell = row[i].strip() if i < len(row) else ""
+                try:
+                    value = float(cell)
+                except ValueError:
+                    raise DataFileError(f"{path}:{line_no}: column {name}: not a number: {cell!r}") from None
+                if not math.isfinite(value):
+                    raise DataFileError(f"{path}:{line_no}: column {name}: non-finite value {cell!r}")
+                values.append(value)
+            rows.append(values)
+    if not rows:
+        raise DataFileError(f"{path}: no data rows")
+    return np.asarray(rows, dtype=float)
+
+
+def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """Write a CSV file; floats are written with full (repr) precision."""
+    with Path(path).open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([repr(float(v)) if isinstance(v, (float, np.floating)) else v for v in row])
