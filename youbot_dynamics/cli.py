@@ -108,8 +108,7 @@ def cmd_ik(args: argparse.Namespace) -> int:
         solutions = [closest_solution(solutions, closest)]
     out = {"solutions": [_solution_json(s) for s in solutions]}
     if args.project_orientation:
-        batch = solve_ik_batch(arm, target[None], q_reference=closest, project=True)
-        out["projection_angle"] = float(batch.projection_angle[0])
+        out["projection_angle"] = solutions[0].projection_angle
     print(json.dumps(out, indent=2))
     return 0
 

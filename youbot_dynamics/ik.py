@@ -41,10 +41,13 @@ __all__ = [
     "solve_ik_batch",
     "inverse_kinematics",
     "closest_solution",
+    "sort_by_distance",
     "project_orientation",
 ]
 
 Array = NDArray[np.float64]
+
+AXIS_TOLERANCE = 1e-7  # [m] distance from the joint-1 axis below which theta1 follows the approach axis
 
 BRANCHES: tuple[str, ...] = ("front_elbow_up", "front_elbow_down", "back_elbow_up", "back_elbow_down")
 
@@ -81,6 +84,7 @@ class IKSolution:
     within_limits: bool
     position_error: float  # |p_fk - p_target| [m]
     orientation_error: float  # angle of R_fk^T R_target [rad]
+    projection_angle: float = 0.0  # orientation change made by projection [rad] (0 if none)
 
     @property
     def residual(self) -> float:
@@ -185,7 +189,9 @@ def solve_ik_batch(arm: ArmDescription, target: Any, *, q_reference: Any = None,
         ref_theta1 = np.broadcast_to(arm.theta(arm.check_q(q_reference, "q_reference"))[..., 0], (n_pose,))
     p_xy = np.hypot(p[:, 0], p[:, 1])
     z_xy = np.hypot(r[:, 0, 2], r[:, 1, 2])
-    on_axis = p_xy < 1e-9
+    # Within AXIS_TOLERANCE of the joint-1 axis the plane through the target point is ill
+    # defined; the approach axis fixes it instead (position error <= p_xy, in the residual).
+    on_axis = p_xy < AXIS_TOLERANCE
     th1 = np.where(~on_axis, np.arctan2(p[:, 1], p[:, 0]),
                    np.where(z_xy > 1e-9, np.arctan2(r[:, 1, 2], r[:, 0, 2]), ref_theta1))
 
@@ -272,17 +278,25 @@ def inverse_kinematics(arm: ArmDescription, target: Any, *, q_current: Any = Non
         if not batch.real[0, k] or (not include_outside_limits and not batch.within_limits[0, k]):
             continue
         qk = batch.q[0, k]
-        if any(np.max(np.abs(s.q - qk)) < 1e-9 for s in solutions):
+        # Same configuration: at the stretched / folded elbow (c3 = +-1) the two elbow branches
+        # differ only by rounding amplified by the square root in s3 (~1e-8 to 1e-7 rad).
+        if any(np.max(np.abs(s.q - qk)) < 1e-6 for s in solutions):
             continue
         solutions.append(IKSolution(qk.copy(), branch, bool(batch.within_limits[0, k]),
-                                    float(batch.position_error[0, k]), float(batch.orientation_error[0, k])))
+                                    float(batch.position_error[0, k]), float(batch.orientation_error[0, k]),
+                                    float(batch.projection_angle[0])))
     return solutions
+
+
+def sort_by_distance(solutions: Sequence[IKSolution], q_current: Any) -> list[IKSolution]:
+    """The solutions ordered by joint distance (max-norm over joints) to ``q_current``, closest first."""
+    q_current = np.asarray(q_current, dtype=float)
+    return sorted(solutions, key=lambda s: float(np.max(np.abs(s.q - q_current))))
 
 
 def closest_solution(solutions: Sequence[IKSolution], q_current: Any) -> IKSolution:
     """The solution inside the joint limits nearest (max-norm over joints) to ``q_current``."""
-    q_current = np.asarray(q_current, dtype=float)
     feasible = [s for s in solutions if s.within_limits]
     if not feasible:
         raise JointLimitError("no solution inside the joint limits")
-    return min(feasible, key=lambda s: float(np.max(np.abs(s.q - q_current))))
+    return sort_by_distance(feasible, q_current)[0]

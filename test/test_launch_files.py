@@ -1,0 +1,181 @@
+"""Static checks of launch/*.launch.py and the parameter files in config/ (no launch install needed).
+
+* every ``executable='...'`` of this package is a console_scripts entry point of setup.py whose
+  module exists and defines the named function;
+* every ``.yaml``/``.urdf``/``.xacro`` file named in a launch file exists under config/ or urdf/;
+* every ``ros__parameters`` file in config/ is for a node started by some launch file, and each of
+  its parameters is declared (``declare_parameter('name', ...)``) in that node's module.
+
+The test marked ``launch`` also builds each LaunchDescription; it needs launch_ros.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "youbot_dynamics"
+LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
+DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
+IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
+
+
+def console_scripts() -> dict[str, tuple[str, str]]:
+    """``{script: (module, function)}`` from setup.py's console_scripts."""
+    text = (ROOT / "setup.py").read_text()
+    pattern = re.compile(r"""['"]\s*([A-Za-z0-9_.\-]+)\s*=\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_]\w*)\s*['"]""")
+    return {m.group(1): (m.group(2), m.group(3)) for m in pattern.finditer(text)}
+
+
+def module_file(module: str) -> Path:
+    base = ROOT.joinpath(*module.split("."))
+    return base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+
+
+def _const(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _call_name(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def launch_info(path: Path) -> dict:
+    """Executables (with their package), Node names and data-file names used in a launch file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    executables: list[tuple[str | None, str]] = []
+    nodes: list[dict[str, str | None]] = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        kw = {k.arg: _const(k.value) for k in call.keywords if k.arg}
+        if kw.get("executable"):
+            executables.append((kw.get("package"), kw["executable"]))
+        if _call_name(call) == "Node":
+            nodes.append({"package": kw.get("package"), "executable": kw.get("executable"), "name": kw.get("name")})
+    files = sorted({s for s in (_const(n) for n in ast.walk(tree)) if s and s.endswith(DATA_SUFFIXES)})
+    return {"executables": executables, "nodes": nodes, "files": files}
+
+
+def declared_parameters(path: Path) -> set[str]:
+    """Names given as string literals to ``declare_parameter`` / ``declare_parameters`` in a module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = _call_name(call)
+        if name == "declare_parameter" and call.args and _const(call.args[0]):
+            names.add(_const(call.args[0]))
+        elif name == "declare_parameters" and len(call.args) >= 2 and isinstance(call.args[1], (ast.List, ast.Tuple)):
+            prefix = _const(call.args[0]) or ""
+            for item in call.args[1].elts:
+                first = item.elts[0] if isinstance(item, (ast.Tuple, ast.List)) and item.elts else None
+                if _const(first):
+                    names.add(f"{prefix}.{_const(first)}" if prefix else _const(first))
+    return names
+
+
+def flatten(params: dict, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        out |= flatten(value, name + ".") if isinstance(value, dict) else {name}
+    return out
+
+
+def parameter_files() -> list[Path]:
+    found = []
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        if isinstance(doc, dict) and any(isinstance(v, dict) and "ros__parameters" in v for v in doc.values()):
+            found.append(path)
+    return found
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.name for p in paths]
+
+
+def test_there_are_launch_files():
+    assert LAUNCH_FILES, "no launch/*.launch.py"
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
+def test_launch_file_executables_are_entry_points(path):
+    scripts = console_scripts()
+    info = launch_info(path)
+    ours = [exe for package, exe in info["executables"] if package in (None, PACKAGE)]
+    assert ours, f"{path.name} starts no {PACKAGE} executable"
+    for exe in ours:
+        assert exe in scripts, f"{path.name}: executable '{exe}' is not a console_scripts entry point of setup.py"
+        module, function = scripts[exe]
+        source = module_file(module)
+        assert source.is_file(), f"{exe}: module {module} not found ({source})"
+        tree = ast.parse(source.read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert function in functions, f"{exe}: {module} has no top-level function {function}()"
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
+def test_launch_file_data_files_exist(path):
+    for name in launch_info(path)["files"]:
+        base = Path(name).name
+        assert (ROOT / "config" / base).is_file() or (ROOT / "urdf" / base).is_file(), \
+            f"{path.name} references {name}, which is neither in config/ nor urdf/"
+
+
+def test_entry_point_modules_exist():
+    for exe, (module, function) in console_scripts().items():
+        source = module_file(module)
+        assert source.is_file(), f"{exe}: module {module} not found"
+        functions = {n.name for n in ast.parse(source.read_text()).body if isinstance(n, ast.FunctionDef)}
+        assert function in functions, f"{exe}: {module} has no top-level function {function}()"
+
+
+PARAMETER_FILES = parameter_files()
+
+
+@pytest.mark.parametrize("path", PARAMETER_FILES, ids=_ids(PARAMETER_FILES))
+def test_parameter_file_matches_launched_nodes(path):
+    scripts = console_scripts()
+    launched = [node for p in LAUNCH_FILES for node in launch_info(p)["nodes"]
+                if node["package"] in (None, PACKAGE) and node["executable"]]
+    doc = yaml.safe_load(path.read_text())
+    for key, section in doc.items():
+        if key == "/**":
+            continue
+        node_name = key.rstrip("/").rsplit("/", 1)[-1]
+        matches = [n for n in launched if n["name"] == node_name or (n["name"] is None and n["executable"] == node_name)]
+        if not matches and node_name in scripts:  # named like its executable
+            matches = [{"executable": node_name}]
+        assert matches, f"{path.name}: node '{key}' is not started by any launch file"
+        params = flatten(section.get("ros__parameters") or {})
+        for match in matches:
+            module, _ = scripts[match["executable"]]
+            declared = declared_parameters(module_file(module)) | IMPLICIT_PARAMETERS
+            undeclared = sorted(params - declared)
+            assert not undeclared, f"{path.name}: {key} sets parameters not declared by {module}: {undeclared}"
+
+
+def test_kinematics_parameter_file_is_complete():
+    """config/kinematics.yaml lists every parameter the kinematics node declares."""
+    scripts = console_scripts()
+    module, _ = scripts["kinematics_node"]
+    doc = yaml.safe_load((ROOT / "config" / "kinematics.yaml").read_text())
+    assert flatten(doc["kinematics_node"]["ros__parameters"]) == declared_parameters(module_file(module))
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
+def test_launch_description_builds(path):
+    pytest.importorskip("launch_ros")
+    from launch import LaunchDescription
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+
+    description = get_launch_description_from_python_launch_file(str(path))
+    assert isinstance(description, LaunchDescription)
+    assert description.entities
+    if path.name == "kinematics.launch.py":
+        assert [a.name for a in description.get_launch_arguments()] == ["params_file"]

@@ -1,0 +1,152 @@
+"""ROS message <-> numpy conversions for the youbot_dynamics nodes.
+
+Only conversions live here (no kinematics): the nodes call the pure-Python core with numpy arrays
+and use these helpers at the message boundary. Everything that comes from a message is validated:
+a malformed message raises ``ValueError`` with the reason, so a node can reject it instead of
+turning it into a motion.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from geometry_msgs.msg import Point, Pose, Quaternion
+from std_msgs.msg import ColorRGBA, Header
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ..transforms import quaternion_to_rotation, rotation_to_quaternion, transform
+
+__all__ = [
+    "pose_to_matrix",
+    "matrix_to_pose",
+    "joint_positions_from_state",
+    "joint_trajectory",
+    "frame_markers",
+    "AXIS_COLORS",
+]
+
+Array = NDArray[np.float64]
+
+#: RGBA of the x, y and z axis markers (red, green, blue).
+AXIS_COLORS: tuple[tuple[float, float, float, float], ...] = (
+    (1.0, 0.0, 0.0, 1.0),
+    (0.0, 1.0, 0.0, 1.0),
+    (0.0, 0.0, 1.0, 1.0),
+)
+
+
+def pose_to_matrix(pose: Pose) -> Array:
+    """4x4 homogeneous transform of a ``geometry_msgs/Pose``.
+
+    Raises ``ValueError`` if the position is not finite, or if the quaternion contains NaN/inf or
+    is not unit length (checked by :func:`..transforms.quaternion_to_rotation`; it is not silently
+    normalised).
+    """
+    p = (pose.position.x, pose.position.y, pose.position.z)
+    if not all(math.isfinite(v) for v in p):
+        raise ValueError(f"pose position contains NaN or infinite values: {list(p)}")
+    o = pose.orientation
+    rotation = quaternion_to_rotation([o.x, o.y, o.z, o.w])
+    return transform(rotation, p)
+
+
+def matrix_to_pose(t: Any) -> Pose:
+    """``geometry_msgs/Pose`` of a 4x4 homogeneous transform (quaternion with ``w >= 0``)."""
+    t = np.asarray(t, dtype=float)
+    if t.shape != (4, 4):
+        raise ValueError(f"expected a 4x4 transform, got shape {t.shape}")
+    if not np.all(np.isfinite(t)):
+        raise ValueError("transform contains NaN or infinite values")
+    x, y, z, w = rotation_to_quaternion(t[:3, :3])
+    pose = Pose()
+    pose.position = Point(x=float(t[0, 3]), y=float(t[1, 3]), z=float(t[2, 3]))
+    pose.orientation = Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+    return pose
+
+
+def joint_positions_from_state(msg: Any, joint_names: Sequence[str]) -> Array:
+    """Positions of ``joint_names`` (in that order) picked by name from a ``sensor_msgs/JointState``.
+
+    Other joints in the message (gripper fingers, wheels) are ignored, and so is the message's
+    name order. Raises ``ValueError`` if the message has fewer positions than names, a requested
+    joint is missing or listed twice, or a requested position is NaN/infinite.
+    """
+    names = list(msg.name)
+    positions = msg.position
+    if len(positions) < len(names):
+        raise ValueError(f"JointState has {len(positions)} positions for {len(names)} joint names")
+    index: dict[str, int] = {}
+    duplicated: set[str] = set()
+    for i, name in enumerate(names):
+        if name in index:
+            duplicated.add(name)
+        else:
+            index[name] = i
+    out = np.empty(len(joint_names))
+    for k, name in enumerate(joint_names):
+        i = index.get(name)
+        if i is None:
+            raise ValueError(f"joint '{name}' missing from JointState (got names {names})")
+        if name in duplicated:
+            raise ValueError(f"joint '{name}' appears more than once in JointState")
+        value = float(positions[i])
+        if not math.isfinite(value):
+            raise ValueError(f"joint '{name}' position is {value} (NaN or infinite)")
+        out[k] = value
+    return out
+
+
+def joint_trajectory(joint_names: Sequence[str], configurations: Iterable[Any], header: Header) -> JointTrajectory:
+    """``trajectory_msgs/JointTrajectory`` with one positions-only point per configuration.
+
+    Every point has ``time_from_start = 0`` (the points are alternatives, not a path); an empty
+    ``configurations`` gives a trajectory with the joint names and no points.
+    """
+    msg = JointTrajectory()
+    msg.header = header
+    msg.joint_names = list(joint_names)
+    for q in configurations:
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(joint_names),):
+            raise ValueError(f"configuration must have {len(joint_names)} values, got shape {q.shape}")
+        msg.points.append(JointTrajectoryPoint(positions=[float(v) for v in q]))
+    return msg
+
+
+def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale: float) -> MarkerArray:
+    """Coordinate-axis markers of the frames ``(k, 4, 4)``: per frame three ARROW markers.
+
+    Marker ``ns`` is the frame's name, ``id`` 0/1/2 the x/y/z axis (red/green/blue), each arrow
+    from the frame origin along the axis with length ``scale`` [m]; not frame-locked.
+    """
+    frames = np.asarray(frames, dtype=float)
+    if frames.ndim != 3 or frames.shape[1:] != (4, 4):
+        raise ValueError(f"frames must have shape (k, 4, 4), got {frames.shape}")
+    if len(namespaces) != frames.shape[0]:
+        raise ValueError(f"{frames.shape[0]} frames but {len(namespaces)} names")
+    out = MarkerArray()
+    for ns, t in zip(namespaces, frames):
+        origin = t[:3, 3]
+        for axis in range(3):
+            tip = origin + scale * t[:3, axis]
+            m = Marker()
+            m.header = header
+            m.ns = ns
+            m.id = axis
+            m.type = Marker.ARROW
+            m.action = Marker.ADD
+            m.frame_locked = False
+            m.pose.orientation.w = 1.0  # points are in the header frame
+            m.points = [Point(x=float(origin[0]), y=float(origin[1]), z=float(origin[2])),
+                        Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
+            m.scale.x = 0.1 * scale  # shaft diameter
+            m.scale.y = 0.2 * scale  # head diameter
+            m.scale.z = 0.3 * scale  # head length
+            m.color = ColorRGBA(r=AXIS_COLORS[axis][0], g=AXIS_COLORS[axis][1], b=AXIS_COLORS[axis][2],
+                                a=AXIS_COLORS[axis][3])
+            out.markers.append(m)
+    return out

@@ -1,0 +1,198 @@
+"""ROS 2 node: forward kinematics of the joint states and analytic IK on request.
+
+Thin wrapper around the core (:mod:`youbot_dynamics.kinematics`, :mod:`youbot_dynamics.ik`):
+
+* subscribes ``joint_states_topic`` (``sensor_msgs/JointState``), picks the arm joints by name and
+  publishes the tool pose on ``~/end_effector_pose`` (``geometry_msgs/PoseStamped``, stamped with
+  the joint state's stamp) and the frames of every link on ``~/link_frames``
+  (``visualization_msgs/MarkerArray``), at most ``max_pose_rate`` times per second;
+* subscribes ``~/ik/target`` (``geometry_msgs/PoseStamped``) and answers on ``~/ik/solutions``
+  (``trajectory_msgs/JointTrajectory``): one point per IK configuration inside the joint limits,
+  closest to the current joint state first; no points if there is no solution (reason logged).
+
+All topics use the default reliable QoS with depth 10.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from ..arm import ArmDescriptionError, load_arm
+from ..ik import IKError, inverse_kinematics, sort_by_distance
+from ..kinematics import forward_kinematics, link_frames
+from .conversions import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
+
+__all__ = ["KinematicsNode", "main"]
+
+NODE_NAME = "kinematics_node"
+TOOL_FRAME_NAME = "arm_tool"
+QOS_DEPTH = 10
+
+# Parameters that may change at runtime; the others are read once at start-up (read-only).
+_DYNAMIC = ("max_pose_rate", "publish_markers", "marker_scale", "orientation_tolerance", "project_orientation")
+
+
+def _descriptor(description: str, type_: int, *, read_only: bool = False,
+                range_: tuple[float, float] | None = None) -> ParameterDescriptor:
+    d = ParameterDescriptor(description=description, type=type_, read_only=read_only)
+    if range_ is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
+    return d
+
+
+class KinematicsNode(Node):
+    """Forward kinematics of ``/joint_states`` and IK on ``~/ik/target``; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
+        self.declare_parameter('arm_description', '', _descriptor(
+            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s, read_only=True))
+        self.declare_parameter('base_frame', 'arm_link_0', _descriptor(
+            "Frame of the published poses and markers (DH frame 0); IK targets must be in it.", s, read_only=True))
+        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+            "sensor_msgs/JointState topic to compute forward kinematics from.", s, read_only=True))
+        self.declare_parameter('max_pose_rate', 100.0, _descriptor(
+            "Maximum rate [Hz] of ~/end_effector_pose and ~/link_frames; 0 = on every joint state.",
+            d, range_=(0.0, 100000.0)))
+        self.declare_parameter('publish_markers', True, _descriptor(
+            "Publish the link frames as visualization_msgs/MarkerArray on ~/link_frames.", b))
+        self.declare_parameter('marker_scale', 0.05, _descriptor(
+            "Length [m] of the frame axis arrows.", d, range_=(0.001, 10.0)))
+        self.declare_parameter('orientation_tolerance', 1e-6, _descriptor(
+            "IK: largest sine of the angle between the target approach axis and the arm plane that "
+            "still counts as reachable (5-DOF arm).", d, range_=(0.0, 1.0)))
+        self.declare_parameter('project_orientation', False, _descriptor(
+            "IK: project an unreachable target orientation onto the closest reachable one "
+            "(logged with the angle) instead of rejecting it.", b))
+        self.declare_parameter('warn_throttle_period', 1.0, _descriptor(
+            "Minimum period [s] between warnings about rejected joint states.", d, read_only=True,
+            range_=(0.0, 3600.0)))
+
+        path = self.get_parameter('arm_description').value
+        self.arm = load_arm(path or None)
+        self.base_frame: str = self.get_parameter('base_frame').value
+        if not self.base_frame:
+            raise ValueError("parameter base_frame must not be empty")
+        self.frame_names = tuple(self.arm.link_names) + (TOOL_FRAME_NAME,)
+        self._warn_period: float = self.get_parameter('warn_throttle_period').value
+        self._read_dynamic_parameters()
+        self.add_post_set_parameters_callback(self._on_parameters_set)
+
+        self._q_current: np.ndarray | None = None
+        self._last_pose_time: float | None = None  # time.monotonic() of the last pose publication
+
+        self.pose_pub = self.create_publisher(PoseStamped, '~/end_effector_pose', QOS_DEPTH)
+        self.markers_pub = self.create_publisher(MarkerArray, '~/link_frames', QOS_DEPTH)
+        self.ik_pub = self.create_publisher(JointTrajectory, '~/ik/solutions', QOS_DEPTH)
+        topic = self.get_parameter('joint_states_topic').value
+        self.create_subscription(JointState, topic, self._on_joint_state, QOS_DEPTH)
+        self.create_subscription(PoseStamped, '~/ik/target', self._on_ik_target, QOS_DEPTH)
+        self.get_logger().info(
+            f"arm '{self.arm.name}' from {self.arm.source}; joint states on {topic}, frame {self.base_frame}")
+
+    # -- parameters -----------------------------------------------------------------------------
+
+    def _read_dynamic_parameters(self) -> None:
+        self.max_pose_rate = float(self.get_parameter('max_pose_rate').value)
+        self.publish_markers = bool(self.get_parameter('publish_markers').value)
+        self.marker_scale = float(self.get_parameter('marker_scale').value)
+        self.orientation_tolerance = float(self.get_parameter('orientation_tolerance').value)
+        self.project_orientation = bool(self.get_parameter('project_orientation').value)
+
+    def _on_parameters_set(self, parameters: list) -> SetParametersResult:
+        if any(p.name in _DYNAMIC for p in parameters):
+            self._read_dynamic_parameters()
+            if any(p.name == 'max_pose_rate' for p in parameters):
+                self._last_pose_time = None  # the new rate applies from the next joint state
+        return SetParametersResult(successful=True)
+
+    # -- forward kinematics ---------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            q = joint_positions_from_state(msg, self.arm.joint_names)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._warn_period)
+            return
+        self._q_current = q
+        now = time.monotonic()
+        if (self.max_pose_rate > 0.0 and self._last_pose_time is not None
+                and now - self._last_pose_time < 1.0 / self.max_pose_rate):
+            return
+        self._last_pose_time = now
+        header = Header(stamp=msg.header.stamp, frame_id=self.base_frame)
+        pose = PoseStamped(header=header, pose=matrix_to_pose(forward_kinematics(self.arm, q)))
+        self.pose_pub.publish(pose)
+        if self.publish_markers:
+            frames = link_frames(self.arm, q)
+            self.markers_pub.publish(frame_markers(frames, self.frame_names, header, self.marker_scale))
+
+    # -- inverse kinematics ---------------------------------------------------------------------
+
+    def _on_ik_target(self, msg: PoseStamped) -> None:
+        configurations: list[np.ndarray] = []
+        try:
+            configurations = self._solve(msg)
+        except ValueError as exc:  # IKError is a ValueError
+            kind = type(exc).__name__ if isinstance(exc, IKError) else "invalid target"
+            self.get_logger().warning(f"IK: no solution ({kind}): {exc}")
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.base_frame)
+        self.ik_pub.publish(joint_trajectory(self.arm.joint_names, configurations, header))
+
+    def _solve(self, msg: PoseStamped) -> list[np.ndarray]:
+        frame = msg.header.frame_id
+        if frame and frame != self.base_frame:
+            raise ValueError(f"frame {frame} is not the base frame {self.base_frame} (no tf2 here)")
+        target = pose_to_matrix(msg.pose)
+        q_current = self._q_current
+        solutions = inverse_kinematics(self.arm, target, q_current=q_current, project=self.project_orientation,
+                                       include_outside_limits=False,
+                                       orientation_tolerance=self.orientation_tolerance)
+        if solutions and solutions[0].projection_angle > 0.0:
+            self.get_logger().info(f"IK: target orientation projected by "
+                                   f"{math.degrees(solutions[0].projection_angle):.4g} deg onto the arm plane")
+        if q_current is not None:
+            solutions = sort_by_distance(solutions, q_current)
+        return [s.q for s in solutions]
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``kinematics_node``: spin until Ctrl-C or an external shutdown; 1 if start-up fails."""
+    rclpy.init(args=args)
+    try:
+        node = KinematicsNode()
+    except (ArmDescriptionError, ParameterException, ValueError) as exc:
+        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
+        rclpy.try_shutdown()
+        return 1
+    except KeyboardInterrupt:
+        rclpy.try_shutdown()
+        return 0
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
