@@ -6,6 +6,9 @@ Commands:
   fk/ik --input IN.csv --output OUT.csv   batch forms
   urdf [--write | --output F]    the URDF generated from the arm description
   import-upstream-inertials [--write]     youbot_description inertials in DH frames
+  base-params [--structure S] [--json]    base parameters of the dynamic model
+  predict --params M.yaml --input D.csv --output T.csv   predicted torques
+  nominal-model [--write]        the nominal model file
   demo                           kinematics demonstration (``make demo``)
 
 Errors are a one-line reason on stderr and exit status 2 (bad input) or 1 (no solution).
@@ -167,6 +170,57 @@ def cmd_import_upstream(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_base_params(args: argparse.Namespace) -> int:
+    from .dynamics.base_parameters import compute_base_parameters
+    from .dynamics.chain import DHChain
+
+    arm = _arm(args)
+    base = compute_base_parameters(DHChain.from_arm(arm), args.structure)
+    if args.json:
+        print(json.dumps({"structure": base.structure.value, "count": base.count,
+                          "base_parameters": [{"name": n, "expression": e}
+                                              for n, e in zip(base.names, base.expressions)]}, indent=2))
+    else:
+        width = max(len(n) for n in base.names)
+        for i, (name, expr) in enumerate(zip(base.names, base.expressions), start=1):
+            print(f"{i:3d}  {name:{width}s} = {expr}")
+        print(f"{base.count} base parameters ({base.structure.value} model)")
+    return 0
+
+
+def _joint_columns(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(1, n + 1)]
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .dynamics.paramfile import load_model
+
+    model = load_model(args.params)
+    n = model.n_joints
+    columns = ["t", *_joint_columns("q", n), *_joint_columns("dq", n), *_joint_columns("ddq", n)]
+    data = read_csv_columns(args.input, columns)
+    t = data[:, 0]
+    q, dq, ddq = data[:, 1 : n + 1], data[:, n + 1 : 2 * n + 1], data[:, 2 * n + 1 :]
+    tau = model.inverse_dynamics(q, dq, ddq)
+    write_csv(args.output, ["t", *_joint_columns("tau", n)], (np.concatenate([[ti], row]) for ti, row in zip(t, tau)))
+    return 0
+
+
+def cmd_nominal_model(args: argparse.Namespace) -> int:
+    from .dynamics.nominal import nominal_model, write_nominal_model
+    from .dynamics.paramfile import model_to_dict
+
+    arm = _arm(args)
+    if args.write:
+        print(f"wrote {write_nominal_model(arm)}")
+    else:
+        import yaml
+
+        model, chi = nominal_model(arm)
+        sys.stdout.write(yaml.safe_dump(model_to_dict(model, standard=chi), sort_keys=False, width=120))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -206,6 +260,22 @@ def build_parser() -> argparse.ArgumentParser:
     upstream.add_argument("--write", action="store_true", help="replace the links block of the arm description")
     upstream.set_defaults(func=cmd_import_upstream)
 
+    base = sub.add_parser("base-params", help="the base (identifiable) parameters of the dynamic model")
+    base.add_argument("--structure", choices=["inertial", "rotor", "full"], default="full",
+                      help="inertial: links only; rotor: + rotor inertia; full: + viscous, Coulomb, offset friction")
+    base.add_argument("--json", action="store_true", help="print JSON")
+    base.set_defaults(func=cmd_base_params)
+
+    predict = sub.add_parser("predict", help="torques predicted by a model file for recorded states")
+    predict.add_argument("--params", required=True, help="model YAML (e.g. config/youbot_nominal_model.yaml)")
+    predict.add_argument("--input", required=True, help="CSV with columns t, q1..q5, dq1..dq5, ddq1..ddq5")
+    predict.add_argument("--output", required=True, help="CSV to write: t, tau1..tau5")
+    predict.set_defaults(func=cmd_predict)
+
+    nominal = sub.add_parser("nominal-model", help="print (or write) the nominal model file")
+    nominal.add_argument("--write", action="store_true", help="write config/youbot_nominal_model.yaml")
+    nominal.set_defaults(func=cmd_nominal_model)
+
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
     demo.set_defaults(func=cmd_demo)
     return parser
@@ -219,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IKError as exc:
         print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
         return 1
-    except (UsageError, ArmDescriptionError, DataFileError, ValueError) as exc:
+    except (UsageError, ArmDescriptionError, DataFileError, ValueError, OSError) as exc:
         print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
         return 2
 

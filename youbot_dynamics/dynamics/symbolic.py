@@ -37,6 +37,14 @@ other values stay floats. Lengths and gravity components whose shortest ``repr``
 significant digits become exact decimal rationals (``0.033 -> 33/1000``), others stay floats.
 Numbers are printed with ``repr(float)``, which round-trips exactly.
 
+**Compiled single-sample variant.** Next to the vectorised ``regressor``, the generated module
+holds ``regressor_single_py(q, dq, ddq, out)`` -- the same CSE'd expressions as scalar Python
+(``math.sin`` ...) that write only the structurally nonzero entries of a zero-initialised
+``out`` -- its numba compilation ``regressor_single`` and ``regressor_many`` (a compiled loop over
+stacked states, zeroing ``out`` first). Compilation is lazy (first call) and cached in
+``__pycache__`` when the module is a file; modules exec'd in memory (:func:`load_generated_module`)
+compile without cache.
+
 Command line: ``python -m youbot_dynamics.dynamics.symbolic [--write | --check]`` regenerates or
 checks ``generated_youbot.py`` (the default youBot arm); without options it prints the source.
 """
@@ -45,6 +53,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import types
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -54,6 +63,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.pycode import PythonCodePrinter
 
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT
@@ -65,6 +75,7 @@ __all__ = [
     "youbot_regressor_source",
     "generated_path",
     "load_generated",
+    "load_generated_module",
     "chain_key",
     "main",
 ]
@@ -187,11 +198,8 @@ def lagrangian_regressor(chain: DHChain) -> sp.Matrix:
 # Code generation
 
 
-class _Printer(NumPyPrinter):
-    """NumPy printer with exact (round-trip) float literals."""
-
-    def __init__(self) -> None:
-        super().__init__({"fully_qualified_modules": True})
+class _ExactFloats:
+    """Mixin: exact (round-trip) float literals; non-integer rationals as correctly rounded floats."""
 
     def _print_Float(self, expr: sp.Float) -> str:
         return repr(float(expr))
@@ -200,7 +208,28 @@ class _Printer(NumPyPrinter):
         # Non-integer rationals become correctly rounded floats: ``0.033*x``, not ``(33/1000)*x``.
         if isinstance(expr, sp.Basic):
             expr = expr.xreplace({r: sp.Float(r, precision=53) for r in expr.atoms(sp.Rational) if not r.is_integer})
-        return super().doprint(expr, assign_to)
+        return super().doprint(expr, assign_to)  # type: ignore[misc]
+
+
+class _Printer(_ExactFloats, NumPyPrinter):
+    """NumPy printer with exact (round-trip) float literals."""
+
+    def __init__(self) -> None:
+        super().__init__({"fully_qualified_modules": True})
+
+
+class _ScalarPrinter(_ExactFloats, PythonCodePrinter):
+    """Scalar ``math`` printer (plain Python, numba-compilable) with exact float literals.
+
+    ``sign`` is NumPy's: ``sign(0) = 0`` and ``sign(nan) = nan`` (the argument itself in that branch).
+    """
+
+    def __init__(self) -> None:
+        super().__init__({"fully_qualified_modules": True})
+
+    def _print_sign(self, expr: sp.Expr) -> str:
+        arg = self._print(expr.args[0])
+        return f"(1.0 if {arg} > 0.0 else (-1.0 if {arg} < 0.0 else {arg}))"
 
 
 def chain_key(chain: DHChain) -> ChainKey:
@@ -214,7 +243,9 @@ def _floats(values: Sequence[float]) -> str:
 
 
 def generate_module(chain: DHChain, module_name: str = "generated") -> str:
-    """Python source of a module with ``regressor(q, dq, ddq)`` for ``chain`` (NumPy only).
+    """Python source of a module with ``regressor(q, dq, ddq)`` for ``chain`` (NumPy) and its
+    single-sample scalar variants ``regressor_single_py`` / ``regressor_single`` (numba) and
+    ``regressor_many`` (numba loop over stacked samples); see the module docstring.
 
     The text is deterministic: the same chain gives the same source on every run.
     """
@@ -224,6 +255,7 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
     entries = [(j, c) for j in range(n) for c in range(cols) if y[j, c] != 0]
     replacements, reduced = sp.cse([y[j, c] for j, c in entries], symbols=sp.numbered_symbols("x"))
     printer = _Printer()
+    scalar = _ScalarPrinter()
     a, alpha, d, offset, direction, gravity = chain_key(chain)
 
     lines = [
@@ -241,7 +273,15 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         "",
         f"``chi`` holds the {cols} standard parameters of youbot_dynamics.dynamics.parameters (14 per joint,",
         "joint-major); ``tau`` is the generalized force of the driver angles ``q``.",
+        "",
+        "``regressor_single(q, dq, ddq, out)`` (numba, one sample) and ``regressor_many(q, dq, ddq, out)``",
+        "(numba, stacked samples) fill a preallocated ``out`` in place; ``regressor_single_py`` is the plain",
+        "Python source of ``regressor_single``.",
         '"""',
+        "import math",
+        "import warnings",
+        "",
+        "import numba",
         "import numpy",
         "",
         f"CHAIN_NAME = {chain.name!r}",
@@ -254,6 +294,20 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         f"DIRECTION = {_floats(direction)}",
         f"GRAVITY = {_floats(gravity)}",
         "CHAIN_KEY = (A, ALPHA, D, THETA_OFFSET, DIRECTION, GRAVITY)",
+        "",
+        "# numba caches compiled code next to the source file: only a module loaded from a file can be cached",
+        "# (code exec'd in memory has no __file__).",
+        "_CACHE = '__file__' in globals()",
+        "",
+        "",
+        "def _compile(fn):",
+        '    """``numba.njit(nogil=True)``, cached when possible. Compilation happens at the first call."""',
+        "    if _CACHE:",
+        "        try:",
+        "            return numba.njit(cache=True, nogil=True)(fn)",
+        "        except RuntimeError as exc:  # no usable cache location (e.g. a read-only install)",
+        "            warnings.warn(f'{__name__}: numba cache disabled ({exc})', RuntimeWarning, stacklevel=2)",
+        "    return numba.njit(nogil=True)(fn)",
         "",
         "",
         "def regressor(q, dq, ddq):",
@@ -275,7 +329,51 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
     for (j, c), expr in zip(entries, reduced):
         lines.append(f"    out[..., {j}, {c}] = {printer.doprint(expr)}")
     lines.append("    return out")
-    lines.append("")
+    lines += [
+        "",
+        "",
+        "def regressor_single_py(q, dq, ddq, out):",
+        f'    """One sample: ``q, dq, ddq`` float arrays of shape ``({n},)``, ``out`` of shape ``({n}, {cols})`` filled',
+        "    in place (returns None).",
+        "",
+        "    Writes only the structurally nonzero entries (the same ones on every call): ``out`` must be zero",
+        "    elsewhere, e.g. allocated once with ``numpy.zeros`` and reused.",
+        '    """',
+        f"    if q.shape[0] != {n} or dq.shape[0] != {n} or ddq.shape[0] != {n} or out.shape[0] != {n} "
+        f"or out.shape[1] != {cols}:",
+        f"        raise ValueError('regressor_single: q, dq, ddq must have shape ({n},) and out ({n}, {cols})')",
+    ]
+    for i in range(n):
+        off, sgn = offset[i], direction[i]
+        op = "+" if sgn > 0 else "-"
+        lines.append(f"    theta{i + 1} = {off!r} {op} q[{i}]")
+        lines.append(f"    dtheta{i + 1} = {'' if sgn > 0 else '-'}dq[{i}]")
+        lines.append(f"    ddtheta{i + 1} = {'' if sgn > 0 else '-'}ddq[{i}]")
+    for sym, expr in replacements:
+        lines.append(f"    {sym} = {scalar.doprint(expr)}")
+    for (j, c), expr in zip(entries, reduced):
+        lines.append(f"    out[{j}, {c}] = {scalar.doprint(expr)}")
+    lines += [
+        "",
+        "",
+        "regressor_single = _compile(regressor_single_py)",
+        "",
+        "",
+        "def regressor_many_py(q, dq, ddq, out):",
+        f'    """Stacked samples: ``q, dq, ddq`` of shape ``(k, {n})``, ``out`` of shape ``(k, {n}, {cols})`` filled',
+        "    completely in place (zeroed, then ``regressor_single`` per row; returns None).",
+        '    """',
+        "    k = q.shape[0]",
+        "    if dq.shape[0] != k or ddq.shape[0] != k or out.shape[0] != k:",
+        f"        raise ValueError('regressor_many: q, dq, ddq must have shape (k, {n}) and out (k, {n}, {cols})')",
+        "    out.fill(0.0)",
+        "    for i in range(k):",
+        "        regressor_single(q[i], dq[i], ddq[i], out[i])",
+        "",
+        "",
+        "regressor_many = _compile(regressor_many_py)",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -299,26 +397,34 @@ RegressorFn = Callable[[Any, Any, Any], np.ndarray]
 
 
 @lru_cache(maxsize=16)
-def _regressor_for_key(key: ChainKey) -> RegressorFn:
+def _module_for_key(key: ChainKey) -> types.ModuleType:
     a, alpha, d, offset, direction, gravity = key
     chain = DHChain.create(a, alpha, d, offset, direction, gravity, name="chain")
     source = generate_module(chain, "<in memory>")
-    namespace: dict[str, Any] = {"__name__": "youbot_dynamics.dynamics._generated_in_memory"}
-    exec(compile(source, "<generated regressor>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["regressor"]
+    # No __file__: the generated module then compiles its numba functions without cache.
+    module = types.ModuleType("youbot_dynamics.dynamics._generated_in_memory")
+    exec(compile(source, "<generated regressor>", "exec"), module.__dict__)  # noqa: S102 - our own generated code
+    return module
 
 
-def load_generated(chain: DHChain) -> RegressorFn:
-    """``regressor(q, dq, ddq)`` for ``chain``: the shipped module if it was generated for these
-    constants, else code generated in memory (cached per chain constants)."""
+def load_generated_module(chain: DHChain) -> types.ModuleType:
+    """The generated module for ``chain`` (``regressor``, ``regressor_single``, ``regressor_many``, ...):
+    the shipped ``generated_youbot`` if it was generated for these constants, else code generated
+    and exec'd in memory (cached per chain constants; its numba functions compile without cache)."""
     key = chain_key(chain)
     try:
         from . import generated_youbot
     except ImportError:  # pragma: no cover - the module is shipped
         generated_youbot = None
     if generated_youbot is not None and generated_youbot.CHAIN_KEY == key:
-        return generated_youbot.regressor
-    return _regressor_for_key(key)
+        return generated_youbot
+    return _module_for_key(key)
+
+
+def load_generated(chain: DHChain) -> RegressorFn:
+    """``regressor(q, dq, ddq)`` for ``chain``: the shipped module if it was generated for these
+    constants, else code generated in memory (cached per chain constants)."""
+    return load_generated_module(chain).regressor
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,188 @@
+"""The dynamic model of an arm from a base-parameter vector (nominal or identified).
+
+Seed 002 (2.70)-(2.74): ``M(q) q'' + C(q, q') q' + G(q) + t_f(q') = tau_e`` with ``M = D + I_a``
+and ``t_f = fv q' + fc sign(q') + f0``. Everything is evaluated from the base regressor,
+``tau = Y_b(q, q', q'') beta``, on stacked states:
+
+* ``G(q) = Y_b(q, 0, 0) beta - f0``;
+* column j of ``M(q)`` is ``Y_b(q, 0, e_j) beta - Y_b(q, 0, 0) beta``;
+* ``c(q, v) = Y_b(q, v, 0) beta - G - t_f(v)`` is the Coriolis/centrifugal vector, quadratic in
+  ``v``: ``c_k = sum_ij Gamma_kij v_i v_j`` with the Christoffel symbols
+  ``Gamma_kij = 1/2 (dM_kj/dq_i + dM_ki/dq_j - dM_ij/dq_k)`` (2.72)-(2.73);
+* the Christoffel-form matrix by polarisation: ``C(q, q') e_j = (c(q, q' + e_j) - c(q, q' - e_j)) / 4``,
+  so that ``M' - 2C`` is skew-symmetric;
+* forward dynamics ``q'' = M^-1 (tau - C q' - G - t_f)`` by Cholesky; a mass matrix that is not
+  positive definite (physically inconsistent parameters) raises :class:`PhysicalConsistencyError`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .base_parameters import BaseParameters, compute_base_parameters
+from .chain import DHChain
+from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
+
+__all__ = ["PhysicalConsistencyError", "DynamicModel", "regressor_function"]
+
+Array = NDArray[np.float64]
+RegressorFn = Callable[[Any, Any, Any], Array]
+
+
+class PhysicalConsistencyError(ValueError):
+    """The parameters give a mass matrix that is not positive definite at some configuration."""
+
+
+def regressor_function(chain: DHChain) -> RegressorFn:
+    """The fastest exact regressor for ``chain``: the shipped generated code when it was generated
+    for this chain (the youBot), otherwise the numeric Newton-Euler regressor."""
+    from . import rnea, symbolic
+
+    try:
+        from . import generated_youbot
+    except ImportError:  # pragma: no cover - shipped
+        generated_youbot = None
+    if generated_youbot is not None and generated_youbot.CHAIN_KEY == symbolic.chain_key(chain):
+        return generated_youbot.regressor
+    return lambda q, dq, ddq: rnea.regressor(chain, q, dq, ddq)
+
+
+def _drive_index(n: int, name: str) -> NDArray[np.int64]:
+    offset = len(LINK_PARAMETERS) + ("Ia", "fv", "fc", "f0").index(name)
+    return np.arange(n) * PARAMETERS_PER_JOINT + offset
+
+
+@dataclass
+class DynamicModel:
+    """``tau = Y_b beta`` and the matrices of the model; see the module docstring."""
+
+    chain: DHChain
+    base: BaseParameters
+    beta: Array
+    _chi: Array = field(init=False, repr=False)
+    _regressor: RegressorFn = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.beta = np.asarray(self.beta, dtype=float)
+        if self.beta.shape != (self.base.count,):
+            raise ValueError(f"expected {self.base.count} base parameters, got shape {self.beta.shape}")
+        if not np.all(np.isfinite(self.beta)):
+            raise ValueError("base parameters contain NaN or infinite values")
+        self._chi = self.base.equivalent_standard(self.beta)
+        self._regressor = regressor_function(self.chain)
+
+    @classmethod
+    def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
+                      base: BaseParameters | None = None) -> "DynamicModel":
+        """The model of standard parameters ``chi`` (14 n), reduced to base parameters."""
+        base = base if base is not None else compute_base_parameters(chain, structure)
+        return cls(chain, base, base.from_standard(chi))
+
+    @property
+    def n_joints(self) -> int:
+        return self.chain.n_joints
+
+    @property
+    def equivalent_standard(self) -> Array:
+        """A 14 n vector giving the same torques as ``beta`` (zeros in the regrouped columns)."""
+        return self._chi.copy()
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def _state(self, name: str, x: Any) -> Array:
+        arr = np.asarray(x, dtype=float)
+        if arr.ndim == 0 or arr.shape[-1] != self.n_joints:
+            raise ValueError(f"{name} must have {self.n_joints} values per sample, got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return arr
+
+    def regressor(self, q: Any, dq: Any, ddq: Any) -> Array:
+        """Base regressor ``Y_b`` (..., n, b)."""
+        y = self._regressor(self._state("q", q), self._state("dq", dq), self._state("ddq", ddq))
+        return self.base.base_regressor(y)
+
+    def inverse_dynamics(self, q: Any, dq: Any, ddq: Any) -> Array:
+        """Motor torques ``tau_e`` (..., n) = ``Y_b beta``."""
+        q, dq, ddq = (self._state(n, x) for n, x in (("q", q), ("dq", dq), ("ddq", ddq)))
+        return self._regressor(q, dq, ddq) @ self._chi
+
+    def friction(self, dq: Any) -> Array:
+        """``t_f = fv q' + fc sign(q') + f0`` (zero for structures without friction)."""
+        dq = self._state("dq", dq)
+        n = self.n_joints
+        fv, fc, f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
+        return fv * dq + fc * np.sign(dq) + f0
+
+    def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
+        return self._regressor(q, dq, ddq) @ self._chi
+
+    def gravity(self, q: Any) -> Array:
+        """``G(q)`` (..., n)."""
+        q = self._state("q", q)
+        zero = np.zeros_like(q)
+        return self._torques(q, zero, zero) - self._chi[_drive_index(self.n_joints, "f0")]
+
+    def mass_matrix(self, q: Any) -> Array:
+        """``M(q) = D(q) + I_a`` (..., n, n)."""
+        q = self._state("q", q)
+        n = self.n_joints
+        # states (..., n + 1, n): zero acceleration, then each unit acceleration
+        acc = np.concatenate([np.zeros((1, n)), np.eye(n)])
+        qs = np.broadcast_to(q[..., None, :], q.shape[:-1] + (n + 1, n))
+        acc = np.broadcast_to(acc, qs.shape)
+        tau = self._torques(qs, np.zeros(qs.shape), acc)
+        return np.swapaxes(tau[..., 1:, :] - tau[..., :1, :], -1, -2)
+
+    def coriolis_vector(self, q: Any, dq: Any) -> Array:
+        """``C(q, q') q'`` (..., n)."""
+        q, dq = self._state("q", q), self._state("dq", dq)
+        zero = np.zeros_like(q)
+        return self._torques(q, dq, zero) - self._torques(q, zero, zero) - self._velocity_friction(dq)
+
+    def _velocity_friction(self, dq: Array) -> Array:
+        n = self.n_joints
+        return self._chi[_drive_index(n, "fv")] * dq + self._chi[_drive_index(n, "fc")] * np.sign(dq)
+
+    def coriolis_matrix(self, q: Any, dq: Any) -> Array:
+        """Christoffel-form ``C(q, q')`` (..., n, n), by polarisation of ``c(q, v)``."""
+        q, dq = self._state("q", q), self._state("dq", dq)
+        n = self.n_joints
+        eye = np.eye(n)
+        v = np.concatenate([dq[..., None, :] + eye, dq[..., None, :] - eye], axis=-2)  # (..., 2n, n)
+        qs = np.broadcast_to(q[..., None, :], v.shape)
+        zero = np.zeros(v.shape)
+        # the inertial part only: friction (non-quadratic) and gravity cancel in the difference
+        chi = self._chi.copy()
+        chi[np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])] = 0.0
+        c = self._regressor(qs, v, zero) @ chi
+        return np.swapaxes((c[..., :n, :] - c[..., n:, :]) / 4.0, -1, -2)
+
+    def forward_dynamics(self, q: Any, dq: Any, tau: Any) -> Array:
+        """``q'' = M^-1 (tau - C q' - G - t_f)``; raises :class:`PhysicalConsistencyError` if M is not PD."""
+        q, dq, tau = self._state("q", q), self._state("dq", dq), self._state("tau", tau)
+        zero = np.zeros_like(q)
+        bias = self._torques(q, dq, zero)  # C q' + G + t_f
+        m = self.mass_matrix(q)
+        try:
+            chol = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            raise PhysicalConsistencyError("mass matrix not positive definite: the parameters are not "
+                                           "physically consistent") from None
+        rhs = (tau - bias)[..., None]
+        y = np.linalg.solve(chol, rhs)
+        return np.linalg.solve(np.swapaxes(chol, -1, -2), y)[..., 0]
+
+    def check_consistency(self, q_samples: Any) -> None:
+        """Raise :class:`PhysicalConsistencyError` naming a configuration where M is not positive definite."""
+        q = self._state("q", q_samples).reshape(-1, self.n_joints)
+        eig = np.linalg.eigvalsh(self.mass_matrix(q))[:, 0]
+        bad = np.flatnonzero(eig <= 0)
+        if bad.size:
+            k = int(bad[0])
+            raise PhysicalConsistencyError(
+                f"mass matrix not positive definite at q = {np.round(q[k], 4).tolist()} (smallest eigenvalue "
+                f"{eig[k]:.3g}) in {bad.size} of {len(q)} configurations: the parameters are not physically consistent")

@@ -1,0 +1,32 @@
+"""The nominal dynamic model: the arm description's inertials, drive terms zero (unknown until
+identified). Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
+``python -m youbot_dynamics nominal-model --write``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..arm import ArmDescription
+from ..paths import config_path
+from .chain import DHChain
+from .model import DynamicModel
+from .paramfile import save_model
+from .parameters import ModelStructure, standard_parameters
+
+__all__ = ["NOMINAL_MODEL_FILE", "nominal_model", "write_nominal_model"]
+
+NOMINAL_MODEL_FILE = "youbot_nominal_model.yaml"
+DESCRIPTION = ("Nominal model: inertials of the arm description (youbot_description URDF converted to DH "
+               "frames); rotor inertia and friction are zero (unknown before identification).")
+
+
+def nominal_model(arm: ArmDescription, structure: ModelStructure | str = ModelStructure.FULL) -> tuple[DynamicModel, object]:
+    """The nominal model and the standard vector it comes from."""
+    chi = standard_parameters(arm)
+    return DynamicModel.from_standard(DHChain.from_arm(arm), chi, structure), chi
+
+
+def write_nominal_model(arm: ArmDescription, path: str | Path | None = None) -> Path:
+    path = Path(path) if path is not None else config_path(NOMINAL_MODEL_FILE)
+    model, chi = nominal_model(arm)
+    save_model(path, model, DESCRIPTION, chi)
+    return path

@@ -1,0 +1,125 @@
+"""The YAML file of a dynamic model (nominal or identified), read by ``predict`` and the controllers.
+
+Format (``format_version: 1``)::
+
+    youbot_dynamics_model:
+      format_version: 1
+      description: free text (where the values come from)
+      chain:                      # the geometry the parameters belong to (DH, SI units)
+        a: [...]; alpha: [...]; d: [...]; theta_offset: [...]; direction: [...]; gravity: [gx, gy, gz]
+      structure: full             # inertial | rotor | full
+      base_parameters:            # in the order of beta
+        - {name: Ia1, expression: "Ia1 + Izz1 - ...", value: 0.123}
+      standard_parameters:        # optional: the 14 n standard vector the base values came from
+        names: [m1, mx1, ...]
+        values: [...]
+
+On reading, the base parameters are recomputed from ``chain`` and ``structure`` and their names
+must match the file's (same regrouping), so a file can never be applied to the wrong model.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from .base_parameters import compute_base_parameters
+from .chain import DHChain
+from .model import DynamicModel
+from .parameters import ModelStructure, parameter_names
+
+__all__ = ["ModelFileError", "model_to_dict", "save_model", "load_model"]
+
+FORMAT_VERSION = 1
+ROOT = "youbot_dynamics_model"
+
+
+class ModelFileError(ValueError):
+    """A model file is missing, malformed, or does not fit the model it describes (key named)."""
+
+
+def model_to_dict(model: DynamicModel, description: str = "", standard: Any = None) -> dict:
+    """The YAML document of ``model`` (``standard``: the 14 n vector it came from, if known)."""
+    c = model.chain
+    doc: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "description": description,
+        "chain": {
+            "a": c.a.tolist(), "alpha": c.alpha.tolist(), "d": c.d.tolist(),
+            "theta_offset": c.theta_offset.tolist(), "direction": [int(v) for v in c.direction],
+            "gravity": c.gravity.tolist(),
+        },
+        "structure": model.base.structure.value,
+        "base_parameters": [
+            {"name": n, "expression": e, "value": float(v)}
+            for n, e, v in zip(model.base.names, model.base.expressions, model.beta)
+        ],
+    }
+    if standard is not None:
+        doc["standard_parameters"] = {"names": parameter_names(c.n_joints),
+                                      "values": [float(v) for v in np.asarray(standard, dtype=float)]}
+    return {ROOT: doc}
+
+
+def save_model(path: str | Path, model: DynamicModel, description: str = "", standard: Any = None) -> None:
+    """Write ``model`` as YAML (full float precision)."""
+    text = yaml.safe_dump(model_to_dict(model, description, standard), sort_keys=False, width=120,
+                          default_flow_style=None)
+    Path(path).write_text(text)
+
+
+def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[float]:
+    if not isinstance(node, dict) or key not in node:
+        raise ModelFileError(f"{where}: missing key '{key}'")
+    raw = node[key]
+    if not isinstance(raw, list) or (n is not None and len(raw) != n):
+        raise ModelFileError(f"{where}.{key}: expected a list of {n if n is not None else 'numbers'} values")
+    try:
+        values = [float(v) for v in raw]
+    except (TypeError, ValueError):
+        raise ModelFileError(f"{where}.{key}: values must be numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ModelFileError(f"{where}.{key}: values must be finite")
+    return values
+
+
+def load_model(path: str | Path) -> DynamicModel:
+    """Read and check a model file; returns the :class:`DynamicModel` it describes."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ModelFileError(f"{path}: malformed YAML: {exc}") from None
+    if not isinstance(doc, dict) or ROOT not in doc or not isinstance(doc[ROOT], dict):
+        raise ModelFileError(f"{path}: missing top-level key '{ROOT}'")
+    doc = doc[ROOT]
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(f"{path}: format_version: expected {FORMAT_VERSION}, got {doc.get('format_version')!r}")
+    chain_doc = doc.get("chain")
+    a = _numbers(chain_doc, "a", "chain")
+    n = len(a)
+    try:
+        chain = DHChain.create(a, _numbers(chain_doc, "alpha", "chain", n), _numbers(chain_doc, "d", "chain", n),
+                               _numbers(chain_doc, "theta_offset", "chain", n),
+                               _numbers(chain_doc, "direction", "chain", n), _numbers(chain_doc, "gravity", "chain", 3))
+    except ValueError as exc:
+        raise ModelFileError(f"{path}: chain: {exc}") from None
+    try:
+        structure = ModelStructure(doc.get("structure"))
+    except ValueError:
+        raise ModelFileError(f"{path}: structure: expected inertial, rotor or full, got {doc.get('structure')!r}") from None
+    entries = doc.get("base_parameters")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "value" in e for e in entries):
+        raise ModelFileError(f"{path}: base_parameters: expected a list of {{name, value}} entries")
+    base = compute_base_parameters(chain, structure)
+    names = [str(e["name"]) for e in entries]
+    if names != list(base.names):
+        raise ModelFileError(f"{path}: base_parameters: the names do not match the {structure.value} model of this "
+                             f"chain (expected {len(base.names)}: {', '.join(base.names)})")
+    values = _numbers({"value": [e["value"] for e in entries]}, "value", "base_parameters", base.count)
+    return DynamicModel(chain, base, np.array(values))
