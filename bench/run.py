@@ -75,22 +75,95 @@ def bench_kinematics() -> dict:
     }
 
 
-def main() -> int:
-    results = {"kinematics": bench_kinematics()}
-    goals = {
-        "fk_speedup_vs_pinocchio_loop": (5.0, "vectorised FK at least 5x faster than the Pinocchio loop"),
-        "ik_poses_per_s": (500_000.0, "IK above 500,000 poses/s (all branches, limits checked)"),
+def median_call_us(fn: Callable[[], object], calls: int = 2000) -> float:
+    """Median wall time of single calls [microseconds] after a warm-up."""
+    for _ in range(50):
+        fn()
+    times = np.empty(calls)
+    for k in range(calls):
+        start = time.perf_counter()
+        fn()
+        times[k] = time.perf_counter() - start
+    return float(np.median(times) * 1e6)
+
+
+def bench_dynamics() -> dict:
+    import subprocess
+
+    import pinocchio as pin
+
+    from youbot_dynamics.dynamics.chain import DHChain
+    from youbot_dynamics.dynamics.nominal import nominal_model
+    from youbot_dynamics.urdf import generate_urdf
+
+    arm = default_arm()
+    chain = DHChain.from_arm(arm)
+    model, _ = nominal_model(arm)
+    pmodel = pin.buildModelFromXML(generate_urdf(arm))
+    pmodel.gravity.linear[:] = chain.gravity
+    pdata = pmodel.createData()
+    rng = np.random.default_rng(1)
+    n_samples = 10_000
+    q = rng.uniform(arm.position_min, arm.position_max, (n_samples, 5))
+    dq, ddq = rng.normal(0, 1, (2, n_samples, 5))
+
+    def pin_regressors() -> None:
+        for k in range(n_samples):
+            pin.computeJointTorqueRegressor(pmodel, pdata, q[k], dq[k], ddq[k])
+
+    t_pin_reg = best_time(pin_regressors, 1)
+    t_reg = best_time(lambda: model.regressor(q, dq, ddq))
+    q1, dq1, ddq1 = q[0], dq[0], ddq[0]
+    id_us = median_call_us(lambda: model.inverse_dynamics_single(q1, dq1, ddq1))
+    mcg_us = median_call_us(lambda: model.dynamics_terms(q1, dq1))
+    pin_rnea_us = median_call_us(lambda: pin.rnea(pmodel, pdata, q1, dq1, ddq1))
+    code = ("import time; t = time.perf_counter(); from youbot_dynamics.dynamics import symbolic; "
+            "symbolic.youbot_regressor_source(); print(time.perf_counter() - t)")
+    derive_s = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    code = ("import time; t = time.perf_counter(); from youbot_dynamics.dynamics.nominal import nominal_model; "
+            "from youbot_dynamics.arm import default_arm; import numpy as np; m, _ = nominal_model(default_arm()); "
+            "m.dynamics_terms(np.ones(5), np.ones(5)); print(time.perf_counter() - t)")
+    load_s = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    return {
+        "base_regressor_10k_s": t_reg,
+        "pinocchio_regressor_loop_10k_s": t_pin_reg,
+        "base_regressor_speedup_vs_pinocchio_loop": t_pin_reg / t_reg,
+        "inverse_dynamics_single_median_us": id_us,
+        "m_cq_g_single_median_us": mcg_us,
+        "pinocchio_rnea_single_median_us": pin_rnea_us,
+        "inverse_dynamics_ratio_to_pinocchio_rnea": id_us / pin_rnea_us,
+        "symbolic_derivation_s": derive_s,
+        "model_load_and_first_call_s": load_s,
     }
-    print(f"Kinematics, batches of {N:,} (best of {REPEATS}):")
-    for key, value in results["kinematics"].items():
-        print(f"  {key:40s} {value:14,.3f}" if value < 100 else f"  {key:40s} {value:14,.0f}")
+
+
+def report(title: str, values: dict) -> None:
+    print(title)
+    for key, value in values.items():
+        print(f"  {key:44s} {value:14,.3f}" if abs(value) < 100 else f"  {key:44s} {value:14,.0f}")
+
+
+def main() -> int:
+    results = {"kinematics": bench_kinematics(), "dynamics": bench_dynamics()}
+    goals = [
+        ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0, "vectorised FK at least 5x faster than the Pinocchio loop"),
+        ("kinematics", "ik_poses_per_s", ">=", 500_000.0, "IK above 500,000 poses/s (all branches, limits checked)"),
+        ("dynamics", "base_regressor_speedup_vs_pinocchio_loop", ">=", 3.0,
+         "base regressor of 10,000 samples at least 3x faster than Pinocchio's per-sample loop"),
+        ("dynamics", "inverse_dynamics_single_median_us", "<=", 30.0, "single-sample inverse dynamics median <= 30 us"),
+        ("dynamics", "m_cq_g_single_median_us", "<=", 30.0, "single-sample M, C q', G median <= 30 us"),
+        ("dynamics", "symbolic_derivation_s", "<=", 60.0, "symbolic derivation of the youBot model <= 60 s"),
+        ("dynamics", "model_load_and_first_call_s", "<=", 1.0, "loading the generated model <= 1 s"),
+    ]
+    report(f"Kinematics, batches of {N:,} (best of {REPEATS}):", results["kinematics"])
+    report("Dynamics:", results["dynamics"])
     print("Goals:")
     ok = True
-    for key, (goal, text) in goals.items():
-        value = results["kinematics"][key]
-        met = value >= goal
+    for section, key, op, goal, text in goals:
+        value = results[section][key]
+        met = value >= goal if op == ">=" else value <= goal
         ok &= met
-        print(f"  [{'met' if met else 'MISSED'}] {text}: {value:,.1f}")
+        print(f"  [{'met' if met else 'MISSED'}] {text}: {value:,.2f}")
     out = Path("out")
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2))

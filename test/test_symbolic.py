@@ -215,3 +215,128 @@ def test_alpha_snapping_and_exact_lengths():
     assert "0.033" in source and "6.123233995736766e-17" not in source
     y = symbolic.lagrangian_regressor(chain)
     assert all(not e.atoms(sp.Float) for e in y)  # exact rationals and exact cos/sin(pi/2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled single-sample variant (regressor_single / regressor_many, numba)
+
+
+def states_with_zero_velocities(rng, n_samples, q_min, q_max):
+    """Random states where about a third of the velocities are exactly +0.0 or -0.0 (sign columns)."""
+    q, dq, ddq = random_states(rng, n_samples, q_min, q_max)
+    dq[rng.random(dq.shape) < 0.2] = 0.0
+    dq[rng.random(dq.shape) < 0.1] = -0.0
+    dq[0] = 0.0
+    return q, dq, ddq
+
+
+def check_scalar_variants(module, q, dq, ddq):
+    """regressor_single (reusing one zeroed out), regressor_single_py and regressor_many against regressor."""
+    y_ref = module.regressor(q, dq, ddq)
+    n, cols = y_ref.shape[-2:]
+    out = np.zeros((n, cols))
+    for k in range(len(q)):
+        module.regressor_single(q[k], dq[k], ddq[k], out)  # the same out for every sample
+        np.testing.assert_allclose(out, y_ref[k], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(out[:, PARAMETERS_PER_JOINT * np.arange(n) + 12], np.diag(np.sign(dq[k])))
+    py_out = np.zeros((n, cols))
+    module.regressor_single_py(q[1], dq[1], ddq[1], py_out)
+    np.testing.assert_allclose(py_out, y_ref[1], rtol=0, atol=1e-12)
+    many = np.full((len(q), n, cols), np.nan)  # regressor_many fills everything, zeros included
+    module.regressor_many(q, dq, ddq, many)
+    np.testing.assert_allclose(many, y_ref, rtol=0, atol=1e-12)
+
+
+def test_youbot_regressor_single_and_many_equal_vectorised(arm):
+    from youbot_dynamics.dynamics import generated_youbot
+
+    q, dq, ddq = states_with_zero_velocities(np.random.default_rng(10), 200, arm.position_min, arm.position_max)
+    assert np.any(dq == 0) and np.any(np.signbit(dq) & (dq == 0))
+    check_scalar_variants(generated_youbot, q, dq, ddq)
+
+
+def test_non_youbot_chains_in_memory_have_the_compiled_variant():
+    chain = DHChain.create(a=[0.1, 0.23, 0.07], alpha=[0.3, -1.1, np.pi / 2], d=[0.05, -0.12, 0.2],
+                           theta_offset=[0.2, -0.4, 1.0], direction=[1, -1, 1], gravity=[1.0, -2.0, -9.5])
+    module = symbolic.load_generated_module(chain)
+    assert module is symbolic.load_generated_module(chain)
+    assert symbolic.load_generated(chain) is module.regressor
+    assert module._CACHE is False  # exec'd in memory: numba compiles without cache
+    q, dq, ddq = states_with_zero_velocities(np.random.default_rng(11), 100, [-np.pi] * 3, [np.pi] * 3)
+    check_scalar_variants(module, q, dq, ddq)
+    two = symbolic.load_generated_module(two_link_chain(0.27, 0.19, 0.3, -0.8, 9.82))
+    q, dq, ddq = states_with_zero_velocities(np.random.default_rng(12), 50, [-np.pi] * 2, [np.pi] * 2)
+    check_scalar_variants(two, q, dq, ddq)
+
+
+def test_load_generated_module_returns_the_shipped_module(youbot_chain):
+    from youbot_dynamics.dynamics import generated_youbot
+
+    assert symbolic.load_generated_module(youbot_chain) is generated_youbot
+    assert generated_youbot._CACHE is True
+
+
+def test_compiled_variants_reject_wrong_shapes():
+    from youbot_dynamics.dynamics import generated_youbot as g
+
+    with pytest.raises(ValueError):
+        g.regressor_single(np.zeros(4), np.zeros(4), np.zeros(4), np.zeros((5, 70)))
+    with pytest.raises(ValueError):
+        g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 56)))
+    with pytest.raises(ValueError):
+        g.regressor_many(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((2, 5)), np.zeros((3, 5, 70)))
+
+
+def test_regressor_single_is_fast(arm):
+    from youbot_dynamics.dynamics import generated_youbot as g
+
+    q, dq, ddq = random_states(np.random.default_rng(13), 1, arm.position_min, arm.position_max)
+    q, dq, ddq = q[0], dq[0], ddq[0]
+    out = np.zeros((5, 70))
+    for _ in range(10):
+        g.regressor_single(q, dq, ddq, out)
+    times = np.empty(1000)
+    for i in range(1000):
+        start = time.perf_counter()
+        g.regressor_single(q, dq, ddq, out)
+        times[i] = time.perf_counter() - start
+    median = float(np.median(times))
+    print(f"\nregressor_single (youBot), median of 1000 calls: {1e6 * median:.2f} us")
+    assert median < 50e-6
+
+
+FIRST_CALL = ("import time, numpy as np; t = time.perf_counter(); "
+              "from youbot_dynamics.dynamics import generated_youbot as g; t1 = time.perf_counter(); "
+              "g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 70))); "
+              "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5, 70))); "
+              "print(t1 - t, time.perf_counter() - t1)")
+
+
+def test_compiled_code_is_cached_for_the_next_process():
+    runs = [subprocess.run([sys.executable, "-c", FIRST_CALL], check=True, capture_output=True, text=True)
+            for _ in range(2)]
+    (import1, first1), (import2, first2) = (map(float, r.stdout.split()) for r in runs)
+    print(f"\nfresh process: import {import1:.2f} s / {import2:.2f} s, "
+          f"first calls {first1:.2f} s (may compile) / {first2:.2f} s (cached)")
+    assert import2 < 1.0
+    assert first2 < 2.0  # a cold compile takes several seconds
+
+
+def test_import_without_a_cache_location_warns_instead_of_failing():
+    code = ("import warnings; from numba.core import caching; "
+            "caching.CacheImpl._locator_classes = []; "  # as if no directory were writable
+            "warnings.simplefilter('error'); "
+            "from youbot_dynamics.dynamics import generated_youbot")
+    probe = subprocess.run([sys.executable, "-c", "from numba.core import caching; caching.CacheImpl._locator_classes"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("numba internals changed (CacheImpl._locator_classes)")
+    failed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert failed.returncode != 0 and "numba cache disabled" in failed.stderr  # the warning, as an error
+    ok = subprocess.run([sys.executable, "-W", "ignore", "-c", code.replace("warnings.simplefilter('error'); ", "") +
+                         "; import numpy as np; out = np.zeros((5, 70)); "
+                         "generated_youbot.regressor_single(np.ones(5), np.ones(5), np.ones(5), out); "
+                         "print(float(np.abs(out - generated_youbot.regressor(np.ones(5), np.ones(5), np.ones(5))).max()))"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert float(ok.stdout) < 1e-12

@@ -36,18 +36,34 @@ class PhysicalConsistencyError(ValueError):
     """The parameters give a mass matrix that is not positive definite at some configuration."""
 
 
-def regressor_function(chain: DHChain) -> RegressorFn:
-    """The fastest exact regressor for ``chain``: the shipped generated code when it was generated
-    for this chain (the youBot), otherwise the numeric Newton-Euler regressor."""
-    from . import rnea, symbolic
+def _shipped_module(chain: DHChain) -> Any:
+    """The shipped generated module if it was generated for ``chain`` (the youBot), else None."""
+    from . import symbolic
 
     try:
         from . import generated_youbot
     except ImportError:  # pragma: no cover - shipped
-        generated_youbot = None
-    if generated_youbot is not None and generated_youbot.CHAIN_KEY == symbolic.chain_key(chain):
-        return generated_youbot.regressor
-    return lambda q, dq, ddq: rnea.regressor(chain, q, dq, ddq)
+        return None
+    return generated_youbot if generated_youbot.CHAIN_KEY == symbolic.chain_key(chain) else None
+
+
+def regressor_function(chain: DHChain) -> RegressorFn:
+    """The fastest exact regressor for ``chain``: the shipped generated code when it was generated
+    for this chain (the youBot), otherwise the numeric Newton-Euler regressor."""
+    from . import rnea
+
+    module = _shipped_module(chain)
+    if module is not None:
+        return module.regressor
+
+    def numeric(q: Any, dq: Any, ddq: Any) -> Array:
+        # rnea.regressor takes (n,) or (N, n): flatten any leading sample dimensions
+        q, dq, ddq = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, dq, ddq)))
+        n = chain.n_joints
+        y = rnea.regressor(chain, q.reshape(-1, n), dq.reshape(-1, n), ddq.reshape(-1, n))
+        return y.reshape(q.shape[:-1] + y.shape[-2:])
+
+    return numeric
 
 
 def _drive_index(n: int, name: str) -> NDArray[np.int64]:
@@ -64,6 +80,7 @@ class DynamicModel:
     beta: Array
     _chi: Array = field(init=False, repr=False)
     _regressor: RegressorFn = field(init=False, repr=False)
+    _module: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.beta = np.asarray(self.beta, dtype=float)
@@ -73,6 +90,16 @@ class DynamicModel:
             raise ValueError("base parameters contain NaN or infinite values")
         self._chi = self.base.equivalent_standard(self.beta)
         self._regressor = regressor_function(self.chain)
+        self._module = _shipped_module(self.chain)
+        n = self.n_joints
+        # single-sample buffers: one regressor row block (zeroed once, the generated code always
+        # writes the same entries) and n + 2 stacked states for dynamics_terms
+        self._out1 = np.zeros((n, self._chi.size))
+        self._q_many = np.zeros((n + 2, n))
+        self._dq_many = np.zeros((n + 2, n))
+        self._ddq_many = np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))])
+        self._out_many = np.zeros((n + 2, n, self._chi.size))
+        self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
 
     @classmethod
     def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
@@ -100,15 +127,27 @@ class DynamicModel:
             raise ValueError(f"{name} contains NaN or infinite values")
         return arr
 
+    def _full_regressor(self, q: Array, dq: Array, ddq: Array) -> Array:
+        """Full (..., n, 14 n) regressor; the compiled generated loop when available."""
+        if self._module is None:
+            return self._regressor(q, dq, ddq)
+        n = self.n_joints
+        q, dq, ddq = (np.ascontiguousarray(x).reshape(-1, n) for x in np.broadcast_arrays(q, dq, ddq))
+        out = np.empty((q.shape[0], n, self._chi.size))
+        self._module.regressor_many(q, dq, ddq, out)
+        return out
+
     def regressor(self, q: Any, dq: Any, ddq: Any) -> Array:
         """Base regressor ``Y_b`` (..., n, b)."""
-        y = self._regressor(self._state("q", q), self._state("dq", dq), self._state("ddq", ddq))
+        q, dq, ddq = self._state("q", q), self._state("dq", dq), self._state("ddq", ddq)
+        shape = np.broadcast_shapes(q.shape, dq.shape, ddq.shape)
+        y = self._full_regressor(q, dq, ddq).reshape(shape + (self._chi.size,))
         return self.base.base_regressor(y)
 
     def inverse_dynamics(self, q: Any, dq: Any, ddq: Any) -> Array:
         """Motor torques ``tau_e`` (..., n) = ``Y_b beta``."""
         q, dq, ddq = (self._state(n, x) for n, x in (("q", q), ("dq", dq), ("ddq", ddq)))
-        return self._regressor(q, dq, ddq) @ self._chi
+        return self._torques(q, dq, ddq)
 
     def friction(self, dq: Any) -> Array:
         """``t_f = fv q' + fc sign(q') + f0`` (zero for structures without friction)."""
@@ -118,7 +157,8 @@ class DynamicModel:
         return fv * dq + fc * np.sign(dq) + f0
 
     def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
-        return self._regressor(q, dq, ddq) @ self._chi
+        shape = np.broadcast_shapes(np.shape(q), np.shape(dq), np.shape(ddq))
+        return (self._full_regressor(q, dq, ddq) @ self._chi).reshape(shape)
 
     def gravity(self, q: Any) -> Array:
         """``G(q)`` (..., n)."""
@@ -158,8 +198,44 @@ class DynamicModel:
         # the inertial part only: friction (non-quadratic) and gravity cancel in the difference
         chi = self._chi.copy()
         chi[np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])] = 0.0
-        c = self._regressor(qs, v, zero) @ chi
+        c = (self._full_regressor(qs, v, zero) @ chi).reshape(v.shape)
         return np.swapaxes((c[..., :n, :] - c[..., n:, :]) / 4.0, -1, -2)
+
+    # -- single sample (what a 1 kHz controller calls each cycle) --------------------------------
+
+    def _vector(self, name: str, x: Any) -> Array:
+        arr = np.asarray(x, dtype=float)
+        if arr.shape != (self.n_joints,):
+            raise ValueError(f"{name} must have shape ({self.n_joints},), got {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return arr
+
+    def inverse_dynamics_single(self, q: Any, dq: Any, ddq: Any) -> Array:
+        """``tau_e`` of one state (n,), through the compiled generated regressor when available.
+
+        Not thread-safe: uses buffers owned by the model (one model per control thread)."""
+        q, dq, ddq = self._vector("q", q), self._vector("dq", dq), self._vector("ddq", ddq)
+        if self._module is None:
+            return self._torques(q, dq, ddq)
+        self._module.regressor_single(q, dq, ddq, self._out1)
+        return self._out1 @ self._chi
+
+    def dynamics_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
+        """``(M(q), C(q, q') q', G(q))`` of one state in one compiled call of n + 2 stacked states:
+        ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``. Not thread-safe (model-owned buffers)."""
+        q, dq = self._vector("q", q), self._vector("dq", dq)
+        if self._module is None:
+            return self.mass_matrix(q), self.coriolis_vector(q, dq), self.gravity(q)
+        n = self.n_joints
+        self._q_many[:] = q
+        self._dq_many[n + 1] = dq
+        self._module.regressor_many(self._q_many, self._dq_many, self._ddq_many, self._out_many)
+        tau = self._out_many @ self._chi  # (n + 2, n)
+        rest = tau[0]  # G + f0
+        m = (tau[1 : n + 1] - rest).T
+        c = tau[n + 1] - rest - self._fv * dq - self._fc * np.sign(dq)
+        return m, c, rest - self._f0
 
     def forward_dynamics(self, q: Any, dq: Any, tau: Any) -> Array:
         """``q'' = M^-1 (tau - C q' - G - t_f)``; raises :class:`PhysicalConsistencyError` if M is not PD."""
