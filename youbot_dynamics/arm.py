@@ -32,6 +32,7 @@ __all__ = [
     "load_arm",
     "default_arm",
     "inertia_matrix",
+    "check_joint_values",
 ]
 
 Array = NDArray[np.float64]
@@ -109,12 +110,17 @@ class ArmDescription:
 
     def check_q(self, q: Any, name: str = "q") -> Array:
         """``q`` as a float array with last axis n_joints; raises ``ValueError`` on a wrong length or NaN."""
-        arr = np.asarray(q, dtype=float)
-        if arr.ndim == 0 or arr.shape[-1] != self.n_joints:
-            raise ValueError(f"{name} must have {self.n_joints} joint values per row, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains NaN or infinite values")
-        return arr
+        return check_joint_values(q, self.n_joints, name)
+
+
+def check_joint_values(values: Any, n_joints: int, name: str) -> Array:
+    """``values`` as a float array with last axis ``n_joints``; ``ValueError`` on a wrong length or NaN."""
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 0 or arr.shape[-1] != n_joints:
+        raise ValueError(f"{name} must have {n_joints} joint values per row, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from ..arm import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
@@ -120,12 +121,7 @@ class DynamicModel:
     # -- evaluation ---------------------------------------------------------------------------
 
     def _state(self, name: str, x: Any) -> Array:
-        arr = np.asarray(x, dtype=float)
-        if arr.ndim == 0 or arr.shape[-1] != self.n_joints:
-            raise ValueError(f"{name} must have {self.n_joints} values per sample, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains NaN or infinite values")
-        return arr
+        return check_joint_values(x, self.n_joints, name)
 
     def _full_regressor(self, q: Array, dq: Array, ddq: Array) -> Array:
         """Full (..., n, 14 n) regressor; the compiled generated loop when available."""
