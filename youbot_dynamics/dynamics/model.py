@@ -26,8 +26,9 @@ from ..arm import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
+from .symbolic import shipped_module
 
-__all__ = ["PhysicalConsistencyError", "DynamicModel", "regressor_function"]
+__all__ = ["PhysicalConsistencyError", "DynamicModel"]
 
 Array = NDArray[np.float64]
 RegressorFn = Callable[[Any, Any, Any], Array]
@@ -37,25 +38,9 @@ class PhysicalConsistencyError(ValueError):
     """The parameters give a mass matrix that is not positive definite at some configuration."""
 
 
-def _shipped_module(chain: DHChain) -> Any:
-    """The shipped generated module if it was generated for ``chain`` (the youBot), else None."""
-    from . import symbolic
-
-    try:
-        from . import generated_youbot
-    except ImportError:  # pragma: no cover - shipped
-        return None
-    return generated_youbot if generated_youbot.CHAIN_KEY == symbolic.chain_key(chain) else None
-
-
-def regressor_function(chain: DHChain) -> RegressorFn:
-    """The fastest exact regressor for ``chain``: the shipped generated code when it was generated
-    for this chain (the youBot), otherwise the numeric Newton-Euler regressor."""
+def _numeric_regressor(chain: DHChain) -> RegressorFn:
+    """The Newton-Euler regressor for chains without shipped generated code, any leading shape."""
     from . import rnea
-
-    module = _shipped_module(chain)
-    if module is not None:
-        return module.regressor
 
     def numeric(q: Any, dq: Any, ddq: Any) -> Array:
         # rnea.regressor takes (n,) or (N, n): flatten any leading sample dimensions
@@ -90,8 +75,8 @@ class DynamicModel:
         if not np.all(np.isfinite(self.beta)):
             raise ValueError("base parameters contain NaN or infinite values")
         self._chi = self.base.equivalent_standard(self.beta)
-        self._regressor = regressor_function(self.chain)
-        self._module = _shipped_module(self.chain)
+        self._module = shipped_module(self.chain)  # compiled generated code (the youBot) or None
+        self._regressor = _numeric_regressor(self.chain)  # used when there is no generated module
         n = self.n_joints
         # single-sample buffers: one regressor row block (zeroed once, the generated code always
         # writes the same entries) and n + 2 stacked states for dynamics_terms

@@ -242,6 +242,17 @@ def _floats(values: Sequence[float]) -> str:
     return "(" + ", ".join(repr(float(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
+def _joint_angle_lines(offset: Sequence[float], direction: Sequence[float], lead: str) -> list[str]:
+    """Generated lines ``theta_i = offset_i +- q[lead i]`` and the same for the derivatives."""
+    lines = []
+    for i, (off, sgn) in enumerate(zip(offset, direction)):
+        neg = "" if sgn > 0 else "-"
+        lines.append(f"    theta{i + 1} = {off!r} {'+' if sgn > 0 else '-'} q[{lead}{i}]")
+        lines.append(f"    dtheta{i + 1} = {neg}dq[{lead}{i}]")
+        lines.append(f"    ddtheta{i + 1} = {neg}ddq[{lead}{i}]")
+    return lines
+
+
 def generate_module(chain: DHChain, module_name: str = "generated") -> str:
     """Python source of a module with ``regressor(q, dq, ddq)`` for ``chain`` (NumPy) and its
     single-sample scalar variants ``regressor_single_py`` / ``regressor_single`` (numba) and
@@ -317,12 +328,7 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         f"    if q.ndim == 0 or q.shape[-1] != {n}:",
         f"        raise ValueError(f'q, dq and ddq must have shape (..., {n}), got {{q.shape}}')",
     ]
-    for i in range(n):
-        off, sgn = offset[i], direction[i]
-        op = "+" if sgn > 0 else "-"
-        lines.append(f"    theta{i + 1} = {off!r} {op} q[..., {i}]")
-        lines.append(f"    dtheta{i + 1} = {'' if sgn > 0 else '-'}dq[..., {i}]")
-        lines.append(f"    ddtheta{i + 1} = {'' if sgn > 0 else '-'}ddq[..., {i}]")
+    lines += _joint_angle_lines(offset, direction, "..., ")
     for sym, expr in replacements:
         lines.append(f"    {sym} = {printer.doprint(expr)}")
     lines.append(f"    out = numpy.zeros(q.shape[:-1] + ({n}, {cols}))")
@@ -343,12 +349,7 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         f"or out.shape[1] != {cols}:",
         f"        raise ValueError('regressor_single: q, dq, ddq must have shape ({n},) and out ({n}, {cols})')",
     ]
-    for i in range(n):
-        off, sgn = offset[i], direction[i]
-        op = "+" if sgn > 0 else "-"
-        lines.append(f"    theta{i + 1} = {off!r} {op} q[{i}]")
-        lines.append(f"    dtheta{i + 1} = {'' if sgn > 0 else '-'}dq[{i}]")
-        lines.append(f"    ddtheta{i + 1} = {'' if sgn > 0 else '-'}ddq[{i}]")
+    lines += _joint_angle_lines(offset, direction, "")
     for sym, expr in replacements:
         lines.append(f"    {sym} = {scalar.doprint(expr)}")
     for (j, c), expr in zip(entries, reduced):
@@ -407,18 +408,21 @@ def _module_for_key(key: ChainKey) -> types.ModuleType:
     return module
 
 
+def shipped_module(chain: DHChain) -> types.ModuleType | None:
+    """The shipped ``generated_youbot`` if it was generated for ``chain``'s constants, else None."""
+    try:
+        from . import generated_youbot
+    except ImportError:  # pragma: no cover - the module is shipped
+        return None
+    return generated_youbot if generated_youbot.CHAIN_KEY == chain_key(chain) else None
+
+
 def load_generated_module(chain: DHChain) -> types.ModuleType:
     """The generated module for ``chain`` (``regressor``, ``regressor_single``, ``regressor_many``, ...):
     the shipped ``generated_youbot`` if it was generated for these constants, else code generated
     and exec'd in memory (cached per chain constants; its numba functions compile without cache)."""
-    key = chain_key(chain)
-    try:
-        from . import generated_youbot
-    except ImportError:  # pragma: no cover - the module is shipped
-        generated_youbot = None
-    if generated_youbot is not None and generated_youbot.CHAIN_KEY == key:
-        return generated_youbot
-    return _module_for_key(key)
+    shipped = shipped_module(chain)
+    return shipped if shipped is not None else _module_for_key(chain_key(chain))
 
 
 def load_generated(chain: DHChain) -> RegressorFn:
