@@ -2,6 +2,9 @@
 two-link arm (002 Appendix Г), the structure of the seed 003 Example 1 mass matrix, and input checks."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -305,3 +308,25 @@ def test_bad_inputs_raise_value_error(nominal):
         DynamicModel(nominal.chain, nominal.base, nominal.beta[:-1])
     with pytest.raises(ValueError, match="NaN"):
         DynamicModel(nominal.chain, nominal.base, np.full(nominal.base.count, np.nan))
+
+
+def test_loading_a_model_file_does_not_import_sympy():
+    """sympy (about 0.3 s to import) is only for regenerating code: controllers load models without it."""
+    code = ("import sys; from youbot_dynamics.dynamics.paramfile import load_model; "
+            "from youbot_dynamics.paths import config_path; import numpy as np; "
+            "m = load_model(config_path('youbot_nominal_model.yaml')); m.dynamics_terms(np.ones(5), np.ones(5)); "
+            "print('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"
+
+
+def test_large_batches_use_the_parallel_loop_with_the_same_result(nominal):
+    """Above PARALLEL_SAMPLES the base regressor comes from the multi-core loop; it equals the serial one."""
+    from youbot_dynamics.dynamics.model import PARALLEL_SAMPLES
+
+    rng = np.random.default_rng(21)
+    q, dq, ddq = rng.normal(0, 1, (3, PARALLEL_SAMPLES + 7, 5))
+    big = nominal.regressor(q, dq, ddq)
+    small = np.concatenate([nominal.regressor(q[k:k + 100], dq[k:k + 100], ddq[k:k + 100])
+                            for k in range(0, len(q), 100)])
+    np.testing.assert_array_equal(big, small)

@@ -231,7 +231,8 @@ def states_with_zero_velocities(rng, n_samples, q_min, q_max):
 
 
 def check_scalar_variants(module, q, dq, ddq):
-    """regressor_single (reusing one zeroed out), regressor_single_py and regressor_many against regressor."""
+    """regressor_single (reusing one zeroed out), regressor_single_py, regressor_many and
+    regressor_many_parallel (all columns, and a permuted subset) against regressor."""
     y_ref = module.regressor(q, dq, ddq)
     n, cols = y_ref.shape[-2:]
     out = np.zeros((n, cols))
@@ -242,15 +243,18 @@ def check_scalar_variants(module, q, dq, ddq):
     py_out = np.zeros((n, cols))
     module.regressor_single_py(q[1], dq[1], ddq[1], py_out)
     np.testing.assert_allclose(py_out, y_ref[1], rtol=0, atol=1e-12)
-    many = np.full((len(q), n, cols), np.nan)  # regressor_many fills everything, zeros included
-    module.regressor_many(q, dq, ddq, many)
-    np.testing.assert_allclose(many, y_ref, rtol=0, atol=1e-12)
+    subset = np.random.default_rng(0).permutation(cols)[: cols // 2]
+    for columns in (np.arange(cols), subset):
+        for many_fn in (module.regressor_many, module.regressor_many_parallel):
+            many = np.full((len(q), n, columns.size), np.nan)  # filled completely, zeros included
+            many_fn(q, dq, ddq, columns, many)
+            np.testing.assert_allclose(many, y_ref[..., columns], rtol=0, atol=1e-12)
 
 
 def test_youbot_regressor_single_and_many_equal_vectorised(arm):
     from youbot_dynamics.dynamics import generated_youbot
 
-    q, dq, ddq = states_with_zero_velocities(np.random.default_rng(10), 200, arm.position_min, arm.position_max)
+    q, dq, ddq = states_with_zero_velocities(np.random.default_rng(10), 600, arm.position_min, arm.position_max)
     assert np.any(dq == 0) and np.any(np.signbit(dq) & (dq == 0))
     check_scalar_variants(generated_youbot, q, dq, ddq)
 
@@ -283,8 +287,14 @@ def test_compiled_variants_reject_wrong_shapes():
         g.regressor_single(np.zeros(4), np.zeros(4), np.zeros(4), np.zeros((5, 70)))
     with pytest.raises(ValueError):
         g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 56)))
-    with pytest.raises(ValueError):
-        g.regressor_many(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((2, 5)), np.zeros((3, 5, 70)))
+    all_columns = np.arange(70)
+    for many in (g.regressor_many, g.regressor_many_parallel):
+        with pytest.raises(ValueError):
+            many(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((2, 5)), all_columns, np.zeros((3, 5, 70)))
+        with pytest.raises(ValueError):
+            many(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((3, 5)), all_columns, np.zeros((3, 5, 69)))
+        with pytest.raises(ValueError):
+            many(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((3, 5)), np.array([0, 70]), np.zeros((3, 5, 2)))
 
 
 def test_regressor_single_is_fast(arm):
@@ -308,7 +318,7 @@ def test_regressor_single_is_fast(arm):
 FIRST_CALL = ("import time, numpy as np; t = time.perf_counter(); "
               "from youbot_dynamics.dynamics import generated_youbot as g; t1 = time.perf_counter(); "
               "g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 70))); "
-              "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5, 70))); "
+              "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.arange(70), np.zeros((2, 5, 70))); "
               "print(t1 - t, time.perf_counter() - t1)")
 
 

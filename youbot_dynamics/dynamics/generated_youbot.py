@@ -13,9 +13,10 @@
 ``chi`` holds the 70 standard parameters of youbot_dynamics.dynamics.parameters (14 per joint,
 joint-major); ``tau`` is the generalized force of the driver angles ``q``.
 
-``regressor_single(q, dq, ddq, out)`` (numba, one sample) and ``regressor_many(q, dq, ddq, out)``
-(numba, stacked samples) fill a preallocated ``out`` in place; ``regressor_single_py`` is the plain
-Python source of ``regressor_single``.
+``regressor_single(q, dq, ddq, out)`` (numba, one sample), ``regressor_many(q, dq, ddq, columns, out)``
+(numba, stacked samples, the chosen columns) and ``regressor_many_parallel`` (the same on all cores)
+fill a preallocated ``out`` in place; ``regressor_single_py`` is the plain Python source of
+``regressor_single``.
 """
 import math
 import warnings
@@ -39,14 +40,18 @@ CHAIN_KEY = (A, ALPHA, D, THETA_OFFSET, DIRECTION, GRAVITY)
 _CACHE = '__file__' in globals()
 
 
-def _compile(fn):
+# samples per parallel work item of regressor_many_parallel
+PARALLEL_BLOCK = 256
+
+
+def _compile(fn, parallel=False):
     """``numba.njit(nogil=True)``, cached when possible. Compilation happens at the first call."""
     if _CACHE:
         try:
-            return numba.njit(cache=True, nogil=True)(fn)
+            return numba.njit(cache=True, nogil=True, parallel=parallel)(fn)
         except RuntimeError as exc:  # no usable cache location (e.g. a read-only install)
             warnings.warn(f'{__name__}: numba cache disabled ({exc})', RuntimeWarning, stacklevel=2)
-    return numba.njit(nogil=True)(fn)
+    return numba.njit(nogil=True, parallel=parallel)(fn)
 
 
 def regressor(q, dq, ddq):
@@ -1317,16 +1322,52 @@ def regressor_single_py(q, dq, ddq, out):
 regressor_single = _compile(regressor_single_py)
 
 
-def regressor_many_py(q, dq, ddq, out):
-    """Stacked samples: ``q, dq, ddq`` of shape ``(k, 5)``, ``out`` of shape ``(k, 5, 70)`` filled
-    completely in place (zeroed, then ``regressor_single`` per row; returns None).
-    """
+def _fill_columns_py(q, dq, ddq, columns, out, start, stop, scratch):
+    """Rows ``start:stop`` of ``out[i] = Y(q[i], dq[i], ddq[i])[:, columns]`` through ``scratch``
+    (a zeroed ``(5, 70)`` buffer that ``regressor_single`` always overwrites at the same entries)."""
+    for i in range(start, stop):
+        regressor_single(q[i], dq[i], ddq[i], scratch)
+        for r in range(5):
+            for c in range(columns.shape[0]):
+                out[i, r, c] = scratch[r, columns[c]]
+
+
+_fill_columns = _compile(_fill_columns_py)
+
+
+def _check_many_py(q, dq, ddq, columns, out):
     k = q.shape[0]
-    if dq.shape[0] != k or ddq.shape[0] != k or out.shape[0] != k:
-        raise ValueError('regressor_many: q, dq, ddq must have shape (k, 5) and out (k, 5, 70)')
-    out.fill(0.0)
-    for i in range(k):
-        regressor_single(q[i], dq[i], ddq[i], out[i])
+    if (q.shape[1] != 5 or dq.shape != q.shape or ddq.shape != q.shape or out.shape[0] != k
+            or out.shape[1] != 5 or out.shape[2] != columns.shape[0]):
+        raise ValueError('regressor_many: q, dq, ddq must have shape (k, 5) and out (k, 5, len(columns))')
+    for c in range(columns.shape[0]):
+        if columns[c] < 0 or columns[c] >= 70:
+            raise ValueError('regressor_many: columns must lie in [0, 70)')
+
+
+_check_many = _compile(_check_many_py)
+
+
+def regressor_many_py(q, dq, ddq, columns, out):
+    """Stacked samples: ``q, dq, ddq`` of shape ``(k, 5)``, ``columns`` integer indices of standard
+    parameters, ``out`` of shape ``(k, 5, len(columns))`` filled completely in place with the
+    regressor columns ``Y[:, columns]`` of each sample (returns None)."""
+    _check_many(q, dq, ddq, columns, out)
+    _fill_columns(q, dq, ddq, columns, out, 0, q.shape[0], numpy.zeros((5, 70)))
 
 
 regressor_many = _compile(regressor_many_py)
+
+
+def regressor_many_parallel_py(q, dq, ddq, columns, out):
+    """``regressor_many`` with the samples split into blocks computed on all cores (numba threads);
+    worth it for thousands of samples."""
+    _check_many(q, dq, ddq, columns, out)
+    k = q.shape[0]
+    blocks = (k + PARALLEL_BLOCK - 1) // PARALLEL_BLOCK
+    for b in numba.prange(blocks):
+        stop = min(k, (b + 1) * PARALLEL_BLOCK)
+        _fill_columns(q, dq, ddq, columns, out, b * PARALLEL_BLOCK, stop, numpy.zeros((5, 70)))
+
+
+regressor_many_parallel = _compile(regressor_many_parallel_py, parallel=True)

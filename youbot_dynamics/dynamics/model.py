@@ -26,7 +26,10 @@ from ..arm import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
-from .symbolic import shipped_module
+from .shipped import shipped_module
+
+# batches of at least this many samples use the multi-core regressor loop
+PARALLEL_SAMPLES = 2048
 
 __all__ = ["PhysicalConsistencyError", "DynamicModel"]
 
@@ -84,7 +87,9 @@ class DynamicModel:
         self._q_many = np.zeros((n + 2, n))
         self._dq_many = np.zeros((n + 2, n))
         self._ddq_many = np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))])
-        self._out_many = np.zeros((n + 2, n, self._chi.size))
+        self._out_many = np.zeros((n + 2, n, self.base.count))
+        friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
+        self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
 
     @classmethod
@@ -108,22 +113,23 @@ class DynamicModel:
     def _state(self, name: str, x: Any) -> Array:
         return check_joint_values(x, self.n_joints, name)
 
-    def _full_regressor(self, q: Array, dq: Array, ddq: Array) -> Array:
-        """Full (..., n, 14 n) regressor; the compiled generated loop when available."""
+    def _base_regressor(self, q: Array, dq: Array, ddq: Array) -> Array:
+        """``Y_b`` (k, n, b) of broadcast states (..., n), flattened to k samples; the compiled generated
+        loop (on all cores for large batches) when available."""
         if self._module is None:
-            return self._regressor(q, dq, ddq)
+            return self.base.base_regressor(self._regressor(q, dq, ddq)).reshape(-1, self.n_joints, self.base.count)
         n = self.n_joints
         q, dq, ddq = (np.ascontiguousarray(x).reshape(-1, n) for x in np.broadcast_arrays(q, dq, ddq))
-        out = np.empty((q.shape[0], n, self._chi.size))
-        self._module.regressor_many(q, dq, ddq, out)
+        out = np.empty((q.shape[0], n, self.base.count))
+        many = self._module.regressor_many_parallel if q.shape[0] >= PARALLEL_SAMPLES else self._module.regressor_many
+        many(q, dq, ddq, self.base.independent, out)
         return out
 
     def regressor(self, q: Any, dq: Any, ddq: Any) -> Array:
         """Base regressor ``Y_b`` (..., n, b)."""
         q, dq, ddq = self._state("q", q), self._state("dq", dq), self._state("ddq", ddq)
         shape = np.broadcast_shapes(q.shape, dq.shape, ddq.shape)
-        y = self._full_regressor(q, dq, ddq).reshape(shape + (self._chi.size,))
-        return self.base.base_regressor(y)
+        return self._base_regressor(q, dq, ddq).reshape(shape + (self.base.count,))
 
     def inverse_dynamics(self, q: Any, dq: Any, ddq: Any) -> Array:
         """Motor torques ``tau_e`` (..., n) = ``Y_b beta``."""
@@ -139,7 +145,7 @@ class DynamicModel:
 
     def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
         shape = np.broadcast_shapes(np.shape(q), np.shape(dq), np.shape(ddq))
-        return (self._full_regressor(q, dq, ddq) @ self._chi).reshape(shape)
+        return (self._base_regressor(q, dq, ddq) @ self.beta).reshape(shape)
 
     def gravity(self, q: Any) -> Array:
         """``G(q)`` (..., n)."""
@@ -177,9 +183,8 @@ class DynamicModel:
         qs = np.broadcast_to(q[..., None, :], v.shape)
         zero = np.zeros(v.shape)
         # the inertial part only: friction (non-quadratic) and gravity cancel in the difference
-        chi = self._chi.copy()
-        chi[np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])] = 0.0
-        c = (self._full_regressor(qs, v, zero) @ chi).reshape(v.shape)
+        beta = self.beta * self._inertial_mask
+        c = (self._base_regressor(qs, v, zero) @ beta).reshape(v.shape)
         return np.swapaxes((c[..., :n, :] - c[..., n:, :]) / 4.0, -1, -2)
 
     # -- single sample (what a 1 kHz controller calls each cycle) --------------------------------
@@ -211,8 +216,9 @@ class DynamicModel:
         n = self.n_joints
         self._q_many[:] = q
         self._dq_many[n + 1] = dq
-        self._module.regressor_many(self._q_many, self._dq_many, self._ddq_many, self._out_many)
-        tau = self._out_many @ self._chi  # (n + 2, n)
+        self._module.regressor_many(self._q_many, self._dq_many, self._ddq_many, self.base.independent,
+                                    self._out_many)
+        tau = self._out_many @ self.beta  # (n + 2, n)
         rest = tau[0]  # G + f0
         m = (tau[1 : n + 1] - rest).T
         c = tau[n + 1] - rest - self._fv * dq - self._fc * np.sign(dq)
