@@ -50,6 +50,7 @@ setup(
         'console_scripts': [
             'youbot-dynamics = youbot_dynamics.cli:main',
             'kinematics_node = youbot_dynamics.nodes.kinematics_node:main',
+            'sim_node = youbot_dynamics.nodes.sim_node:main',
         ],
     },
 )

@@ -1,10 +1,14 @@
 """Static checks of launch/*.launch.py and the parameter files in config/ (no launch install needed).
 
-* every ``executable='...'`` of this package is a console_scripts entry point of setup.py whose
-  module exists and defines the named function;
+* every launch file starts some executable, and every ``executable='...'`` of this package is a
+  console_scripts entry point of setup.py whose module exists and defines the named function;
 * every ``.yaml``/``.urdf``/``.xacro`` file named in a launch file exists under config/ or urdf/;
 * every ``ros__parameters`` file in config/ is for a node started by some launch file, and each of
-  its parameters is declared (``declare_parameter('name', ...)``) in that node's module.
+  its parameters is declared (``declare_parameter('name', ...)``) in that node's module; except the
+  ros2_control files (a ``controller_manager`` section), which configure the controller manager and
+  its controllers: such a file is named by a launch file and each of its sections belongs to the
+  controller manager or to a controller declared there with a type (the controllers themselves are
+  checked in test_gazebo_description.py).
 
 The test marked ``launch`` also builds each LaunchDescription; it needs launch_ros.
 """
@@ -22,6 +26,7 @@ PACKAGE = "youbot_dynamics"
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
 IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
+CONTROLLER_MANAGER = "controller_manager"  # node name of a ros2_control controller manager
 
 
 def console_scripts() -> dict[str, tuple[str, str]]:
@@ -85,13 +90,21 @@ def flatten(params: dict, prefix: str = "") -> set[str]:
     return out
 
 
-def parameter_files() -> list[Path]:
+def parameter_files(*, controllers: bool) -> list[Path]:
+    """``ros__parameters`` files in config/: the ros2_control ones (``controllers``) or the others."""
     found = []
     for path in sorted((ROOT / "config").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         if isinstance(doc, dict) and any(isinstance(v, dict) and "ros__parameters" in v for v in doc.values()):
-            found.append(path)
+            if (CONTROLLER_MANAGER in doc) == controllers:
+                found.append(path)
     return found
+
+
+def declared_controllers(doc: dict) -> dict[str, str]:
+    """``{controller: type}`` declared under the controller manager of a ros2_control parameter file."""
+    manager = doc[CONTROLLER_MANAGER]["ros__parameters"]
+    return {name: spec["type"] for name, spec in manager.items() if isinstance(spec, dict) and spec.get("type")}
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -106,8 +119,8 @@ def test_there_are_launch_files():
 def test_launch_file_executables_are_entry_points(path):
     scripts = console_scripts()
     info = launch_info(path)
+    assert info["executables"], f"{path.name} starts no executable"
     ours = [exe for package, exe in info["executables"] if package in (None, PACKAGE)]
-    assert ours, f"{path.name} starts no {PACKAGE} executable"
     for exe in ours:
         assert exe in scripts, f"{path.name}: executable '{exe}' is not a console_scripts entry point of setup.py"
         module, function = scripts[exe]
@@ -134,7 +147,8 @@ def test_entry_point_modules_exist():
         assert function in functions, f"{exe}: {module} has no top-level function {function}()"
 
 
-PARAMETER_FILES = parameter_files()
+PARAMETER_FILES = parameter_files(controllers=False)
+CONTROLLER_FILES = parameter_files(controllers=True)
 
 
 @pytest.mark.parametrize("path", PARAMETER_FILES, ids=_ids(PARAMETER_FILES))
@@ -159,6 +173,19 @@ def test_parameter_file_matches_launched_nodes(path):
             assert not undeclared, f"{path.name}: {key} sets parameters not declared by {module}: {undeclared}"
 
 
+@pytest.mark.parametrize("path", CONTROLLER_FILES, ids=_ids(CONTROLLER_FILES))
+def test_controller_file_is_launched_and_consistent(path):
+    named = {Path(name).name for p in LAUNCH_FILES for name in launch_info(p)["files"]}
+    assert path.name in named, f"{path.name} is not used by any launch file"
+    doc = yaml.safe_load(path.read_text())
+    declared = declared_controllers(doc)
+    assert declared, f"{path.name}: the controller manager declares no controller"
+    for key, section in doc.items():
+        assert key == CONTROLLER_MANAGER or key in declared, \
+            f"{path.name}: section '{key}' is no controller declared (with a type) under {CONTROLLER_MANAGER}"
+        assert isinstance(section, dict) and set(section) == {"ros__parameters"}, f"{path.name}: {key}"
+
+
 def test_kinematics_parameter_file_is_complete():
     """config/kinematics.yaml lists every parameter the kinematics node declares."""
     scripts = console_scripts()
@@ -179,3 +206,6 @@ def test_launch_description_builds(path):
     assert description.entities
     if path.name == "kinematics.launch.py":
         assert [a.name for a in description.get_launch_arguments()] == ["params_file"]
+    if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
+        assert [a.name for a in description.get_launch_arguments()][:4] == [
+            "active_controller", "controllers_file", "gz_args", "rviz"]

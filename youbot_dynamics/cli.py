@@ -4,7 +4,7 @@ Commands:
   fk Q1..Q5                      forward kinematics of the tool frame (JSON)
   ik X Y Z QX QY QZ QW           every inverse-kinematics solution (JSON)
   fk/ik --input IN.csv --output OUT.csv   batch forms
-  urdf [--write | --output F]    the URDF generated from the arm description
+  urdf [--xacro] [--write | --output F]   the URDF (or ros2_control xacro) from the arm description
   import-upstream-inertials [--write]     youbot_description inertials in DH frames
   base-params [--structure S] [--json]    base parameters of the dynamic model
   predict --params M.yaml --input D.csv --output T.csv   predicted torques
@@ -146,14 +146,17 @@ def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray
 
 
 def cmd_urdf(args: argparse.Namespace) -> int:
-    from .urdf import default_urdf_path, generate_urdf, write_urdf
+    from .ros2_control import generate_xacro, write_xacro
+    from .urdf import generate_urdf, write_urdf
 
     arm = _arm(args)
-    if args.write or args.output:
-        path = write_urdf(arm, args.output or default_urdf_path())
-        print(f"wrote {path}")
+    if args.write:  # both shipped files: the xacro includes the URDF
+        print(f"wrote {write_urdf(arm)}")
+        print(f"wrote {write_xacro(arm)}")
+    elif args.output:
+        print(f"wrote {(write_xacro if args.xacro else write_urdf)(arm, args.output)}")
     else:
-        sys.stdout.write(generate_urdf(arm))
+        sys.stdout.write((generate_xacro if args.xacro else generate_urdf)(arm))
     return 0
 
 
@@ -249,8 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     ik.set_defaults(func=cmd_ik)
 
     urdf = sub.add_parser("urdf", help="print (or write) the URDF generated from the arm description")
+    urdf.add_argument("--xacro", action="store_true",
+                      help="the ros2_control / Gazebo xacro instead (it includes youbot_arm.urdf from its folder)")
     group = urdf.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="write the package's urdf/youbot_arm.urdf")
+    group.add_argument("--write", action="store_true",
+                       help="write the package's urdf/youbot_arm.urdf and urdf/youbot_arm.urdf.xacro")
     group.add_argument("--output", help="write to this file")
     urdf.set_defaults(func=cmd_urdf)
 

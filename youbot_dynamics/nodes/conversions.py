@@ -25,6 +25,7 @@ __all__ = [
     "matrix_to_pose",
     "joint_positions_from_state",
     "joint_trajectory",
+    "trajectory_arrays",
     "frame_markers",
     "AXIS_COLORS",
 ]
@@ -115,6 +116,52 @@ def joint_trajectory(joint_names: Sequence[str], configurations: Iterable[Any], 
             raise ValueError(f"configuration must have {len(joint_names)} values, got shape {q.shape}")
         msg.points.append(JointTrajectoryPoint(positions=[float(v) for v in q]))
     return msg
+
+
+def _point_values(point: Any, field: str, order: Sequence[int], k: int) -> Array | None:
+    values = getattr(point, field)
+    if len(values) == 0:
+        return None
+    if len(values) != len(order):
+        raise ValueError(f"point {k}: {len(values)} {field} for {len(order)} joint names")
+    out = np.asarray(values, dtype=float)[list(order)]
+    if not np.isfinite(out).all():
+        raise ValueError(f"point {k}: {field} contain NaN or infinite values")
+    return out
+
+
+def trajectory_arrays(msg: JointTrajectory, joint_names: Sequence[str]
+                      ) -> tuple[Array, Array, Array | None, Array | None]:
+    """``(times, positions, velocities, accelerations)`` of a ``trajectory_msgs/JointTrajectory``,
+    columns in the order of ``joint_names``.
+
+    ``times`` are the points' ``time_from_start`` [s], strictly increasing; ``positions`` (k, n);
+    velocities or accelerations are None unless every point gives them. Raises ``ValueError`` if
+    the message does not name exactly ``joint_names`` (any order), a point lacks positions, a
+    value is NaN, or the times do not increase.
+    """
+    names = list(msg.joint_names)
+    if sorted(names) != sorted(joint_names) or len(set(names)) != len(names):
+        raise ValueError(f"trajectory joint_names {names} must be exactly {list(joint_names)} (any order)")
+    order = [names.index(name) for name in joint_names]
+    times, positions, velocities, accelerations = [], [], [], []
+    for k, point in enumerate(msg.points):
+        q = _point_values(point, "positions", order, k)
+        if q is None:
+            raise ValueError(f"point {k} has no positions")
+        times.append(point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec)
+        positions.append(q)
+        velocities.append(_point_values(point, "velocities", order, k))
+        accelerations.append(_point_values(point, "accelerations", order, k))
+    t = np.asarray(times, dtype=float)
+    if t.size and (t[0] < 0.0 or np.any(np.diff(t) <= 0.0)):
+        raise ValueError(f"time_from_start must be non-negative and strictly increasing, got {t.tolist()}")
+    n = len(joint_names)
+
+    def stacked(rows: list) -> Array | None:
+        return None if not rows or any(r is None for r in rows) else np.asarray(rows).reshape(-1, n)
+
+    return t, np.asarray(positions).reshape(-1, n), stacked(velocities), stacked(accelerations)
 
 
 def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale: float) -> MarkerArray:

@@ -1,0 +1,305 @@
+"""ROS 2 node: the simulated youBot arm (MuJoCo) behind ros2_control-style topics.
+
+Thin wrapper around :class:`youbot_dynamics.sim.ArmSimulator` (the "true robot" of
+``config/sim.yaml``: perturbed inertials, rotor inertia, friction, saturation, hard stops,
+quantization, torque noise, on-board drive controllers, command timeout). The node:
+
+* steps the physics in a dedicated thread at the simulator's rate, paced to wall time times
+  ``real_time_factor`` (0 = as fast as possible), and publishes ``sensor_msgs/JointState`` on
+  ``joint_states_topic`` (names ``arm_joint_1..5``; position, velocity, effort = the torque the
+  drives produce, as the real driver reports it) every ``1 / publish_rate`` s of simulated time;
+* forwards ``std_msgs/Float64MultiArray`` commands from the effort, position and velocity
+  controller topics and ``trajectory_msgs/JointTrajectory`` from the trajectory topic to the
+  simulator; a rejected command (wrong length, NaN, outside limits, interface not in
+  ``command_interfaces``) is logged as a throttled error and ignored, the last valid command
+  stays active until the simulator's command timeout stops the motors (zero torque);
+* services ``~/reset`` (to ``initial_positions``, the home pose of the sim file when empty),
+  ``~/pause`` and ``~/resume`` (``std_srvs/Trigger``); while paused nothing is stepped or published;
+* publishes achieved rate, jitter and overruns on ``/diagnostics`` (``diagnostic_msgs``) every
+  ``diagnostics_period`` s and, with ``publish_clock``, the simulated time on ``/clock``.
+
+Joint state stamps are the ROS clock of the node, or the simulated time with ``publish_clock``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..arm import ArmDescriptionError, load_arm
+from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
+from ..timing import LoopStatistics
+from .conversions import trajectory_arrays
+
+__all__ = ["SimNode", "main"]
+
+NODE_NAME = "sim_node"
+QOS_DEPTH = 10
+# command interface -> parameter holding its Float64MultiArray topic
+COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
+                  "velocity": "velocity_command_topic"}
+
+
+def _descriptor(description: str, type_: int, *, read_only: bool = True,
+                range_: tuple[float, float] | None = None) -> ParameterDescriptor:
+    d = ParameterDescriptor(description=description, type=type_, read_only=read_only)
+    if range_ is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
+    return d
+
+
+def _stamp(seconds: float) -> Time:
+    sec = int(seconds // 1)
+    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+
+
+class SimNode(Node):
+    """The MuJoCo arm behind ``/joint_states`` and the controller topics; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
+        i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
+                     ParameterType.PARAMETER_DOUBLE_ARRAY)
+        self.declare_parameter('arm_description', '', _descriptor(
+            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
+        self.declare_parameter('sim_config', '', _descriptor(
+            "Path of the simulated robot file; '' = the package's config/sim.yaml.", s))
+        self.declare_parameter('physics_rate', 0.0, _descriptor(
+            "Physics rate [Hz]; 0 = 1 / timestep of the sim file (1 kHz).", d, range_=(0.0, 100000.0)))
+        self.declare_parameter('publish_rate', 1000.0, _descriptor(
+            "Joint state rate [Hz] in simulated time; at most the physics rate, which it must divide.",
+            d, range_=(1.0, 100000.0)))
+        self.declare_parameter('real_time_factor', 1.0, _descriptor(
+            "Simulated seconds per wall-clock second; 0 = as fast as possible.", d, range_=(0.0, 100.0)))
+        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+            "sensor_msgs/JointState output topic.", s))
+        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray effort command topic: joint torques [N m], one per joint.", s))
+        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray position command topic [rad], executed by the drives' PID.", s))
+        self.declare_parameter('velocity_command_topic', '/arm_velocity_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray velocity command topic [rad/s], executed by the drives' PI.", s))
+        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+            "trajectory_msgs/JointTrajectory topic, interpolated and executed by the drives' position PID.", s))
+        self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
+            f"Command interfaces that are accepted (of {list(INTERFACES)}); commands on the others "
+            "are rejected.", sa))
+        self.declare_parameter('initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
+            "Joint positions [rad] at start and after ~/reset; empty = the home pose of the sim file.",
+            da, read_only=False))
+        self.declare_parameter('realism', True, _descriptor(
+            "Friction, torque noise and quantization of the sim file; false = ideal rigid-body arm.", b))
+        self.declare_parameter('seed', -1, _descriptor(
+            "Seed of the perturbed inertials and the noise; -1 = the seed of the sim file.", i))
+        self.declare_parameter('publish_clock', False, _descriptor(
+            "Publish the simulated time on /clock and stamp joint states with it.", b))
+        self.declare_parameter('error_throttle_period', 1.0, _descriptor(
+            "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
+        self.declare_parameter('diagnostics_period', 1.0, _descriptor(
+            "Period [s] of the rate/jitter report on /diagnostics; 0 = none.", d, range_=(0.0, 3600.0)))
+
+        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        self.arm = load_arm(p['arm_description'] or None)
+        config = load_sim_config(p['sim_config'] or None, self.arm)
+        if p['physics_rate'] > 0.0:
+            config = dataclasses.replace(config, timestep=1.0 / p['physics_rate'])
+        if p['seed'] >= 0:
+            config = dataclasses.replace(config, seed=int(p['seed']))
+        interfaces = tuple(p['command_interfaces'])
+        unknown = sorted(set(interfaces) - set(INTERFACES))
+        if unknown:
+            raise ValueError(f"command_interfaces: unknown {unknown}; known: {list(INTERFACES)}")
+        self.sim = ArmSimulator(self.arm, config, enabled_interfaces=interfaces, realism=bool(p['realism']))
+        ratio = (1.0 / self.sim.timestep) / p['publish_rate']
+        self._steps_per_publish = int(round(ratio))
+        if self._steps_per_publish < 1 or abs(ratio - self._steps_per_publish) > 1e-6 * ratio:
+            raise ValueError(f"publish_rate {p['publish_rate']} Hz must divide the physics rate "
+                             f"{1.0 / self.sim.timestep:g} Hz")
+        self._real_time_factor = float(p['real_time_factor'])
+        self._publish_clock = bool(p['publish_clock'])
+        self._throttle = float(p['error_throttle_period'])
+        self.sim.reset(self._initial_positions())
+
+        self._lock = threading.Lock()
+        self._paused = False
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
+
+        self._state_msg = JointState(name=list(self.arm.joint_names))
+        self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
+        self.clock_pub = self.create_publisher(Clock, '/clock', QOS_DEPTH) if self._publish_clock else None
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
+        for interface, name in COMMAND_TOPICS.items():
+            self.create_subscription(Float64MultiArray, p[name],
+                                     lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
+        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
+        self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
+        if p['diagnostics_period'] > 0.0:
+            self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
+        self.get_logger().info(
+            f"simulated '{self.arm.name}' at {1.0 / self.sim.timestep:g} Hz (real time x{self._real_time_factor:g}), "
+            f"joint states on {p['joint_states_topic']} at {p['publish_rate']:g} Hz, interfaces {list(interfaces)}")
+
+    # -- physics loop ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the physics thread (idempotent)."""
+        if self._thread is None:
+            self._running = True
+            self._thread = threading.Thread(target=self._loop, name="sim_physics", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the physics thread."""
+        self._running = False
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def destroy_node(self) -> None:
+        self.stop()
+        super().destroy_node()
+
+    def _loop(self) -> None:
+        period = self._steps_per_publish * self.sim.timestep
+        wall_period = period / self._real_time_factor if self._real_time_factor > 0.0 else 0.0
+        deadline = time.perf_counter()
+        while self._running:
+            if self._paused:
+                time.sleep(0.01)
+                deadline = time.perf_counter()
+                continue
+            with self._lock:
+                self.sim.step(self._steps_per_publish)
+                measurement = self.sim.measure()
+            self._publish_state(measurement)
+            now = time.perf_counter()
+            self.statistics.tick(now)
+            if wall_period == 0.0:
+                continue
+            deadline += wall_period
+            if now - deadline > 10.0 * wall_period:  # far behind (e.g. the machine stalled): resynchronise
+                self.statistics.resync()
+                deadline = now
+            elif deadline > now:
+                time.sleep(deadline - now)
+
+    def _publish_state(self, m: Any) -> None:
+        msg = self._state_msg
+        msg.header.stamp = _stamp(m.time) if self._publish_clock else self.get_clock().now().to_msg()
+        msg.position = m.position.tolist()
+        msg.velocity = m.velocity.tolist()
+        msg.effort = m.effort.tolist()
+        self.state_pub.publish(msg)
+        if self.clock_pub is not None:
+            self.clock_pub.publish(Clock(clock=msg.header.stamp))
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def _reject(self, what: str, exc: Exception) -> None:
+        self.get_logger().error(f"{what} rejected: {exc}", throttle_duration_sec=self._throttle)
+
+    def _on_command(self, interface: str, msg: Float64MultiArray) -> None:
+        try:
+            with self._lock:
+                self.sim.command(interface, np.asarray(msg.data, dtype=float))
+        except CommandError as exc:
+            self._reject(f"{interface} command", exc)
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
+            with self._lock:
+                if times.size == 0:  # an empty trajectory stops the motion: hold the current position
+                    self.sim.command("position", self.sim.measure().position)
+                else:
+                    self.sim.command_trajectory(times, positions, velocities, accelerations)
+        except ValueError as exc:  # CommandError is a ValueError
+            self._reject("trajectory", exc)
+
+    # -- services -------------------------------------------------------------------------------
+
+    def _initial_positions(self) -> np.ndarray | None:
+        value = self.get_parameter_or('initial_positions', None).value  # None while not set
+        return np.asarray(value, dtype=float) if value is not None and len(value) else None
+
+    def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        try:
+            q = self._initial_positions()
+            with self._lock:
+                self.sim.reset(q)
+                position = self.sim.measure().position
+        except ValueError as exc:
+            response.success, response.message = False, f"reset refused: {exc}"
+            return response
+        response.success = True
+        response.message = f"reset to {np.round(position, 4).tolist()} (motors off until the next command)"
+        return response
+
+    def _set_paused(self, paused: bool, response: Trigger.Response) -> Trigger.Response:
+        self._paused = paused
+        response.success = True
+        response.message = "paused" if paused else "running"
+        return response
+
+    # -- diagnostics ----------------------------------------------------------------------------
+
+    def _publish_diagnostics(self) -> None:
+        report = self.statistics.report()
+        with self._lock:
+            mode, sim_time = self.sim.mode, self.sim.time
+        values = {**{k: f"{v:.6g}" for k, v in report.items()}, "mode": str(mode), "sim_time": f"{sim_time:.3f}"}
+        status = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.get_name()}: simulation",
+                                  message="paused" if self._paused else "running", hardware_id=self.arm.name,
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        self.diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[status]))
+        self.get_logger().debug(f"loop: {values}")
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
+    rclpy.init(args=args)
+    try:
+        node = SimNode()
+    except (ArmDescriptionError, SimConfigError, ParameterException, ValueError) as exc:
+        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
+        rclpy.try_shutdown()
+        return 1
+    except KeyboardInterrupt:
+        rclpy.try_shutdown()
+        return 0
+    node.start()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""The simulator's "true robot" configuration: ``config/sim.yaml`` (top key ``sim:``).
+
+Every key is documented with its unit in that file. Loading validates types, lengths (one value
+per joint of the arm), finiteness and signs, and rejects unknown keys; a :class:`SimConfigError`
+names the offending key as a dotted path, e.g. ``sim.position_controller.kp``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription, default_arm
+from ..paths import config_path
+
+__all__ = [
+    "SIM_CONFIG_FILE",
+    "INTERPOLATIONS",
+    "SimConfigError",
+    "Perturbation",
+    "PositionGains",
+    "VelocityGains",
+    "SimConfig",
+    "sim_config_from_dict",
+    "load_sim_config",
+]
+
+Array = NDArray[np.float64]
+
+SIM_CONFIG_FILE = "sim.yaml"
+INTERPOLATIONS = ("cubic", "quintic")
+
+
+class SimConfigError(ValueError):
+    """The simulator configuration is missing a key or holds an invalid value (the key is named)."""
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """Standard deviations of the random deviation of the true link inertials from the nominal ones."""
+
+    mass_relative_std: float  # [-], log-normal factor on each link mass
+    com_std: float  # [m], added to each centre-of-mass coordinate
+    inertia_relative_std: float  # [-], log-normal factor on each principal second moment
+
+
+@dataclass(frozen=True)
+class PositionGains:
+    """Per-joint position PID of the drives and the ramp generator feeding it."""
+
+    kp: Array  # [N m / rad]
+    ki: Array  # [N m / (rad s)]
+    kd: Array  # [N m s / rad]
+    integral_limit: Array  # [N m], clamp of the integral term ki * integral(e dt)
+    ramp_velocity: Array  # [rad/s], speed at which a position set-point is approached
+
+
+@dataclass(frozen=True)
+class VelocityGains:
+    """Per-joint velocity PI of the drives."""
+
+    kp: Array  # [N m s / rad]
+    ki: Array  # [N m / rad]
+    integral_limit: Array  # [N m], clamp of the integral term
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Validated content of ``config/sim.yaml`` (arrays are read-only, one value per joint)."""
+
+    timestep: float  # [s]
+    seed: int
+    perturbation: Perturbation
+    motor_rotor_inertia: Array  # J [kg m^2] at the motor; armature = gear_ratio^2 J
+    viscous_friction: Array  # fv [N m s / rad]
+    coulomb_friction: Array  # fc [N m]
+    friction_offset: Array  # f0 [N m]
+    torque_noise_std: Array  # [N m]
+    encoder_quantization: bool
+    velocity_quantization: bool
+    payload_mass: float  # [kg] at the tool frame origin
+    home: Array  # [rad]
+    command_timeout: float  # [s]
+    position_controller: PositionGains
+    velocity_controller: VelocityGains
+    trajectory_interpolation: str  # one of INTERPOLATIONS
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.home.size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers: each takes the mapping, the key and the dotted path of the mapping.
+
+
+def _section(node: dict, key: str, where: str, allowed: tuple[str, ...]) -> dict:
+    value = _get(node, key, where)
+    path = f"{where}.{key}"
+    if not isinstance(value, dict):
+        raise SimConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
+    _no_unknown_keys(value, path, allowed)
+    return value
+
+
+def _no_unknown_keys(node: dict, where: str, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(node) - set(allowed))
+    if unknown:
+        raise SimConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {', '.join(allowed)})")
+
+
+def _get(node: dict, key: str, where: str) -> Any:
+    if key not in node:
+        raise SimConfigError(f"{where}.{key}: missing key")
+    return node[key]
+
+
+def _check_sign(values: Array, path: str, sign: str) -> None:
+    if sign == "positive" and np.any(values <= 0):
+        raise SimConfigError(f"{path}: values must be > 0, got {values.tolist()}")
+    if sign == "nonnegative" and np.any(values < 0):
+        raise SimConfigError(f"{path}: values must be >= 0, got {values.tolist()}")
+
+
+def _number(node: dict, key: str, where: str, sign: str = "any") -> float:
+    raw = _get(node, key, where)
+    path = f"{where}.{key}"
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise SimConfigError(f"{path}: expected a finite number, got {raw!r}")
+    _check_sign(np.array([float(raw)]), path, sign)
+    return float(raw)
+
+
+def _joint_vector(node: dict, key: str, where: str, n: int, sign: str = "any") -> Array:
+    raw = _get(node, key, where)
+    path = f"{where}.{key}"
+    if not isinstance(raw, list) or len(raw) != n:
+        got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
+        raise SimConfigError(f"{path}: expected a list of {n} numbers (one per joint), got {got}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+        raise SimConfigError(f"{path}: values must be numbers, got {raw}")
+    values = np.array(raw, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise SimConfigError(f"{path}: values must be finite, got {raw}")
+    _check_sign(values, path, sign)
+    values.setflags(write=False)
+    return values
+
+
+def _flag(node: dict, key: str, where: str) -> bool:
+    raw = _get(node, key, where)
+    if not isinstance(raw, bool):
+        raise SimConfigError(f"{where}.{key}: expected true or false, got {raw!r}")
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------
+
+_TOP_KEYS = ("timestep", "seed", "perturbation", "motor_rotor_inertia", "viscous_friction", "coulomb_friction",
+             "friction_offset", "torque_noise_std", "encoder_quantization", "velocity_quantization", "payload_mass",
+             "home", "command_timeout", "position_controller", "velocity_controller", "trajectory_interpolation")
+_PERTURBATION_KEYS = ("mass_relative_std", "com_std", "inertia_relative_std")
+_POSITION_KEYS = ("kp", "ki", "kd", "integral_limit", "ramp_velocity")
+_VELOCITY_KEYS = ("kp", "ki", "integral_limit")
+
+
+def sim_config_from_dict(doc: Any, arm: ArmDescription | None = None) -> SimConfig:
+    """Validate the parsed ``sim:`` mapping against ``arm`` (default: the youBot) and build a :class:`SimConfig`."""
+    arm = arm if arm is not None else default_arm()
+    n, where = arm.n_joints, "sim"
+    if not isinstance(doc, dict):
+        raise SimConfigError(f"{where}: expected a mapping, got {type(doc).__name__}")
+    _no_unknown_keys(doc, where, _TOP_KEYS)
+
+    seed = _get(doc, "seed", where)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SimConfigError(f"{where}.seed: expected a non-negative integer, got {seed!r}")
+    interpolation = _get(doc, "trajectory_interpolation", where)
+    if interpolation not in INTERPOLATIONS:
+        raise SimConfigError(f"{where}.trajectory_interpolation: expected one of {INTERPOLATIONS}, "
+                             f"got {interpolation!r}")
+
+    home = _joint_vector(doc, "home", where, n)
+    if not arm.within_limits(home, tolerance=0.0):
+        raise SimConfigError(f"{where}.home: {home.tolist()} is outside the joint limits "
+                             f"[{arm.position_min.tolist()}, {arm.position_max.tolist()}]")
+
+    pert = _section(doc, "perturbation", where, _PERTURBATION_KEYS)
+    pos = _section(doc, "position_controller", where, _POSITION_KEYS)
+    vel = _section(doc, "velocity_controller", where, _VELOCITY_KEYS)
+    pos_where, vel_where = f"{where}.position_controller", f"{where}.velocity_controller"
+    return SimConfig(
+        timestep=_number(doc, "timestep", where, "positive"),
+        seed=seed,
+        perturbation=Perturbation(
+            **{key: _number(pert, key, f"{where}.perturbation", "nonnegative") for key in _PERTURBATION_KEYS}),
+        motor_rotor_inertia=_joint_vector(doc, "motor_rotor_inertia", where, n, "nonnegative"),
+        viscous_friction=_joint_vector(doc, "viscous_friction", where, n, "nonnegative"),
+        coulomb_friction=_joint_vector(doc, "coulomb_friction", where, n, "nonnegative"),
+        friction_offset=_joint_vector(doc, "friction_offset", where, n),
+        torque_noise_std=_joint_vector(doc, "torque_noise_std", where, n, "nonnegative"),
+        encoder_quantization=_flag(doc, "encoder_quantization", where),
+        velocity_quantization=_flag(doc, "velocity_quantization", where),
+        payload_mass=_number(doc, "payload_mass", where, "nonnegative"),
+        home=home,
+        command_timeout=_number(doc, "command_timeout", where, "positive"),
+        position_controller=PositionGains(
+            kp=_joint_vector(pos, "kp", pos_where, n, "positive"),
+            ki=_joint_vector(pos, "ki", pos_where, n, "nonnegative"),
+            kd=_joint_vector(pos, "kd", pos_where, n, "nonnegative"),
+            integral_limit=_joint_vector(pos, "integral_limit", pos_where, n, "nonnegative"),
+            ramp_velocity=_joint_vector(pos, "ramp_velocity", pos_where, n, "positive"),
+        ),
+        velocity_controller=VelocityGains(
+            kp=_joint_vector(vel, "kp", vel_where, n, "positive"),
+            ki=_joint_vector(vel, "ki", vel_where, n, "nonnegative"),
+            integral_limit=_joint_vector(vel, "integral_limit", vel_where, n, "nonnegative"),
+        ),
+        trajectory_interpolation=interpolation,
+    )
+
+
+def load_sim_config(path: str | Path | None = None, arm: ArmDescription | None = None) -> SimConfig:
+    """Load and validate a simulator configuration (default: the package's ``config/sim.yaml``)."""
+    path = Path(path) if path is not None else config_path(SIM_CONFIG_FILE)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SimConfigError(f"cannot read simulator configuration {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise SimConfigError(f"{path}: malformed YAML: {exc}") from None
+    if not isinstance(doc, dict) or "sim" not in doc:
+        raise SimConfigError(f"{path}: missing top-level key 'sim'")
+    return sim_config_from_dict(doc["sim"], arm)

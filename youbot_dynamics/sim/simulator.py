@@ -1,0 +1,355 @@
+"""MuJoCo simulation of the youBot arm with its drives, as a ros2_control hardware interface sees it.
+
+Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, then the physics:
+
+1. the drives measure ``q`` (encoder ticks: resolution ``2 pi / (ticks N)``) and ``q'`` (integer
+   motor rpm: ``2 pi / (60 N)``) when quantization is on;
+2. the active mode gives the drive torque ``tau``: ``effort`` the commanded torque, ``velocity`` the
+   velocity PI, ``position`` the position PID on a ramp towards the set-point, ``trajectory`` the
+   position PID on the interpolated trajectory (:mod:`.drives`, :mod:`.interpolation`);
+   no mode (motors off) gives ``tau = 0``;
+3. saturation ``|tau| <= max_current kt N`` (the drives' current limit, ``arm.drive_torque_limit``);
+4. MuJoCo integrates ``M(q) q'' + c(q, q') + Ia q'' = tau - f0 - fv q' - friction(fc) + limits``
+   (:mod:`.mujoco_model`; ``f0`` acts as a constant joint torque, so the measured ``tau`` obeys
+   the identification model ``tau = ... + fv q' + fc sign(q') + f0``).
+
+**Commands.** :meth:`~ArmSimulator.command` and :meth:`~ArmSimulator.command_trajectory` validate
+(length, finite, position inside the limits, ``|velocity| <= velocity_max``, interface enabled) and
+raise :class:`CommandError` otherwise, leaving the active command untouched. Every valid command
+sets the drives' mode (the youBot's process data carry the mode in every frame) and restarts the
+timeout: ``command_timeout`` seconds (sim time) after the last command the motors stop (zero torque,
+mode ``None``), like the drives' EtherCAT timeout. A trajectory is executed by a trajectory
+controller in the loop (as ros2_control's joint_trajectory_controller): it never times out, and
+after its last point the PID holds that point until the next command. Effort commands are not
+range-checked: the drives saturate them.
+
+**Measurements** (:meth:`~ArmSimulator.measure`, what ``/joint_states`` carries): quantized
+position and velocity, and effort = the drive torque of the last step (after saturation, before
+the offset ``f0``) plus Gaussian noise (``torque_noise_std``), as the driver reports the
+current-derived torque.
+
+The noise generator is re-seeded from ``sim.seed`` on :meth:`~ArmSimulator.reset`, so the same
+reset and command sequence gives the same measurements.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import mujoco
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription, default_arm
+from .config import SimConfig, SimConfigError, load_sim_config
+from .drives import PositionPid, Ramp, VelocityPi
+from .interpolation import HermiteSpline, waypoint_velocities
+from .mujoco_model import build_model
+from .true_robot import NOISE_STREAM, armature, rng_stream, true_arm, true_standard_parameters
+
+__all__ = ["INTERFACES", "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
+
+Array = NDArray[np.float64]
+
+INTERFACES = ("effort", "position", "velocity", "trajectory")
+_PID_MODES = ("position", "trajectory")
+
+
+class CommandError(ValueError):
+    """A command was rejected (wrong length, NaN, out of range, interface not enabled)."""
+
+
+@dataclass
+class JointMeasurement:
+    """One sample of the joint states [s, rad, rad/s, N m]."""
+
+    time: float
+    position: Array
+    velocity: Array
+    effort: Array
+
+
+@dataclass(frozen=True)
+class Realism:
+    """Which non-ideal effects are simulated. ``friction``: ``fv, fc, f0`` (in the physics and in
+    ``true_parameters``); ``noise``: effort noise; ``quantization``: position/velocity resolution as
+    enabled in the config. The true inertials, rotor inertia, saturation and hard stops always apply."""
+
+    friction: bool = True
+    noise: bool = True
+    quantization: bool = True
+
+    @classmethod
+    def of(cls, value: bool | Realism) -> Realism:
+        if isinstance(value, Realism):
+            return value
+        return cls(bool(value), bool(value), bool(value))
+
+
+def _quantize(values: Array, resolution: Array | None) -> Array:
+    """``values`` rounded to the nearest multiple of ``resolution`` (a copy; unchanged if ``None``)."""
+    return values.copy() if resolution is None else np.round(values / resolution) * resolution
+
+
+class ArmSimulator:
+    """The simulated arm and drives; see the module docstring.
+
+    ``arm`` defaults to the youBot (``config/youbot_arm.yaml``), ``config`` to ``config/sim.yaml``.
+    Public attributes: ``arm``, ``config``, ``realism``, ``enabled_interfaces``, ``model`` and ``data``
+    (MuJoCo), ``true_parameters`` (the 14 n standard parameters of the simulated physics: friction
+    terms are zero when ``realism.friction`` is off). Not thread-safe: one caller at a time.
+    """
+
+    def __init__(self, arm: ArmDescription | None = None, config: SimConfig | None = None, *,
+                 enabled_interfaces: Iterable[str] = INTERFACES, realism: bool | Realism = True) -> None:
+        self.arm = arm if arm is not None else default_arm()
+        self.config = config if config is not None else load_sim_config(arm=self.arm)
+        n = self.arm.n_joints
+        if self.config.n_joints != n or not self.arm.within_limits(self.config.home, tolerance=0.0):
+            raise SimConfigError(f"sim.home: {self.config.home.tolist()} does not fit the {n} joints and limits "
+                                 f"of {self.arm.name} ({self.arm.source})")
+        self.enabled_interfaces = tuple(enabled_interfaces)
+        unknown = sorted(set(self.enabled_interfaces) - set(INTERFACES))
+        if unknown:
+            raise ValueError(f"unknown interfaces {unknown}; known: {INTERFACES}")
+        self.realism = Realism.of(realism)
+        cfg = self.config
+        if not self.realism.friction:
+            zero = np.zeros(n)
+            cfg = dataclasses.replace(cfg, viscous_friction=zero, coulomb_friction=zero, friction_offset=zero)
+
+        self.true_parameters = true_standard_parameters(self.arm, cfg)
+        self.true_parameters.setflags(write=False)
+        self.model = build_model(true_arm(self.arm, cfg), cfg.timestep, armature(self.arm, cfg),
+                                 cfg.viscous_friction, cfg.coulomb_friction)
+        self.data = mujoco.MjData(self.model)
+
+        dt = cfg.timestep
+        self._offset = cfg.friction_offset
+        self._torque_limit = self.arm.drive_torque_limit
+        self._noise_std = cfg.torque_noise_std if self.realism.noise else None
+        quantize = self.realism.quantization
+        self._q_resolution = (2 * np.pi / (self.arm.encoder_ticks * self.arm.gear_ratio)
+                              if quantize and cfg.encoder_quantization else None)
+        self._dq_resolution = (2 * np.pi / (60.0 * self.arm.gear_ratio)
+                               if quantize and cfg.velocity_quantization else None)
+        self._timeout_steps = self._steps_of(cfg.command_timeout)
+        self._position_pid = PositionPid(cfg.position_controller, dt)
+        self._velocity_pi = VelocityPi(cfg.velocity_controller, dt)
+        self._ramp = Ramp(cfg.position_controller.ramp_velocity, dt)
+        self._controllers: dict[str, Callable[[Array, Array], Array]] = {
+            "effort": lambda q, dq: self._setpoint,
+            "velocity": lambda q, dq: self._velocity_pi.torque(self._setpoint, dq),
+            "position": self._position_torque,
+            "trajectory": self._trajectory_torque,
+        }
+        self._setpoint = np.zeros(n)
+        self._torque = np.zeros(n)
+        self._reference = np.zeros(n)
+        self._reference_velocity = np.zeros(n)
+        self._mode: str | None = None
+        self._spline: HermiteSpline | None = None
+        self._steps = self._deadline = self._trajectory_start = 0
+        self.reset()
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def timestep(self) -> float:
+        return float(self.model.opt.timestep)
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def n_joints(self) -> int:
+        return self.arm.n_joints
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.arm.joint_names
+
+    @property
+    def mode(self) -> str | None:
+        """The active interface, or ``None`` when the motors are off."""
+        return self._mode
+
+    @property
+    def motors_on(self) -> bool:
+        return self._mode is not None
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def reset(self, q: Any = None) -> None:
+        """Put the arm at rest at ``q`` (default: ``sim.home``), motors off, controllers and time cleared."""
+        q = self.config.home if q is None else self._checked(q, "reset position")
+        self._check_limits(q, "reset position")
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[:] = q
+        mujoco.mj_forward(self.model, self.data)
+        self._steps = 0
+        self._noise = rng_stream(self.config.seed, NOISE_STREAM)
+        self._motors_off()
+
+    def measure(self) -> JointMeasurement:
+        """Quantized position and velocity, effort = drive torque + noise (see the module docstring)."""
+        q, dq = self._sense()
+        effort = self._torque.copy()
+        if self._noise_std is not None:
+            effort += self._noise_std * self._noise.standard_normal(self.n_joints)
+        return JointMeasurement(self.time, q, dq, effort)
+
+    # -- commands --------------------------------------------------------------------------------
+
+    def command(self, interface: str, values: Any) -> None:
+        """Set-point of the ``effort`` [N m], ``position`` [rad] or ``velocity`` [rad/s] interface."""
+        self._check_interface(interface)
+        if interface == "trajectory":
+            raise CommandError("trajectory commands go through command_trajectory(times, positions, ...)")
+        values = self._checked(values, f"{interface} command")
+        if interface == "position":
+            self._check_limits(values, "position command")
+        elif interface == "velocity":
+            self._check_velocities(values, "velocity command")
+        if interface != self._mode:
+            self._enter(interface)
+        self._setpoint[:] = values
+        self._deadline = self._steps + self._timeout_steps
+
+    def command_trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None) -> None:
+        """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0) with the position PID.
+
+        The trajectory starts at the current reference (or the measured state when no PID mode is
+        active) and is interpolated per ``sim.trajectory_interpolation``: cubic Hermite (positions,
+        velocities; accelerations are ignored) or quintic Hermite (positions, velocities,
+        accelerations; missing accelerations are 0). Missing velocities: see
+        :func:`.interpolation.waypoint_velocities`. The last point is held until the next command
+        (no timeout in this mode).
+        """
+        self._check_interface("trajectory")
+        try:
+            times = np.asarray(times, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(f"trajectory times must be numbers ({exc})") from None
+        if times.ndim != 1 or times.size == 0:
+            raise CommandError(f"trajectory times must be a non-empty 1-D sequence, got shape {times.shape}")
+        if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
+            raise CommandError("trajectory times must be finite, positive and strictly increasing, "
+                               f"got {times.tolist()}")
+        k = times.size
+        positions = self._checked(positions, "trajectory positions", rows=k)
+        self._check_limits(positions, "trajectory positions")
+        if velocities is not None:
+            velocities = self._checked(velocities, "trajectory velocities", rows=k)
+            self._check_velocities(velocities, "trajectory velocities")
+        if accelerations is not None:
+            accelerations = self._checked(accelerations, "trajectory accelerations", rows=k)
+
+        start_q, start_dq = self._current_reference()
+        all_times = np.concatenate([[0.0], times])
+        all_q = np.vstack([start_q, positions])
+        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
+        all_dq[0] = start_dq
+        all_ddq = np.zeros_like(all_q)
+        if accelerations is not None:
+            all_ddq[1:] = accelerations
+        self._spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        if self._mode not in _PID_MODES:
+            self._position_pid.reset()
+        self._reference, self._reference_velocity = start_q, start_dq
+        self._mode = "trajectory"
+        self._trajectory_start = self._steps
+        self._deadline = None  # the trajectory controller keeps commanding: no timeout
+
+    # -- simulation ------------------------------------------------------------------------------
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` time steps: drives (mode, saturation, timeout), then MuJoCo physics."""
+        model, data, mj_step = self.model, self.data, mujoco.mj_step
+        for _ in range(n):
+            if self._mode is not None:
+                q, dq = self._sense()
+                np.clip(self._controllers[self._mode](q, dq), -self._torque_limit, self._torque_limit,
+                        out=self._torque)
+            np.subtract(self._torque, self._offset, out=data.qfrc_applied)
+            mj_step(model, data)
+            self._steps += 1
+            if self._deadline is not None and self._mode is not None and self._steps >= self._deadline:
+                self._motors_off()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _steps_of(self, seconds: float) -> int:
+        return int(round(seconds / self.config.timestep))
+
+    def _sense(self) -> tuple[Array, Array]:
+        """Position and velocity as the drives measure them."""
+        return _quantize(self.data.qpos, self._q_resolution), _quantize(self.data.qvel, self._dq_resolution)
+
+    def _position_torque(self, q: Array, dq: Array) -> Array:
+        self._ramp.advance(self._setpoint)
+        return self._position_pid.torque(self._ramp.position, self._ramp.velocity, q, dq)
+
+    def _trajectory_torque(self, q: Array, dq: Array) -> Array:
+        t = (self._steps - self._trajectory_start) * self.config.timestep
+        self._reference, self._reference_velocity = self._spline.evaluate(t)
+        return self._position_pid.torque(self._reference, self._reference_velocity, q, dq)
+
+    def _current_reference(self) -> tuple[Array, Array]:
+        """The position PID's reference if it is active, otherwise the measured state."""
+        if self._mode == "position":
+            return self._ramp.position.copy(), self._ramp.velocity.copy()
+        if self._mode == "trajectory":
+            return np.array(self._reference), np.array(self._reference_velocity)
+        return self._sense()
+
+    def _enter(self, mode: str) -> None:
+        """Switch the drives to ``mode`` (effort, position or velocity) from another mode."""
+        if mode == "position":
+            self._ramp.start(self._current_reference()[0])
+            if self._mode not in _PID_MODES:
+                self._position_pid.reset()
+        elif mode == "velocity":
+            self._velocity_pi.reset()
+        self._mode = mode
+
+    def _motors_off(self) -> None:
+        self._mode = None
+        self._torque[:] = 0.0
+        self._spline = None
+
+    def _check_interface(self, interface: str) -> None:
+        if interface not in INTERFACES:
+            raise CommandError(f"unknown interface {interface!r}; known: {', '.join(INTERFACES)}")
+        if interface not in self.enabled_interfaces:
+            enabled = ", ".join(self.enabled_interfaces)
+            raise CommandError(f"interface {interface!r} is not enabled (enabled: {enabled})")
+
+    def _checked(self, values: Any, name: str, rows: int | None = None) -> Array:
+        n = self.n_joints
+        shape = (n,) if rows is None else (rows, n)
+        try:
+            arr = np.array(values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(f"{name}: expected numbers ({exc})") from None
+        if arr.shape != shape:
+            raise CommandError(f"{name}: expected shape {shape} (one value per joint), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise CommandError(f"{name}: contains NaN or infinite values: {arr.tolist()}")
+        return arr
+
+    def _check_limits(self, q: Array, name: str) -> None:
+        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
+        if np.any(outside):
+            joints = sorted({self.joint_names[j] for j in np.nonzero(outside)[-1]})
+            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)} "
+                               f"(limits [{self.arm.position_min.tolist()}, {self.arm.position_max.tolist()}])")
+
+    def _check_velocities(self, v: Array, name: str) -> None:
+        over = np.abs(v) > self.arm.velocity_max
+        if np.any(over):
+            joints = sorted({self.joint_names[j] for j in np.nonzero(over)[-1]})
+            raise CommandError(f"{name}: |velocity| above velocity_max {self.arm.velocity_max.tolist()} "
+                               f"at {', '.join(joints)}")

@@ -1,0 +1,67 @@
+"""Timing statistics of periodic loops (simulator, controllers): achieved rate, jitter, overruns.
+
+A loop calls :meth:`LoopStatistics.tick` once per cycle with a monotonic time stamp
+(``time.perf_counter()``); :meth:`LoopStatistics.report` summarises the cycles since the previous
+report and starts a new window. A cycle counts as *missed* when its period exceeds
+``1.5 x nominal`` (the next deadline was passed by more than half a period).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["LoopStatistics", "MISSED_FACTOR"]
+
+MISSED_FACTOR = 1.5
+
+
+class LoopStatistics:
+    """Periods between :meth:`tick` calls, summarised per report window (thread-safe)."""
+
+    def __init__(self, nominal_period: float) -> None:
+        if not nominal_period > 0.0:
+            raise ValueError(f"nominal_period must be positive, got {nominal_period}")
+        self.nominal_period = float(nominal_period)
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self._periods: list[float] = []
+        self._resyncs = 0
+        self.total_cycles = 0
+        self.total_missed = 0
+
+    def tick(self, now: float) -> None:
+        """One cycle ended at ``now`` [s]."""
+        with self._lock:
+            if self._last is not None:
+                period = now - self._last
+                self._periods.append(period)
+                self.total_missed += period > MISSED_FACTOR * self.nominal_period
+            self._last = now
+            self.total_cycles += 1
+
+    def resync(self) -> None:
+        """The loop gave up catching up (e.g. after a stall): counted, the next period is not measured."""
+        with self._lock:
+            self._resyncs += 1
+            self._last = None
+
+    def report(self) -> dict[str, float]:
+        """``rate_hz``, ``period_mean_ms``, ``jitter_ms`` (standard deviation of the period),
+        ``period_max_ms``, ``missed_fraction`` and ``resyncs`` of the window; starts a new window."""
+        with self._lock:
+            periods, self._periods = np.asarray(self._periods), []
+            resyncs, self._resyncs = self._resyncs, 0
+        if periods.size == 0:
+            return {"cycles": 0.0, "rate_hz": 0.0, "period_mean_ms": 0.0, "jitter_ms": 0.0,
+                    "period_max_ms": 0.0, "missed_fraction": 0.0, "resyncs": float(resyncs)}
+        mean = float(periods.mean())
+        return {
+            "cycles": float(periods.size),
+            "rate_hz": 1.0 / mean if mean > 0.0 else float("inf"),
+            "period_mean_ms": 1e3 * mean,
+            "jitter_ms": 1e3 * float(periods.std()),
+            "period_max_ms": 1e3 * float(periods.max()),
+            "missed_fraction": float(np.mean(periods > MISSED_FACTOR * self.nominal_period)),
+            "resyncs": float(resyncs),
+        }
