@@ -335,3 +335,11 @@ def test_controller_topics_match_the_simulator(spawned, controllers):
     assert topics == TOPIC_CONTRACT
     jsb = controllers["joint_state_broadcaster"]["ros__parameters"]
     assert not jsb.get("use_local_topics", False)  # else /joint_state_broadcaster/joint_states
+
+
+def test_sim_node_defaults_follow_the_same_topic_contract():
+    """The MuJoCo node's parameter file uses the topics the Gazebo controllers offer."""
+    params = yaml.safe_load((ROOT / "config" / "sim_node.yaml").read_text())["sim_node"]["ros__parameters"]
+    topics = {params[k] for k in ("joint_states_topic", "effort_command_topic", "position_command_topic",
+                                  "velocity_command_topic", "trajectory_topic")}
+    assert topics == set(TOPIC_CONTRACT)
