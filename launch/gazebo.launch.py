@@ -55,7 +55,7 @@ def generate_launch_description():
     robot_description = ParameterValue(Command([
         FindExecutable(name='xacro'), ' ',
         PathJoinSubstitution([FindPackageShare(PACKAGE), 'urdf', 'youbot_arm.urdf.xacro']),
-        ' hardware:=gazebo', ' controllers_file:=', controllers_file,
+        ' hardware:=gazebo', ' controllers_file:="', controllers_file, '"',  # quoted: paths with spaces
     ]), value_type=str)
 
     spawn_arm = Node(

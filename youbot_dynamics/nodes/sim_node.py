@@ -34,6 +34,7 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
 from rclpy.exceptions import ParameterException
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
 from rclpy.node import Node
@@ -75,6 +76,8 @@ class SimNode(Node):
     """The MuJoCo arm behind ``/joint_states`` and the controller topics; see the module docstring."""
 
     def __init__(self, **kwargs: Any) -> None:
+        self._running = False  # set first: destroy_node() may run on a half-built node
+        self._thread: threading.Thread | None = None
         super().__init__(NODE_NAME, **kwargs)
         s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
         i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
@@ -141,8 +144,6 @@ class SimNode(Node):
 
         self._lock = threading.Lock()
         self._paused = False
-        self._running = False
-        self._thread: threading.Thread | None = None
         self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
@@ -186,7 +187,7 @@ class SimNode(Node):
         period = self._steps_per_publish * self.sim.timestep
         wall_period = period / self._real_time_factor if self._real_time_factor > 0.0 else 0.0
         deadline = time.perf_counter()
-        while self._running:
+        while self._running and self.context.ok():
             if self._paused:
                 time.sleep(0.01)
                 deadline = time.perf_counter()
@@ -194,7 +195,12 @@ class SimNode(Node):
             with self._lock:
                 self.sim.step(self._steps_per_publish)
                 measurement = self.sim.measure()
-            self._publish_state(measurement)
+            try:
+                self._publish_state(measurement)
+            except RCLError:
+                if self.context.ok():
+                    raise
+                break  # rclpy was shut down (Ctrl-C) before the node was destroyed
             now = time.perf_counter()
             self.statistics.tick(now)
             if wall_period == 0.0:
