@@ -38,7 +38,8 @@ setup(
     data_files=data_files,
     # rclpy and the message packages come from the ROS 2 install (system or wheels),
     # so they are deliberately not listed here.
-    install_requires=['setuptools', 'numpy', 'scipy', 'sympy', 'PyYAML', 'numba'],
+    install_requires=['setuptools', 'numpy', 'scipy', 'sympy', 'PyYAML', 'numba', 'mujoco', 'cvxpy', 'clarabel',
+                      'scs', 'rosbags>=0.10,<0.12', 'matplotlib'],
     zip_safe=True,
     maintainer='youbot_dynamics developers',
     maintainer_email='dev@example.com',

@@ -85,6 +85,14 @@ def test_drive_torque_limit_matches_hardware_notes(arm):
     assert np.all(arm.effort_max < arm.drive_torque_limit)
 
 
+def test_acceleration_limits_are_moderate(arm):
+    """Assumed values (see the comment in the YAML): a few rad/s^2, enough for the velocity limit
+    to be reached within half a second."""
+    assert arm.acceleration_max.shape == (5,)
+    assert np.all((arm.acceleration_max >= 3.0) & (arm.acceleration_max <= 8.0))
+    assert np.all(arm.velocity_max / arm.acceleration_max <= 0.5)
+
+
 def test_within_limits(arm):
     mid = 0.5 * (arm.position_min + arm.position_max)
     assert arm.within_limits(mid)
@@ -160,6 +168,10 @@ INVALID = {
     "non-numeric dh.d": (_set(["dh", "d", 0], "abc"), r"dh\.d"),
     "NaN gear ratio": (_set(["drives", "gear_ratio", 0], float("nan")), r"drives\.gear_ratio"),
     "negative velocity limit": (_set(["joints", "velocity_max", 4], -1.0), r"joints\.velocity_max"),
+    "missing acceleration_max": (_del(["joints", "acceleration_max"]), r"joints: missing key 'acceleration_max'"),
+    "zero acceleration limit": (_set(["joints", "acceleration_max", 1], 0.0), r"joints\.acceleration_max"),
+    "short acceleration_max": (lambda d: d["arm"]["joints"]["acceleration_max"].pop(),
+                               r"joints\.acceleration_max: expected 5 values"),
     "wrong number of links": (lambda d: d["arm"]["links"].pop(), r"arm\.links"),
     "duplicate joint names": (_set(["joint_names", 1], "arm_joint_1"), r"arm\.joint_names"),
     "inverse_direction not bool": (_set(["drives", "inverse_direction", 0], 1), r"drives\.inverse_direction"),

@@ -206,3 +206,21 @@ def test_cli_predict_bad_csv_exits_2(tmp_path, capsys):
     _write_states_csv(src, q, dq, ddq)
     assert main(["predict", "--params", str(bad), "--input", str(src), "--output", str(tmp_path / "o.csv")]) == 2
     assert "youbot_dynamics_model" in capsys.readouterr().err
+
+
+def test_identified_model_extras_are_optional_documentation(tmp_path, identified_like):
+    """Relative standard deviations and the identification summary are stored but not needed to load."""
+    model, chi = identified_like
+    path = tmp_path / "identified.yaml"
+    rel = np.linspace(0.1, 50.0, model.base.count)
+    rel[3] = np.inf  # a parameter estimated as exactly zero
+    save_model(path, model, "identified", chi, relative_std=rel,
+               identification={"method": "wls", "condition_number": 42.0, "data": ["a.csv"]})
+    doc = yaml.safe_load(path.read_text())["youbot_dynamics_model"]
+    assert doc["format_version"] == 1
+    assert [e["relative_std_percent"] for e in doc["base_parameters"]][:3] == list(rel[:3])
+    assert doc["base_parameters"][3]["relative_std_percent"] is None
+    assert doc["identification"] == {"method": "wls", "condition_number": 42.0, "data": ["a.csv"]}
+    np.testing.assert_array_equal(load_model(path).beta, model.beta)
+    with pytest.raises(ValueError, match="relative_std: expected 47 values"):
+        save_model(path, model, relative_std=rel[:5])

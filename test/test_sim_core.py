@@ -28,7 +28,7 @@ from youbot_dynamics.sim import (
     true_arm,
     true_standard_parameters,
 )
-from youbot_dynamics.sim.interpolation import HermiteSpline, waypoint_velocities
+from youbot_dynamics.interpolation import HermiteSpline, waypoint_velocities
 
 EXACT = Realism(friction=False, noise=False, quantization=False)
 FRICTION_ONLY = Realism(friction=True, noise=False, quantization=False)

@@ -74,6 +74,7 @@ class ArmDescription:
     position_min: Array
     position_max: Array
     velocity_max: Array
+    acceleration_max: Array
     effort_max: Array
     gear_ratio: Array
     encoder_ticks: Array
@@ -247,6 +248,7 @@ def arm_from_dict(doc: Any, source: str = "<memory>") -> ArmDescription:
         position_min=pmin,
         position_max=pmax,
         velocity_max=_vector(joints, "velocity_max", "joints", n, positive=True),
+        acceleration_max=_vector(joints, "acceleration_max", "joints", n, positive=True),
         effort_max=_vector(joints, "effort_max", "joints", n, positive=True),
         gear_ratio=_vector(drives, "gear_ratio", "drives", n, positive=True),
         encoder_ticks=_vector(drives, "encoder_ticks_per_motor_revolution", "drives", n, positive=True),

@@ -13,6 +13,12 @@ Format (``format_version: 1``)::
       standard_parameters:        # optional: the 14 n standard vector the base values came from
         names: [m1, mx1, ...]
         values: [...]
+      identification:             # optional: how an identified model was obtained (free mapping:
+        method: wls               # method, condition number, noise, validation metrics, data files)
+
+Identified models may also give each base parameter its ``relative_std_percent`` (100 sigma/|value|).
+Both optional keys are documentation: readers ignore them, so version 1 files with or without them
+load the same way.
 
 On reading, the base parameters are recomputed from ``chain`` and ``structure`` and their names
 must match the file's (same regrouping), so a file can never be applied to the wrong model.
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import yaml
@@ -41,8 +47,10 @@ class ModelFileError(ValueError):
     """A model file is missing, malformed, or does not fit the model it describes (key named)."""
 
 
-def model_to_dict(model: DynamicModel, description: str = "", standard: Any = None) -> dict:
-    """The YAML document of ``model`` (``standard``: the 14 n vector it came from, if known)."""
+def model_to_dict(model: DynamicModel, description: str = "", standard: Any = None, relative_std: Any = None,
+                  identification: Mapping[str, Any] | None = None) -> dict:
+    """The YAML document of ``model`` (``standard``: the 14 n vector it came from, if known;
+    ``relative_std``: percent per base parameter; ``identification``: plain data about the estimate)."""
     c = model.chain
     doc: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -58,16 +66,25 @@ def model_to_dict(model: DynamicModel, description: str = "", standard: Any = No
             for n, e, v in zip(model.base.names, model.base.expressions, model.beta)
         ],
     }
+    if relative_std is not None:
+        rel = np.asarray(relative_std, dtype=float)
+        if rel.shape != (model.base.count,):
+            raise ValueError(f"relative_std: expected {model.base.count} values, got shape {rel.shape}")
+        for entry, value in zip(doc["base_parameters"], rel):
+            entry["relative_std_percent"] = float(value) if math.isfinite(value) else None
     if standard is not None:
         doc["standard_parameters"] = {"names": parameter_names(c.n_joints),
                                       "values": [float(v) for v in np.asarray(standard, dtype=float)]}
+    if identification is not None:
+        doc["identification"] = dict(identification)
     return {ROOT: doc}
 
 
-def save_model(path: str | Path, model: DynamicModel, description: str = "", standard: Any = None) -> None:
-    """Write ``model`` as YAML (full float precision)."""
-    text = yaml.safe_dump(model_to_dict(model, description, standard), sort_keys=False, width=120,
-                          default_flow_style=None)
+def save_model(path: str | Path, model: DynamicModel, description: str = "", standard: Any = None,
+               relative_std: Any = None, identification: Mapping[str, Any] | None = None) -> None:
+    """Write ``model`` as YAML (full float precision); optional keys as in :func:`model_to_dict`."""
+    text = yaml.safe_dump(model_to_dict(model, description, standard, relative_std, identification), sort_keys=False,
+                          width=120, default_flow_style=None)
     Path(path).write_text(text)
 
 

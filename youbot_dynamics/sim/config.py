@@ -16,6 +16,7 @@ import yaml
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
+from ..interpolation import INTERPOLATIONS
 from ..paths import config_path
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
 Array = NDArray[np.float64]
 
 SIM_CONFIG_FILE = "sim.yaml"
-INTERPOLATIONS = ("cubic", "quintic")
 
 
 class SimConfigError(ValueError):

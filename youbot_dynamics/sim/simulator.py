@@ -6,7 +6,7 @@ Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, the
    motor rpm: ``2 pi / (60 N)``) when quantization is on;
 2. the active mode gives the drive torque ``tau``: ``effort`` the commanded torque, ``velocity`` the
    velocity PI, ``position`` the position PID on a ramp towards the set-point, ``trajectory`` the
-   position PID on the interpolated trajectory (:mod:`.drives`, :mod:`.interpolation`);
+   position PID on the interpolated trajectory (:mod:`.drives`, :mod:`youbot_dynamics.interpolation`);
    no mode (motors off) gives ``tau = 0``;
 3. saturation ``|tau| <= max_current kt N`` (the drives' current limit, ``arm.drive_torque_limit``);
 4. MuJoCo integrates ``M(q) q'' + c(q, q') + Ia q'' = tau - f0 - fv q' - friction(fc) + limits``
@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from ..arm import ArmDescription, default_arm
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
-from .interpolation import HermiteSpline, waypoint_velocities
+from ..interpolation import HermiteSpline, waypoint_velocities
 from .mujoco_model import build_model
 from .true_robot import NOISE_STREAM, armature, rng_stream, true_arm, true_standard_parameters
 

@@ -20,11 +20,11 @@ from math import perm
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import INTERPOLATIONS
-
-__all__ = ["waypoint_velocities", "HermiteSpline"]
+__all__ = ["INTERPOLATIONS", "waypoint_velocities", "HermiteSpline"]
 
 Array = NDArray[np.float64]
+
+INTERPOLATIONS = ("cubic", "quintic")
 
 _DEGREE = {"cubic": 3, "quintic": 5}
 

@@ -1,0 +1,507 @@
+"""The control core (youbot_dynamics/control): the laws of seed 002 section 4 against an independent
+formulation (Pinocchio) and in closed loop with the simulator at 1 kHz, quintic trajectories and their
+limit checks, the Cartesian straight line, the safety guard, and the cost of one control cycle."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control.laws import ComputedTorqueController, PDGravityController
+from youbot_dynamics.control.safety import GuardState, SafetyConfig, SafetyGuard, smoothstep
+from youbot_dynamics.control.terms import FRICTION_EPS, reference_inertia
+from youbot_dynamics.control.trajectory import JointTrajectory, TrajectoryError, _extrema, cartesian_line, check_goal
+from youbot_dynamics.dynamics.chain import DHChain
+from youbot_dynamics.dynamics.conversions import standard_to_pinocchio
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.dynamics.nominal import nominal_model
+from youbot_dynamics.ik import inverse_kinematics
+from youbot_dynamics.kinematics import forward_kinematics, link_frames
+from youbot_dynamics.sim import ArmSimulator
+from youbot_dynamics.transforms import rotation_angle, skew
+from youbot_dynamics.urdf import generate_urdf
+
+HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
+RAMP = 0.5  # [s] enable ramp of the closed-loop runs (the guard's default)
+# Out and back on every joint: quintic rest-to-rest segments of 0.7 rad in 1.05 s reach a peak speed
+# of 1.875 * 0.7 / 1.05 = 1.25 rad/s (80 % of velocity_max) and 5.77 * 0.7 / 1.05^2 = 3.7 rad/s^2.
+STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])
+SEGMENT = 1.05
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return default_arm()
+
+
+@pytest.fixture(scope="module")
+def sim(arm):
+    return ArmSimulator(arm, realism=True)
+
+
+@pytest.fixture(scope="module")
+def true_model(sim):
+    return DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+
+
+@pytest.fixture(scope="module")
+def nominal(arm):
+    return nominal_model(arm)[0]
+
+
+def out_and_back(q0: np.ndarray) -> JointTrajectory:
+    return JointTrajectory.through(q0, [SEGMENT, 2 * SEGMENT], [q0 + STROKE, q0])
+
+
+def closed_loop(sim: ArmSimulator, law, guard: SafetyGuard, seconds: float, reference=None):
+    """Effort-mode loop at the simulator's 1 kHz: measure, guard(law), command, step. Returns the
+    times, positions, references (if ``reference(t)`` is given) and the cycle costs [s]."""
+    m = sim.measure()
+    guard.enable(m.time, law.gravity(m.position))  # bumpless: the drives held the arm before
+    times, qs, refs, costs = [], [], [], []
+    for _ in range(int(round(seconds / sim.timestep))):
+        m = sim.measure()
+        start = time.perf_counter()
+        tau = guard.command(m.time, m.time, m.position, m.velocity, law.torque)
+        costs.append(time.perf_counter() - start)
+        assert tau is not None, guard.fault_reason
+        sim.command("effort", tau)
+        sim.step()
+        times.append(m.time)
+        qs.append(m.position)
+        if reference is not None:
+            refs.append(reference(m.time)[0])
+    return np.array(times), np.array(qs), np.array(refs), np.array(costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed loop with the simulator (realism on: friction, noise, quantization)
+
+
+@pytest.mark.parametrize("step", [[0.3, -0.3, 0.3, -0.3, 0.3], [-0.5, 0.4, -0.6, 0.5, 0.8]])
+def test_pd_gravity_settles_within_1_mrad_in_2_s(arm, sim, true_model, step):
+    sim.reset()
+    goal = HOME + np.array(step)
+    pd = PDGravityController(true_model, arm)
+    pd.set_goal(goal)
+    t, q, _, costs = closed_loop(sim, pd, SafetyGuard(arm, true_model), 2.0)
+    error = np.abs(q[t >= 1.9] - goal).max(axis=0)
+    print(f"\nPD + gravity, step {step}: |q - q_d| over t in [1.9, 2] s = {np.round(1e3 * error, 3)} mrad; "
+          f"Kp = {np.round(pd.kp, 1)}, Kd = {np.round(pd.kd, 2)}; median cycle {1e6 * np.median(costs):.1f} us")
+    assert np.all(error <= 1e-3)
+
+
+@pytest.fixture(scope="module")
+def tracking(arm, sim, true_model, nominal):
+    """RMS tracking error per joint of computed torque with the true and the nominal model: hold
+    HOME through the enable ramp, then the 80 %-velocity trajectory, then 0.3 s of holding its end."""
+    rms = {}
+    for name, model in (("true", true_model), ("nominal", nominal)):
+        sim.reset()
+        ctl = ComputedTorqueController(model, arm)
+        ctl.hold(HOME)
+        start = RAMP + 0.1
+        ctl.follow(out_and_back(HOME), start)
+        t, q, ref, _ = closed_loop(sim, ctl, SafetyGuard(arm, model), start + 2 * SEGMENT + 0.3, ctl.reference)
+        rms[name] = np.sqrt(np.mean((q - ref)[t >= start] ** 2, axis=0))
+    return rms
+
+
+def test_trajectory_reaches_80_percent_of_velocity_limits(arm):
+    trajectory = out_and_back(HOME)
+    trajectory.check_limits(arm)
+    speed = np.max([np.abs(trajectory.sample(t)[1]) for t in np.linspace(0, trajectory.duration, 2001)], axis=0)
+    np.testing.assert_allclose(speed / arm.velocity_max, 0.8, atol=0.005)
+
+
+def test_computed_torque_tracks_within_1_mrad_rms_true_vs_nominal(tracking):
+    true, nominal = tracking["true"], tracking["nominal"]
+    print(f"\ncomputed torque, RMS error per joint [mrad]: true model {np.round(1e3 * true, 3)}, "
+          f"nominal model {np.round(1e3 * nominal, 2)}, ratio {np.round(nominal / true, 0)}")
+    assert np.all(true <= 1e-3)
+    assert np.all(nominal >= 5 * true)
+
+
+def test_cycle_cost(arm, sim, true_model):
+    """One full cycle (reference sample, M, C q', G, law, friction, guard) on states of a real motion."""
+    ctl = ComputedTorqueController(true_model, arm)
+    ctl.follow(out_and_back(HOME), 0.0)
+    guard = SafetyGuard(arm, true_model)
+    guard.enable(-1.0)
+    t = np.linspace(0.0, 2 * SEGMENT, 2000)
+    states = [ctl.reference(tk)[:2] for tk in t]
+    medians = []
+    for _ in range(3):  # the best of three medians: robust to other load on the machine
+        costs = []
+        for tk, (q, dq) in zip(t, states):
+            start = time.perf_counter()
+            guard.command(tk, tk, q + 1e-3, dq, ctl.torque)
+            costs.append(time.perf_counter() - start)
+        medians.append(np.median(costs))
+    print(f"\ncycle cost (computed torque + safety guard): median {1e6 * min(medians):.1f} us, "
+          f"99th percentile {1e6 * np.percentile(costs, 99):.1f} us")
+    assert min(medians) <= 60e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# The laws against an independent formulation
+
+
+@pytest.fixture(scope="module")
+def pinocchio_true(arm, sim):
+    """Pinocchio's model of the simulated robot: link inertias from the true standard parameters
+    (``standard_to_pinocchio``), rotor inertia as armature."""
+    pin = pytest.importorskip("pinocchio")
+    chain = DHChain.from_arm(arm)
+    model = pin.buildModelFromXML(generate_urdf(arm))
+    model.gravity.linear = chain.gravity
+    pi = standard_to_pinocchio(chain, sim.true_parameters).reshape(arm.n_joints, 10)
+    for i, block in enumerate(pi):
+        model.inertias[i + 1] = pin.Inertia.FromDynamicParameters(block)
+    model.armature = sim.true_parameters.reshape(arm.n_joints, 14)[:, 10].copy()
+    return pin, model, model.createData()
+
+
+def smoothed_friction(sim: ArmSimulator, v: np.ndarray) -> np.ndarray:
+    cfg = sim.config
+    return cfg.viscous_friction * v + cfg.coulomb_friction * np.tanh(v / FRICTION_EPS) + cfg.friction_offset
+
+
+def test_laws_equal_pinocchio(arm, sim, true_model, pinocchio_true):
+    pin, model, data = pinocchio_true
+    rng = np.random.default_rng(3)
+    ctl = ComputedTorqueController(true_model, arm, kp=[900, 1000, 1100, 1200, 1300], kd=[60, 62, 64, 66, 68])
+    ctl.follow(out_and_back(HOME), 0.0)
+    pd = PDGravityController(true_model, arm)
+    pd.set_goal(HOME)
+    for t in rng.uniform(0.0, 2 * SEGMENT, 20):
+        q_d, dq_d, ddq_d = ctl.reference(t)
+        q = q_d + rng.normal(0.0, 0.05, 5)
+        dq = dq_d + rng.normal(0.0, 0.3, 5)
+        a = ddq_d + ctl.kd * (dq_d - dq) + ctl.kp * (q_d - q)
+        expected = pin.rnea(model, data, q, dq, a) + smoothed_friction(sim, dq_d)
+        np.testing.assert_allclose(ctl.torque(t, q, dq), expected, rtol=0, atol=1e-9)
+        gravity = pin.computeGeneralizedGravity(model, data, q)
+        expected = pd.kp * (HOME - q) - pd.kd * dq + gravity + smoothed_friction(sim, dq)
+        np.testing.assert_allclose(pd.torque(t, q, dq), expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(ctl.gravity(q), gravity, rtol=0, atol=1e-9)
+
+
+def test_friction_compensation_off_and_default_gains(arm, sim, true_model, nominal):
+    ctl = ComputedTorqueController(true_model, arm, friction_compensation=False)
+    np.testing.assert_allclose(ctl.kp, 40.0**2)
+    np.testing.assert_allclose(ctl.kd, 2 * 40.0)
+    ctl.hold(HOME)
+    m, c, g = true_model.dynamics_terms(HOME, np.zeros(5))
+    np.testing.assert_allclose(ctl.torque(0.0, HOME, np.zeros(5)), g, atol=1e-12)
+    # PD: Kp = max(m omega^2, fc / 0.5 mrad), Kd = 2 sqrt(Kp m) (critical damping on m)
+    pd = PDGravityController(true_model, arm)
+    m_ref = reference_inertia(true_model, arm)
+    np.testing.assert_allclose(pd.kp, np.maximum(m_ref * 60.0**2, sim.config.coulomb_friction / 5e-4), rtol=1e-9)
+    np.testing.assert_allclose(pd.kd, 2 * np.sqrt(pd.kp * m_ref), rtol=1e-12)
+    # the nominal model: no friction, no rotor inertia: lower gains from the bandwidth alone
+    pd_nominal = PDGravityController(nominal, arm)
+    np.testing.assert_allclose(pd_nominal.kp, reference_inertia(nominal, arm) * 60.0**2, rtol=1e-12)
+    with pytest.raises(RuntimeError):
+        PDGravityController(nominal, arm).torque(0.0, HOME, np.zeros(5))
+    with pytest.raises(ValueError):
+        ComputedTorqueController(nominal, arm, kp=-1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Quintic joint trajectories
+
+
+@pytest.fixture(scope="module")
+def waypoints():
+    rng = np.random.default_rng(11)
+    times = np.array([0.4, 1.1, 1.5, 2.6])
+    positions = HOME + rng.uniform(-0.3, 0.3, (4, 5))
+    velocities = rng.uniform(-0.5, 0.5, (4, 5))
+    accelerations = rng.uniform(-1.0, 1.0, (4, 5))
+    return times, positions, velocities, accelerations
+
+
+def test_quintic_exact_at_knots_and_c2(waypoints):
+    times, positions, velocities, accelerations = waypoints
+    start_v, start_a = np.full(5, 0.1), np.full(5, -0.2)
+    trajectory = JointTrajectory.through(HOME, times, positions, velocities, accelerations, start_velocity=start_v,
+                                         start_acceleration=start_a)
+    for t, q, v, a in zip(np.concatenate([[0.0], times[:-1]]), np.vstack([HOME, positions[:-1]]),
+                          np.vstack([start_v, velocities[:-1]]), np.vstack([start_a, accelerations[:-1]])):
+        for actual, expected in zip(trajectory.sample(t), (q, v, a)):
+            np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-10)
+    eps = 1e-7
+    for t in times[:-1]:  # continuity of q, q', q'' across each knot
+        for left, right in zip(trajectory.sample(t - eps), trajectory.sample(t + eps)):
+            np.testing.assert_allclose(left, right, rtol=0, atol=1e-4)
+    for t in np.linspace(0.05, times[-1] - 0.05, 37):  # q' and q'' are the derivatives of q
+        h = 1e-5
+        q_m, v_m, _ = trajectory.sample(t - h)
+        q_p, v_p, _ = trajectory.sample(t + h)
+        _, v, a = trajectory.sample(t)
+        np.testing.assert_allclose((q_p - q_m) / (2 * h), v, rtol=0, atol=1e-6)
+        np.testing.assert_allclose((v_p - v_m) / (2 * h), a, rtol=0, atol=1e-5)
+    # the last point is reached exactly, then held at rest
+    end = times[-1] - 1e-12
+    np.testing.assert_allclose(trajectory.sample(end)[0], positions[-1], atol=1e-9)
+    q, v, a = trajectory.sample(times[-1] + 5.0)
+    np.testing.assert_array_equal(q, positions[-1])
+    assert not v.any() and not a.any()
+    assert trajectory.duration == times[-1]
+
+
+def test_missing_velocities_and_accelerations(waypoints):
+    times, positions, _, _ = waypoints
+    trajectory = JointTrajectory.through(HOME, times, positions)
+    _, v, a = trajectory.sample(times[-1] - 1e-12)
+    np.testing.assert_allclose(v, 0.0, atol=1e-8)
+    for t in times[:-1]:
+        np.testing.assert_allclose(trajectory.sample(t)[2], 0.0, atol=1e-10)
+
+
+def test_exact_extrema_match_dense_sampling():
+    rng = np.random.default_rng(5)
+    coefficients, h = rng.normal(size=(30, 6, 5)), rng.uniform(0.1, 2.0, 30)
+    coefficients[3, 3:] = 0.0  # lower degrees
+    coefficients[4, 1:] = 0.0
+    lo, t_lo, hi, t_hi = _extrema(coefficients, h)
+    for k in range(30):
+        tau = np.linspace(0.0, h[k], 20001)
+        values = np.stack([np.polynomial.polynomial.polyval(tau, coefficients[k, :, j]) for j in range(5)], axis=1)
+        assert np.all(values.max(axis=0) <= hi[k] + 1e-12) and np.all(values.min(axis=0) >= lo[k] - 1e-12)
+        np.testing.assert_allclose(values.max(axis=0), hi[k], atol=1e-6)
+        np.testing.assert_allclose(values.min(axis=0), lo[k], atol=1e-6)
+        for j in range(5):
+            assert np.polynomial.polynomial.polyval(t_hi[k, j], coefficients[k, :, j]) == pytest.approx(hi[k, j])
+
+
+def test_limit_refusals(arm):
+    top = arm.position_max[1]
+    # every waypoint inside the range, but the quintic overshoots after the second one
+    near_top = np.r_[HOME[0], top - 0.05, HOME[2:]]
+    overshoot = JointTrajectory.through(near_top, [0.5, 1.0], [near_top + [0, 0.045, 0, 0, 0], near_top],
+                                        [[0.0, 0.4, 0.0, 0.0, 0.0], np.zeros(5)])
+    with pytest.raises(TrajectoryError, match="position of arm_joint_2 reaches .* at t = 0\\.[5-9].* above its limit "
+                                              "position_max"):
+        overshoot.check_limits(arm)
+    too_fast = JointTrajectory.through(HOME, [0.5], [HOME + [0.0, 0.0, 0.6, 0.0, 0.0]])  # 1.875 * 0.6 / 0.5
+    with pytest.raises(TrajectoryError, match="velocity of arm_joint_3 reaches 2.25.* velocity_max = 1.5708"):
+        too_fast.check_limits(arm)
+    # 5.77 * 0.3 / 0.4^2 = 10.8 rad/s^2 at a peak speed of 1.4 rad/s
+    too_sudden = JointTrajectory.through(HOME, [0.4], [HOME + [0.0, 0.0, 0.0, 0.0, 0.3]])
+    with pytest.raises(TrajectoryError, match="acceleration of arm_joint_5 reaches .* acceleration_max = 6"):
+        too_sudden.check_limits(arm)
+    JointTrajectory.through(HOME, [1.0], [HOME + [0.0, 0.0, 0.6, 0.0, 0.0]]).check_limits(arm)  # fine when slower
+    for times, positions, reason in (([1.0, 1.0], [HOME, HOME], "strictly increasing"),
+                                     ([0.0], [HOME], "positive"),
+                                     ([1.0], [HOME[:4]], "shape"),
+                                     ([1.0], [np.r_[np.nan, HOME[1:]]], "NaN")):
+        with pytest.raises(TrajectoryError, match=reason):
+            JointTrajectory.through(HOME, times, positions)
+    with pytest.raises(TrajectoryError, match="goal position of arm_joint_1 .* below its limit position_min"):
+        check_goal(arm, np.r_[-0.1, HOME[1:]])
+    with pytest.raises(TrajectoryError, match="NaN"):
+        check_goal(arm, np.r_[np.nan, HOME[1:]])
+
+
+def test_controllers_refuse_and_keep_their_reference(arm, nominal):
+    ctl = ComputedTorqueController(nominal, arm)
+    ctl.hold(HOME)
+    before = ctl.trajectory
+    with pytest.raises(TrajectoryError, match="velocity_max"):
+        ctl.follow(JointTrajectory.through(HOME, [0.2], [HOME + 0.5]), 2.0)
+    assert ctl.trajectory is before
+    pd = PDGravityController(nominal, arm)
+    pd.set_goal(HOME)
+    with pytest.raises(TrajectoryError, match="position_max"):
+        pd.set_goal(arm.position_max + 0.1)
+    np.testing.assert_array_equal(pd.goal, HOME)
+
+
+def test_time_from_start_is_honoured(arm, nominal):
+    ctl = ComputedTorqueController(nominal, arm)
+    trajectory = out_and_back(HOME)
+    ctl.follow(trajectory, 10.0)
+    for t in (0.0, 0.3, SEGMENT, 1.7):
+        for actual, expected in zip(ctl.reference(10.0 + t), trajectory.sample(t)):
+            np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ctl.reference(10.0 + SEGMENT)[0], HOME + STROKE, atol=1e-12)
+    np.testing.assert_array_equal(ctl.reference(5.0)[0], HOME)  # before the start: the start point
+    np.testing.assert_array_equal(ctl.reference(99.0)[0], HOME)  # after the end: the last point
+
+
+# ---------------------------------------------------------------------------------------------
+# Cartesian straight line
+
+
+BENT_DOWN = HOME + np.array([0.0, 0.5, -0.9, 0.6, 0.0])  # elbow-down pose in front of the base
+
+
+def branch_of(arm, q: np.ndarray) -> str:
+    solutions = inverse_kinematics(arm, forward_kinematics(arm, q), q_current=q)
+    return min(solutions, key=lambda s: np.max(np.abs(s.q - q))).branch
+
+
+def test_cartesian_line_on_the_line_and_in_one_branch(arm):
+    start = forward_kinematics(arm, BENT_DOWN)
+    goal = start.copy()
+    goal[:3, 3] += [0.05, 0.0, -0.08]
+    # turn the tool about the normal of the arm's vertical plane (the joint-2 axis): stays reachable
+    k = skew(link_frames(arm, BENT_DOWN)[1, :3, 2])
+    goal[:3, :3] = (np.eye(3) + np.sin(0.2) * k + (1 - np.cos(0.2)) * k @ k) @ start[:3, :3]
+    trajectory = cartesian_line(arm, BENT_DOWN, goal, 2.0)
+    t = np.linspace(0.0, 2.0, 801)
+    q = np.array([trajectory.sample(tk)[0] for tk in t])
+    poses = forward_kinematics(arm, q)
+    p0, direction = start[:3, 3], (goal[:3, 3] - start[:3, 3]) / np.linalg.norm(goal[:3, 3] - start[:3, 3])
+    offset = poses[:, :3, 3] - p0
+    off_line = np.linalg.norm(offset - (offset @ direction)[:, None] * direction, axis=1)
+    along = offset @ direction
+    print(f"\nCartesian line: largest distance from the line {1e6 * off_line.max():.2f} um")
+    assert off_line.max() < 1e-5
+    assert np.all(np.diff(along) >= -1e-7)  # monotone progress along the line
+    np.testing.assert_allclose(poses[-1], goal, atol=1e-9)
+    assert rotation_angle(poses[-1, :3, :3], goal[:3, :3]) < 1e-9
+    branch = branch_of(arm, BENT_DOWN)
+    assert branch == "front_elbow_down"
+    assert all(branch_of(arm, qk) == branch for qk in q[::40])
+
+
+def test_cartesian_line_refusals(arm):
+    start = forward_kinematics(arm, BENT_DOWN)
+    sideways = start.copy()
+    sideways[:3, 3] += [0.0, 0.1, 0.0]  # the tilted tool cannot keep its orientation off the plane
+    with pytest.raises(TrajectoryError, match="orientation along the line is not reachable"):
+        cartesian_line(arm, BENT_DOWN, sideways, 2.0)
+    far = start.copy()
+    far[:3, 3] = [1.0, 0.0, 0.3]
+    with pytest.raises(TrajectoryError, match="leaves the reach of the front_elbow_down IK branch"):
+        cartesian_line(arm, BENT_DOWN, far, 3.0)
+    near = start.copy()
+    near[:3, 3] += [0.05, 0.0, -0.08]
+    with pytest.raises(TrajectoryError, match="beyond its limit velocity_max"):
+        cartesian_line(arm, BENT_DOWN, near, 0.3)
+    with pytest.raises(TrajectoryError, match="would jump"):
+        cartesian_line(arm, BENT_DOWN, near, 2.0, max_joint_step=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Safety guard
+
+
+def constant(tau):
+    return lambda t, q, dq: np.asarray(tau, dtype=float)
+
+
+@pytest.fixture()
+def guard(arm, nominal):
+    return SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0))
+
+
+def test_disabled_gives_nothing(guard):
+    assert guard.command(0.0, 0.0, HOME, np.zeros(5), constant(np.ones(5))) is None
+    assert guard.state is GuardState.DISABLED
+
+
+@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 21.0 ms old"),
+                                              (None, None, "no joint state"),
+                                              (0.021, np.r_[np.nan, HOME[1:]], "NaN")])
+def test_state_faults_are_latched(guard, stamp, q, reason):
+    guard.enable(0.0)
+    assert guard.command(0.021, stamp, q, np.zeros(5), constant(np.ones(5))) is None
+    assert guard.state is GuardState.FAULT and reason in guard.fault_reason
+    # a good state afterwards does not resume: the fault stays until enable
+    assert guard.command(0.022, 0.022, HOME, np.zeros(5), constant(np.ones(5))) is None
+    guard.enable(0.03)
+    np.testing.assert_allclose(guard.command(0.031, 0.031, HOME, np.zeros(5), constant(np.ones(5))), 1.0)
+
+
+def test_nan_torque_is_a_fault(guard):
+    guard.enable(0.0)
+    assert guard.command(0.001, 0.001, HOME, np.zeros(5), constant(np.full(5, np.nan))) is None
+    assert "control law" in guard.fault_reason
+
+
+def test_hold_on_fault(arm, nominal):
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, fault_behaviour="hold"))
+    guard.enable(0.0)
+    guard.command(0.001, 0.001, HOME, np.zeros(5), constant(np.ones(5)))
+    gravity = nominal.gravity(HOME)
+    stale = guard.command(0.1, 0.001, HOME + 0.2, np.zeros(5), constant(np.ones(5)))
+    np.testing.assert_allclose(stale, gravity, atol=1e-12)  # no fresh state: gravity at the last good q
+    q, dq = HOME + 0.01, np.full(5, 0.1)
+    fresh = guard.command(0.2, 0.2, q, dq, constant(np.ones(5)))
+    expected = nominal.gravity(q) + guard.hold_kp * (HOME - q) - guard.hold_kd * dq
+    np.testing.assert_allclose(fresh, np.clip(expected, -guard.torque_limit, guard.torque_limit), atol=1e-12)
+    np.testing.assert_allclose(guard.hold_kp, reference_inertia(nominal, arm) * 10.0**2)
+
+
+def test_saturation(arm, guard):
+    np.testing.assert_array_equal(guard.torque_limit, np.minimum(arm.effort_max, arm.drive_torque_limit))
+    guard.enable(0.0)
+    tau = guard.command(0.001, 0.001, HOME, np.zeros(5), constant([100.0, -100.0, 1.0, -50.0, 0.5]))
+    np.testing.assert_allclose(tau, [17.0, -17.0, 1.0, -2.7, 0.5])
+    np.testing.assert_array_equal(guard.saturated, [True, True, False, True, False])
+
+
+def test_joint_limit_guard(arm, nominal):
+    margin = 0.05
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, limit_margin=margin))
+    guard.enable(0.0)
+    limit, damping = guard.torque_limit[1], guard.limit_damping[1]
+    np.testing.assert_allclose(guard.limit_damping, guard.torque_limit / arm.velocity_max)
+
+    def joint2(q2, dq2, tau2):
+        q = np.r_[HOME[0], q2, HOME[2:]]
+        dq = np.r_[0.0, dq2, 0.0, 0.0, 0.0]
+        tau = guard.command(0.001, 0.001, q, dq, constant(np.r_[0.0, tau2, 0.0, 0.0, 0.0]))
+        return tau[1], nominal.gravity(q)[1]
+
+    top, bottom = arm.position_max[1], arm.position_min[1]
+    # outside the zone: untouched
+    assert joint2(top - margin - 1e-3, 0.0, 10.0)[0] == 10.0
+    # at the limit: no net push towards it, torque away from it untouched
+    tau, g = joint2(top, 0.0, 10.0)
+    assert tau == pytest.approx(g)
+    assert joint2(top, 0.0, -10.0)[0] == -10.0
+    # moving towards the limit is braked
+    tau, g = joint2(top + 0.01, 0.5, 10.0)
+    assert tau == pytest.approx(g - damping * 0.5)
+    # half way into the zone: the bound is half way between the saturation and gravity
+    tau, g = joint2(top - margin / 2, 0.0, 16.0)
+    assert tau == pytest.approx(0.5 * limit + 0.5 * g)
+    # continuous at the edge of the zone
+    assert joint2(top - margin + 1e-9, 0.0, 16.0)[0] == pytest.approx(16.0, abs=1e-5)
+    # the lower limit, mirrored
+    tau, g = joint2(bottom, -0.5, -10.0)
+    assert tau == pytest.approx(g + damping * 0.5)
+    assert joint2(bottom, 0.0, 10.0)[0] == 10.0
+
+
+def test_enable_ramp(arm, nominal):
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.4))
+    target, initial = np.full(5, 0.8), np.full(5, -0.4)
+    guard.enable(1.0, initial)
+    fractions = []
+    for t in np.linspace(1.0, 1.6, 61):
+        tau = guard.command(t, t, HOME, np.zeros(5), constant(target))
+        s = (tau - initial) / (target - initial)
+        np.testing.assert_allclose(s, s[0])
+        fractions.append(s[0])
+    fractions = np.array(fractions)
+    x = np.clip(np.linspace(0.0, 0.6, 61) / 0.4, 0.0, 1.0)
+    np.testing.assert_allclose(fractions, 3 * x**2 - 2 * x**3, atol=1e-12)
+    assert fractions[0] == 0.0 and fractions[20] == pytest.approx(0.5) and np.all(fractions[40:] == 1.0)
+    assert np.all(np.diff(fractions) >= 0.0)
+    assert smoothstep(0.01) < 1e-3 and 1.0 - smoothstep(0.99) < 1e-3  # zero slope at both ends
+
+
+def test_config_validation(arm, nominal):
+    for bad in ({"state_timeout": 0.0}, {"fault_behaviour": "brake"}, {"ramp_time": -1.0}, {"limit_margin": 0.0}):
+        with pytest.raises(ValueError):
+            SafetyConfig(**bad)
+    with pytest.raises(ValueError):
+        SafetyGuard(arm, nominal, SafetyConfig(torque_limit=[1.0, 1.0, 0.0, 1.0, 1.0]))

@@ -1,0 +1,183 @@
+"""The recording core: rosbag2 (MCAP) + CSV written incrementally, read back, valid after a crash."""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("rosbags")
+
+from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.cli import main  # noqa: E402
+from youbot_dynamics.dataio import DataFileError  # noqa: E402
+from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
+from youbot_dynamics.identification.bagio import (JOINT_STATE, joint_state_message, read_joint_states,  # noqa: E402
+                                                  typestore)
+from youbot_dynamics.identification.benchmark import recordings  # noqa: E402
+from youbot_dynamics.identification.dataset import IdentificationError, read_csv_dataset  # noqa: E402
+from youbot_dynamics.identification.recording import JointStateRecorder  # noqa: E402
+
+ARM = default_arm()
+NAMES = list(ARM.joint_names)
+T0_NS = 1_700_000_000_000_000_000
+MAGIC = b"\x89MCAP0\r\n"
+
+
+def record(path, data, clock=None, stamps=True, extra_joint=True, csv_name="data.csv"):
+    """Write ``data`` through the recorder (message joint order reversed, plus a gripper joint)."""
+    now = [0.0]
+    recorder = JointStateRecorder(path / "bag", NAMES, path / csv_name, clock=clock or (lambda: now[0]))
+    names = NAMES[::-1] + (["gripper_finger_joint_l"] if extra_joint else [])
+    pad = [0.0] if extra_joint else []
+    for k in range(data.n_samples):
+        now[0] = data.t[k]
+        stamp = T0_NS + int(round(data.t[k] * 1e9))
+        recorder.write(stamp if stamps else 0, names, list(data.q[k, ::-1]) + pad, list(data.dq[k, ::-1]) + pad,
+                       list(data.tau[k, ::-1]) + pad, receive_ns=stamp)
+    return recorder
+
+
+@pytest.fixture(scope="module")
+def data():
+    _, train, _ = recordings(ARM, duration=4.0, rate=250.0)
+    return train
+
+
+def mcap_records(blob):
+    """(opcode, body) of every top-level MCAP record, walked independently of rosbags."""
+    assert blob[:8] == MAGIC and blob[-8:] == MAGIC
+    pos, out = 8, []
+    while pos < len(blob) - 8:
+        op, length = struct.unpack_from("<BQ", blob, pos)
+        out.append((op, blob[pos + 9 : pos + 9 + length]))
+        pos += 9 + length
+    assert pos == len(blob) - 8, "records do not end at the closing magic"
+    return out
+
+
+def check_bag(folder, count):
+    """metadata.yaml describes one valid MCAP file holding ``count`` JointState messages."""
+    meta = yaml.safe_load((folder / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["storage_identifier"] == "mcap" and meta["version"] == 8
+    assert meta["message_count"] == count
+    (topic,) = meta["topics_with_message_count"]
+    assert topic["topic_metadata"]["name"] == "/joint_states" and topic["topic_metadata"]["type"] == JOINT_STATE
+    assert topic["message_count"] == count
+    (name,) = meta["relative_file_paths"]
+    records = mcap_records((folder / name).read_bytes())
+    ops = [op for op, _ in records]
+    assert ops[0] == 0x01 and b"ros2" in records[0][1]  # header, ros2 profile
+    assert ops[-1] == 0x02  # footer
+    assert 0x0F in ops and 0x06 in ops  # data end, chunks
+    footer = records[-1][1]
+    summary_start = struct.unpack_from("<Q", footer, 0)[0]
+    assert summary_start > 0
+    return records
+
+
+def test_round_trip_bag_and_csv(tmp_path, data):
+    with record(tmp_path, data):
+        pass
+    check_bag(tmp_path / "bag", data.n_samples)
+    for source in (tmp_path / "bag", tmp_path / "bag" / "bag.mcap"):
+        back = read_joint_states(source, NAMES)
+        np.testing.assert_allclose(back.t, data.t - data.t[0], rtol=0, atol=1e-9)
+        for name in ("q", "dq", "tau"):
+            np.testing.assert_array_equal(getattr(back, name), getattr(data, name))
+    from_csv = read_csv_dataset(tmp_path / "data.csv", 5)
+    np.testing.assert_allclose(from_csv.t - from_csv.t[0], data.t - data.t[0], atol=1e-6)
+    for name in ("q", "dq", "tau"):
+        np.testing.assert_array_equal(getattr(from_csv, name), getattr(data, name))
+    assert (tmp_path / "data.csv").read_text().splitlines()[0] == ",".join(
+        ["t"] + [f"{p}{i}" for p in ("q", "dq", "tau") for i in range(1, 6)])
+
+
+def test_bag_is_valid_after_every_flush(tmp_path, data):
+    recorder = record(tmp_path, data)  # flushed each second of (fake) clock, not closed
+    flushed = int(data.t[-1]) * 250 + 1  # samples up to the last whole second
+    check_bag(tmp_path / "bag", flushed)
+    assert read_joint_states(tmp_path / "bag", NAMES).n_samples == flushed
+    recorder.close()
+    check_bag(tmp_path / "bag", data.n_samples)
+
+
+def test_crash_loses_at_most_the_last_second(tmp_path):
+    """A recorder killed by SIGKILL leaves a bag and a CSV complete up to the last flush."""
+    script = textwrap.dedent(f"""
+        import os, signal, numpy as np
+        from youbot_dynamics.identification.recording import JointStateRecorder
+        names = {NAMES!r}
+        now = [0.0]
+        rec = JointStateRecorder({str(tmp_path / "bag")!r}, names, {str(tmp_path / "d.csv")!r}, clock=lambda: now[0])
+        for k in range(2600):  # 2.6 s at 1 kHz
+            now[0] = k * 1e-3
+            x = np.full(5, k * 1e-3)
+            rec.write({T0_NS} + k * 1_000_000, names, x, x, x)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert result.returncode == -9, result.stderr.decode()
+    back = read_joint_states(tmp_path / "bag", NAMES)
+    assert back.n_samples == 2001  # flushed at t = 1 s and 2 s: the last 0.6 s are lost
+    np.testing.assert_allclose(back.q[:, 0], np.arange(2001) * 1e-3)
+    from_csv = read_csv_dataset(tmp_path / "d.csv", 5)  # whole rows only
+    np.testing.assert_array_equal(from_csv.q, back.q)
+
+
+def test_unstamped_messages_use_the_receive_time(tmp_path, data):
+    with record(tmp_path, data, stamps=False, extra_joint=False):
+        pass
+    back = read_joint_states(tmp_path / "bag", NAMES)
+    np.testing.assert_allclose(back.t, data.t - data.t[0], atol=1e-9)
+    from_csv = read_csv_dataset(tmp_path / "data.csv", 5)
+    np.testing.assert_allclose(from_csv.t - from_csv.t[0], data.t - data.t[0], atol=1e-6)
+
+
+def test_sqlite3_bags_are_read(tmp_path, data):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = typestore()
+    with Writer(tmp_path / "db", version=8, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        conn = writer.add_connection("/joint_states", JOINT_STATE, typestore=store)
+        for k in range(data.n_samples):
+            stamp = T0_NS + int(round(data.t[k] * 1e9))
+            msg = joint_state_message(store, stamp, NAMES, data.q[k], [], data.tau[k])
+            writer.write(conn, stamp, store.serialize_cdr(msg, JOINT_STATE))
+    back = read_joint_states(tmp_path / "db", NAMES)
+    np.testing.assert_array_equal(back.q, data.q)
+    assert back.dq is None  # no velocities recorded: identify differentiates q
+
+
+def test_bad_bags_are_named(tmp_path, data):
+    with record(tmp_path, data):
+        pass
+    with pytest.raises(IdentificationError, match=r"message 0 has no joint\(s\) arm_joint_6"):
+        read_joint_states(tmp_path / "bag", NAMES + ["arm_joint_6"])
+    with pytest.raises(DataFileError, match=r"no topic /arm/joint_states \(topics: /joint_states\)"):
+        read_joint_states(tmp_path / "bag", NAMES, topic="/arm/joint_states")
+    with pytest.raises(DataFileError, match="cannot read .*nothing: no such file or folder"):
+        read_joint_states(tmp_path / "nothing", NAMES)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataFileError, match="metadata"):
+        read_joint_states(tmp_path / "empty", NAMES)
+    with pytest.raises(IdentificationError, match=r"joint state has no joint\(s\) arm_joint_5"):
+        JointStateRecorder(tmp_path / "bag2", NAMES).write(T0_NS, NAMES[:4], [0.0] * 4, [], [0.0] * 4)
+
+
+def test_cli_identify_from_a_bag(tmp_path):
+    _, train, held = recordings(ARM, duration=20.0, rate=500.0)
+    with record(tmp_path, train):
+        pass
+    out = tmp_path / "p.yaml"
+    code = main(["identify", str(tmp_path / "bag"), "--method", "consistent", "--out", str(out)])
+    assert code == 0
+    assert load_model(out).base.count == 47
+    doc = yaml.safe_load(out.read_text())["youbot_dynamics_model"]
+    assert doc["identification"]["relative_error"] < 0.02
+    assert os.path.basename(doc["identification"]["data"][0]) == "bag"

@@ -1,0 +1,210 @@
+"""The safety guard between a control law and the drives: enable ramp, state checks, limits, faults.
+
+Each cycle the node calls ``tau = guard.command(now, stamp, q, dq, law)`` with its clock ``now``,
+the time ``stamp`` of the newest joint state on the same clock (its receive time; ``None`` before
+the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.torque``). In order:
+
+1. **Disabled** (:meth:`SafetyGuard.disable`, the initial state): ``None``.
+2. **State checks**: no joint state, one older than ``state_timeout`` (default 20 ms), or NaN /
+   infinity in ``q`` or ``q'`` (or in the law's torque) is a *fault*: latched with its reason in
+   :attr:`SafetyGuard.fault_reason` until the next :meth:`SafetyGuard.enable`.
+3. **Fault behaviour** ``"zero"``: ``None``. ``"hold"``: a low-gain PD + gravity hold at the last
+   good position ``q_h``, ``tau = G(q) + Kp_h (q_h - q) - Kd_h q'`` with the current state while
+   it is valid, else ``G(q_h)`` (no feedback); gains from ``hold_bandwidth`` (default 10 rad/s,
+   damping 1) on the model's reference inertia (:func:`~.terms.reference_inertia`). Without a good
+   state since the last enable there is nothing to hold: ``None``.
+4. **Enable ramp**: over ``ramp_time`` after :meth:`SafetyGuard.enable` the torque blends from the
+   initial torque ``tau_0`` (default zero; pass the measured effort for a bumpless switch) to the
+   law's, ``tau = tau_0 + s (tau_law - tau_0)`` with the C1 smoothstep ``s = 3 x^2 - 2 x^3``,
+   ``x = (now - t_enable) / ramp_time``.
+5. **Joint-limit guard**: in the zone of width ``limit_margin`` before a limit, with the depth
+   ``w in [0, 1]`` (0 at the zone's edge, 1 at the limit and beyond), the torque towards the limit
+   is bounded, for the upper limit ``tau_j <= (1 - w) tau_max_j + w G_j(q) - w d_j max(q'_j, 0)``
+   (the lower limit mirrored): the allowed torque shrinks continuously from the saturation limit to
+   the torque that just carries gravity (no net push at the limit), and motion towards the limit is
+   damped (``d`` = ``limit_damping``, default ``tau_max / velocity_max``). Torques away from the
+   limit are untouched.
+6. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
+   ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
+   drives' peak torque). :attr:`SafetyGuard.saturated` flags the joints clipped in the last cycle.
+
+**What the node does with the result**: publish a returned array as the effort command; on
+``None`` publish a zero-effort command every cycle (the drives then only brake through friction),
+never the last torque. A fault stays until the operator (or the node's service) calls
+:meth:`SafetyGuard.enable` again, which restarts the ramp.
+
+Not thread-safe: it evaluates ``G(q)`` on the model (one model per control thread).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription, check_joint_values
+from ..dynamics.model import DynamicModel
+from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
+
+__all__ = ["FAULT_BEHAVIOURS", "GuardState", "SafetyConfig", "SafetyGuard", "smoothstep"]
+
+Array = NDArray[np.float64]
+Law = Callable[[float, Array, Array], Array]
+
+FAULT_BEHAVIOURS = ("zero", "hold")
+
+
+class GuardState(str, Enum):
+    """``disabled``: no torque; ``enabled``: the law's torque, bounded; ``fault``: latched, zero or hold."""
+
+    DISABLED = "disabled"
+    ENABLED = "enabled"
+    FAULT = "fault"
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    """Settings of :class:`SafetyGuard` (SI units; per-joint values accept a scalar)."""
+
+    state_timeout: float = 0.02  # [s] joint state older than this is a fault
+    fault_behaviour: str = "zero"  # "zero" or "hold"
+    torque_limit: Any = None  # [N m] per joint; default min(effort_max, drive_torque_limit)
+    limit_margin: float = 0.05  # [rad] width of the guard zone before each joint limit
+    limit_damping: Any = None  # [N m s/rad] per joint; default torque_limit / velocity_max
+    ramp_time: float = 0.5  # [s] torque ramp after enable (0: none)
+    hold_bandwidth: float = 10.0  # [rad/s] of the PD hold on a fault (behaviour "hold")
+
+    def __post_init__(self) -> None:
+        if not self.state_timeout > 0.0:
+            raise ValueError(f"state_timeout must be positive, got {self.state_timeout}")
+        if self.fault_behaviour not in FAULT_BEHAVIOURS:
+            raise ValueError(f"fault_behaviour must be one of {FAULT_BEHAVIOURS}, got {self.fault_behaviour!r}")
+        for name in ("limit_margin", "hold_bandwidth"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.ramp_time >= 0.0:
+            raise ValueError(f"ramp_time must be non-negative, got {self.ramp_time}")
+
+
+def _finite(x: Array) -> bool:
+    """All entries finite: ``x . x`` is NaN or infinite otherwise (and for |x| > 1e154, no joint value)."""
+    return math.isfinite(x @ x)
+
+
+def smoothstep(x: float) -> float:
+    """``3 x^2 - 2 x^3`` of ``x`` clipped to ``[0, 1]``: 0 to 1 with zero slope at both ends."""
+    x = min(max(x, 0.0), 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+class SafetyGuard:
+    """Filters every torque command of a control law; see the module docstring."""
+
+    def __init__(self, arm: ArmDescription, model: DynamicModel, config: SafetyConfig = SafetyConfig()) -> None:
+        if model.n_joints != arm.n_joints:
+            raise ValueError(f"model has {model.n_joints} joints, the arm {arm.n_joints}")
+        n = arm.n_joints
+        self.arm, self.config = arm, config
+        self._terms = ModelTerms(model)
+        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if config.torque_limit is None \
+            else config.torque_limit
+        self.torque_limit = per_joint(limit, n, "torque_limit")
+        if np.any(self.torque_limit <= 0.0):
+            raise ValueError(f"torque_limit must be positive, got {self.torque_limit.tolist()}")
+        self._negative_limit = -self.torque_limit
+        damping = self.torque_limit / arm.velocity_max if config.limit_damping is None else config.limit_damping
+        self.limit_damping = per_joint(damping, n, "limit_damping")
+        self.hold_kp, self.hold_kd = bandwidth_gains(config.hold_bandwidth, 1.0, reference_inertia(model, arm))
+        self._upper_zone = arm.position_max - config.limit_margin
+        self._lower_zone = arm.position_min + config.limit_margin
+        self.state = GuardState.DISABLED
+        self.fault_reason: str | None = None
+        self.saturated = np.zeros(n, dtype=bool)
+        self._enable_time = 0.0
+        self._initial = np.zeros(n)
+        self._last_q: Array | None = None
+        self._hold_q: Array | None = None
+
+    # -- state changes --------------------------------------------------------------------------
+
+    def enable(self, now: float, initial_torque: Any = None) -> None:
+        """Start commanding at ``now`` [s]: clears a fault and ramps from ``initial_torque`` (n,)
+        [N m, default zero] to the law's torque over ``ramp_time``."""
+        n = self.arm.n_joints
+        self._initial = (np.zeros(n) if initial_torque is None
+                         else check_joint_values(initial_torque, n, "initial_torque"))
+        self._enable_time = float(now)
+        self._last_q = self._hold_q = None
+        self.fault_reason = None
+        self.state = GuardState.ENABLED
+
+    def disable(self) -> None:
+        """Stop commanding (:meth:`command` returns ``None``); the fault reason, if any, stays readable."""
+        self.state = GuardState.DISABLED
+
+    def ramp_fraction(self, now: float) -> float:
+        """The ramp ``s`` in ``[0, 1]`` at ``now`` (1 once ``ramp_time`` has passed since enable)."""
+        if self.config.ramp_time == 0.0:
+            return 1.0
+        return smoothstep((now - self._enable_time) / self.config.ramp_time)
+
+    # -- the cycle ------------------------------------------------------------------------------
+
+    def command(self, now: float, stamp: float | None, q: Array | None, dq: Array | None, law: Law) -> Array | None:
+        """The torque to publish this cycle, or ``None`` (publish zero effort); see the module docstring.
+        Exceptions of ``law`` (programming errors, e.g. no goal set) propagate."""
+        if self.state is GuardState.DISABLED:
+            return None
+        problem = self._state_problem(now, stamp, q, dq)
+        valid = problem is None
+        if self.state is GuardState.ENABLED:
+            if valid:
+                tau = law(now, q, dq)
+                if _finite(tau):
+                    self._last_q = q.copy()
+                    s = self.ramp_fraction(now)
+                    return self._bounded(q, dq, tau if s == 1.0 else self._initial + s * (tau - self._initial))
+                problem = "the control law returned NaN or infinite torques"
+            self._fault(problem)
+        return self._hold(q, dq, valid)
+
+    def _state_problem(self, now: float, stamp: float | None, q: Array | None, dq: Array | None) -> str | None:
+        if stamp is None:
+            return "no joint state received"
+        age = now - stamp
+        if age > self.config.state_timeout:
+            return f"joint state stale: {1e3 * age:.1f} ms old (timeout {1e3 * self.config.state_timeout:.0f} ms)"
+        if not (_finite(q) and _finite(dq)):
+            return "joint state contains NaN or infinite values"
+        return None
+
+    def _fault(self, reason: str) -> None:
+        self.state = GuardState.FAULT
+        self.fault_reason = reason
+        self._hold_q = self._last_q
+
+    def _hold(self, q: Array | None, dq: Array | None, valid: bool) -> Array | None:
+        if self.config.fault_behaviour == "zero" or self._hold_q is None:
+            return None
+        q_h = self._hold_q
+        if not valid:
+            return self._bounded(q_h, np.zeros_like(q_h), self._terms.gravity(q_h))
+        return self._bounded(q, dq, self._terms.gravity(q) + self.hold_kp * (q_h - q) - self.hold_kd * dq)
+
+    def _bounded(self, q: Array, dq: Array, tau: Array) -> Array:
+        """Joint-limit guard (only evaluated inside a zone), then saturation."""
+        limit = self.torque_limit
+        if (q > self._upper_zone).any() or (q < self._lower_zone).any():
+            margin = self.config.limit_margin
+            up = np.clip((q - self._upper_zone) / margin, 0.0, 1.0)
+            low = np.clip((self._lower_zone - q) / margin, 0.0, 1.0)
+            g = self._terms.gravity(q)
+            d = self.limit_damping
+            tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
+            tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
+        self.saturated = np.abs(tau) > limit
+        return np.minimum(np.maximum(tau, self._negative_limit), limit)
+

@@ -1,0 +1,83 @@
+"""Model terms the control laws and the safety guard evaluate each cycle, and gain design.
+
+Seed 002 (2.58), (2.70): ``tau_e = M(q) q'' + C(q, q') q' + G(q) + t_f(q')`` with
+``t_f(v) = fv v + fc sign(v) + f0``. A controller cannot use ``sign``: at rest the measured (or
+desired) velocity hovers around zero and the compensation would chatter by ``+-fc``. Here the sign
+is smoothed, ``t_f(v) = fv v + fc tanh(v / eps) + f0`` (``eps`` [rad/s], default
+:data:`FRICTION_EPS`, 15 velocity quanta of joint 1's driver): full Coulomb compensation above a
+few ``eps``, none at rest, where the controller's stiffness has to hold against static friction.
+
+**Gains from a bandwidth.** A joint with inertia ``m`` under ``tau = Kp e - Kd e'`` has natural
+frequency ``omega = sqrt(Kp / m)`` and damping ratio ``zeta = Kd / (2 sqrt(Kp m))``, so
+``Kp = m omega^2``, ``Kd = 2 zeta omega m`` (:func:`bandwidth_gains`). The reference inertia of a
+joint (:func:`reference_inertia`) is the largest diagonal entry ``M_jj(q)`` over configurations
+inside the joint limits: gains designed on it give at least the damping ratio ``zeta`` in every
+configuration (``M_jj <= m``), i.e. no overshoot for ``zeta >= 1``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+from ..dynamics.model import DynamicModel
+from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
+
+__all__ = ["FRICTION_EPS", "ModelTerms", "reference_inertia", "bandwidth_gains", "per_joint"]
+
+Array = NDArray[np.float64]
+
+FRICTION_EPS = 0.01  # [rad/s] velocity scale of the smoothed Coulomb sign
+
+
+class ModelTerms:
+    """Single-sample ``G(q)`` and smoothed ``t_f(v)`` of a :class:`DynamicModel` (see the module
+    docstring). Shares the model's buffers: not thread-safe, one instance per control thread."""
+
+    def __init__(self, model: DynamicModel, friction_eps: float = FRICTION_EPS) -> None:
+        if not friction_eps > 0.0:
+            raise ValueError(f"friction_eps must be positive, got {friction_eps}")
+        self.model = model
+        self.friction_eps = float(friction_eps)
+        n = model.n_joints
+        drive = model.equivalent_standard.reshape(n, PARAMETERS_PER_JOINT)[:, len(LINK_PARAMETERS):]
+        self.viscous, self.coulomb, self.offset = (drive[:, DRIVE_PARAMETERS.index(k)].copy()
+                                                   for k in ("fv", "fc", "f0"))
+        self._zero = np.zeros(n)
+
+    @property
+    def n_joints(self) -> int:
+        return self.model.n_joints
+
+    def gravity(self, q: Array) -> Array:
+        """``G(q)``: the inverse dynamics at rest minus the friction offset ``f0``."""
+        return self.model.inverse_dynamics_single(q, self._zero, self._zero) - self.offset
+
+    def friction(self, v: Array) -> Array:
+        """``t_f(v) = fv v + fc tanh(v / eps) + f0``."""
+        return self.viscous * v + self.coulomb * np.tanh(v / self.friction_eps) + self.offset
+
+
+def reference_inertia(model: DynamicModel, arm: ArmDescription, samples: int = 256, seed: int = 0) -> Array:
+    """Largest ``M_jj(q)`` per joint over ``samples`` configurations drawn uniformly inside the joint
+    limits (reproducible for a given ``seed``) [kg m^2]."""
+    q = np.random.default_rng(seed).uniform(arm.position_min, arm.position_max, (samples, arm.n_joints))
+    return np.max(np.diagonal(model.mass_matrix(q), axis1=-2, axis2=-1), axis=0)
+
+
+def bandwidth_gains(omega: Any, zeta: Any, inertia: Any = 1.0) -> tuple[Array, Array]:
+    """``(Kp, Kd) = (m omega^2, 2 zeta omega m)`` per joint (``m = 1``: acceleration-level gains)."""
+    omega, zeta, inertia = (np.asarray(x, dtype=float) for x in (omega, zeta, inertia))
+    return inertia * omega**2, 2.0 * zeta * omega * inertia
+
+
+def per_joint(values: Any, n: int, name: str) -> Array:
+    """Per-joint gains or limits (a scalar is broadcast) as a read-only (n,) array; ``ValueError``
+    unless finite and >= 0."""
+    arr = np.array(np.broadcast_to(np.asarray(values, dtype=float), (n,)))
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0.0):
+        raise ValueError(f"{name} must be finite and non-negative per joint, got {arr.tolist()}")
+    arr.setflags(write=False)
+    return arr

@@ -1,0 +1,317 @@
+"""Joint-space references of the controllers: goals, quintic joint trajectories, Cartesian lines.
+
+**Joint trajectory.** Waypoints ``q_k`` reached ``t_k`` seconds from the start (``time_from_start``
+of a ROS ``JointTrajectory``; strictly increasing, ``t_1 > 0``), starting at ``t_0 = 0`` from the
+start state (the controller's current reference or the measured state). Between waypoints each
+joint follows the quintic Hermite polynomial matching position, velocity and acceleration at both
+ends (:class:`~youbot_dynamics.interpolation.HermiteSpline`, reused from the simulator), so
+``q, q', q''`` are continuous (C2) and exact at the waypoints. Missing velocities come from
+:func:`~youbot_dynamics.interpolation.waypoint_velocities` (three-point slopes, zero at the
+last point and at local extrema); missing accelerations are zero. After the last waypoint the
+trajectory holds it (``q' = q'' = 0``).
+
+**Validation** (:meth:`JointTrajectory.check_limits`, :func:`check_goal`): every joint stays inside
+``[position_min, position_max]``, ``|q'| <= velocity_max`` and ``|q''| <= acceleration_max``
+everywhere, not only at the waypoints: per segment the extrema of ``q, q', q''`` are at the segment
+ends or at the real roots of the next derivative inside the segment. A violation raises
+:class:`TrajectoryError` naming the joint, the value, the limit and the time.
+
+**Cartesian line** (:func:`cartesian_line`): the tool moves on the straight line from its pose at
+``q_start`` to ``T_goal`` with the rest-to-rest quintic time scaling
+``s(t) = 10 u^3 - 15 u^4 + 6 u^5`` (``u = t / T``): ``p(s) = p_0 + s (p_1 - p_0)``, orientation
+``slerp(R_0, R_1, s)``. The poses are sampled at ``rate`` per second and solved by the analytic IK
+(:mod:`youbot_dynamics.ik`) keeping the IK branch of ``q_start`` (each joint unwrapped to the
+nearest angle of the previous sample); a branch without a real solution, a step above
+``max_joint_step`` between samples (a flip near a singularity) or a sample outside the joint
+limits refuses the line. A 5-DOF arm cannot take every slerped orientation: each one is projected
+onto the reachable set and the line is refused if that changes it by more than
+``orientation_tolerance``. The samples become the waypoints of a joint trajectory (velocities and
+accelerations by central differences), which is then checked against the limits.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+from ..ik import BRANCHES, solve_ik_batch
+from ..kinematics import forward_kinematics
+from ..interpolation import HermiteSpline, waypoint_velocities
+from ..transforms import quaternion_to_rotation, rotation_to_quaternion
+
+__all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp"]
+
+Array = NDArray[np.float64]
+
+LIMIT_TOLERANCE = 1e-9  # absolute slack of every limit check [rad, rad/s, rad/s^2]
+_EXPONENTS = np.arange(6)  # of a quintic's monomials
+
+
+class TrajectoryError(ValueError):
+    """A goal or trajectory was refused; the message gives the reason."""
+
+
+def _rows(values: Any, n: int, name: str, rows: int | None = None) -> Array:
+    """Finite joint values of shape (n,) (``rows is None``) or (rows, n), else :class:`TrajectoryError`."""
+    shape = (n,) if rows is None else (rows, n)
+    try:
+        arr = np.array(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TrajectoryError(f"{name}: expected numbers ({exc})") from None
+    if arr.shape != shape:
+        raise TrajectoryError(f"{name}: expected shape {shape} (one value per joint), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise TrajectoryError(f"{name}: contains NaN or infinite values")
+    return arr
+
+
+def _check_range(arm: ArmDescription, low: Array, high: Array, what: str, t_low: Any = None,
+                 t_high: Any = None) -> None:
+    """Refuse when ``low < position_min`` or ``high > position_max`` for some joint (the message
+    names the times ``t_low``, ``t_high`` [s] of the values when given)."""
+    for j in range(arm.n_joints):
+        for value, limit, key, times, side in ((low[j], arm.position_min[j], "position_min", t_low, "below"),
+                                               (high[j], arm.position_max[j], "position_max", t_high, "above")):
+            outside = value < limit - LIMIT_TOLERANCE if side == "below" else value > limit + LIMIT_TOLERANCE
+            if outside:
+                at = "" if times is None else f" at t = {np.broadcast_to(times, low.shape)[j]:.3f} s"
+                raise TrajectoryError(f"{what} of {arm.joint_names[j]} reaches {value:.4f} rad{at}, {side} its "
+                                      f"limit {key} = {limit:.4f} rad")
+
+
+def check_goal(arm: ArmDescription, q_goal: Any) -> Array:
+    """``q_goal`` as an array if it is a finite position inside the joint limits, else :class:`TrajectoryError`."""
+    q = _rows(q_goal, arm.n_joints, "goal")
+    _check_range(arm, q, q, "goal position")
+    return q
+
+
+def _extrema(coefficients: Array, h: Array) -> tuple[Array, Array, Array, Array]:
+    """Minimum, its local time, maximum, its local time (each (K, n)) of the polynomials
+    ``coefficients`` (K, m + 1, n) (ascending, local time) over their segments ``[0, h_k]``.
+
+    The candidates are the segment ends and the real roots of the derivative inside, found as the
+    eigenvalues of its companion matrix, all polynomials of one degree at once, in the scaled time
+    ``u = tau / h`` (so that coefficients of negligible size can be told from the degree).
+    """
+    k, m1, n = coefficients.shape
+    exponents = np.arange(m1)
+    b = np.moveaxis(coefficients, 1, 2).reshape(k * n, m1) * np.repeat(h, n)[:, None] ** exponents
+    d = b[:, 1:] * exponents[1:]  # derivative in u, degree <= m1 - 2
+    significant = np.abs(d) > 1e-12 * np.abs(d).max(axis=1, keepdims=True)
+    degree = np.where(significant.any(axis=1), m1 - 2 - np.argmax(significant[:, ::-1], axis=1), 0)
+    u = np.full((k * n, m1), np.nan)  # the ends and up to m1 - 2 roots
+    u[:, 0], u[:, 1] = 0.0, 1.0
+    for deg in range(1, m1 - 1):
+        rows = np.flatnonzero(degree == deg)
+        companion = np.zeros((rows.size, deg, deg))
+        companion[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
+        companion[:, :, -1] = -d[rows, :deg] / d[rows, deg : deg + 1]
+        roots = np.linalg.eigvals(companion)
+        # near-real roots too: any point inside the segment is a valid candidate
+        inside = (np.abs(roots.imag) <= 1e-6) & (roots.real > 0.0) & (roots.real < 1.0)
+        u[rows, 2 : 2 + deg] = np.where(inside, roots.real, np.nan)
+    values = np.zeros_like(u)
+    for i in reversed(exponents):  # Horner
+        values = values * u + b[:, i : i + 1]
+    lo, hi = np.nanargmin(values, axis=1), np.nanargmax(values, axis=1)
+    rows = np.arange(k * n)
+    tau = u * np.repeat(h, n)[:, None]
+    return (values[rows, lo].reshape(k, n), tau[rows, lo].reshape(k, n), values[rows, hi].reshape(k, n),
+            tau[rows, hi].reshape(k, n))
+
+
+@dataclass(frozen=True)
+class JointTrajectory:
+    """Quintic joint trajectory from ``t = 0`` (its start) to :attr:`duration`, then holding the last
+    point; see the module docstring. Build with :meth:`through` or :meth:`hold`."""
+
+    spline: HermiteSpline
+    acceleration: Array  # (K-1, 4, n) coefficients of q''(tau) per segment, in local time
+    breaks: tuple[float, ...]  # the waypoint times as floats (fast segment search)
+
+    @classmethod
+    def _of(cls, spline: HermiteSpline) -> "JointTrajectory":
+        degree = spline.derivative.shape[1]
+        return cls(spline, spline.derivative[:, 1:] * np.arange(1, degree)[None, :, None],
+                   tuple(spline.breaks.tolist()))
+
+    @classmethod
+    def through(cls, start_position: Any, times: Any, positions: Any, velocities: Any = None,
+                accelerations: Any = None, *, start_velocity: Any = None,
+                start_acceleration: Any = None) -> "JointTrajectory":
+        """Trajectory from the start state at ``t = 0`` through the waypoints ``positions`` (K, n)
+        reached ``times`` (K,) seconds from the start; optional ``velocities`` and ``accelerations``
+        (K, n); the start velocity and acceleration default to zero. Malformed input (shapes, NaN,
+        times not positive and strictly increasing) raises :class:`TrajectoryError`."""
+        n = np.size(start_position)
+        try:
+            t = np.asarray(times, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TrajectoryError(f"times must be numbers ({exc})") from None
+        if t.ndim != 1 or t.size == 0:
+            raise TrajectoryError(f"times must be a non-empty 1-D sequence, got shape {t.shape}")
+        if not np.all(np.isfinite(t)) or t[0] <= 0.0 or np.any(np.diff(t) <= 0.0):
+            raise TrajectoryError(f"times from start must be finite, positive and strictly increasing, "
+                                  f"got {t.tolist()}")
+        k = t.size
+        all_t = np.concatenate([[0.0], t])
+        q = np.vstack([_rows(start_position, n, "start position"), _rows(positions, n, "positions", k)])
+        dq0 = np.zeros(n) if start_velocity is None else _rows(start_velocity, n, "start velocity")
+        ddq0 = np.zeros(n) if start_acceleration is None else _rows(start_acceleration, n, "start acceleration")
+        if velocities is None:
+            dq = waypoint_velocities(all_t, q)
+            dq[0] = dq0
+        else:
+            dq = np.vstack([dq0, _rows(velocities, n, "velocities", k)])
+        ddq = np.vstack([ddq0, np.zeros((k, n)) if accelerations is None
+                         else _rows(accelerations, n, "accelerations", k)])
+        return cls._of(HermiteSpline.through(all_t, q, dq, ddq, "quintic"))
+
+    @classmethod
+    def hold(cls, position: Any) -> "JointTrajectory":
+        """The constant trajectory at ``position`` (n,)."""
+        q = _rows(position, np.size(position), "hold position")[None]
+        return cls._of(HermiteSpline.through(np.zeros(1), q, np.zeros_like(q), np.zeros_like(q), "quintic"))
+
+    @property
+    def duration(self) -> float:
+        return self.spline.duration
+
+    @property
+    def final(self) -> Array:
+        return self.spline.final
+
+    @property
+    def n_joints(self) -> int:
+        return self.spline.final.size
+
+    def sample(self, t: float) -> tuple[Array, Array, Array]:
+        """``(q, q', q'')`` at ``t`` seconds from the start: the start state before 0, the last point
+        at rest after :attr:`duration` (the returned position is then shared: do not modify it)."""
+        s, breaks = self.spline, self.breaks
+        if t >= breaks[-1]:
+            zero = np.zeros_like(s.final)
+            return s.final, zero, zero
+        k = max(bisect_right(breaks, t) - 1, 0)
+        powers = max(t - breaks[k], 0.0) ** _EXPONENTS
+        return powers @ s.coefficients[k], powers[:-1] @ s.derivative[k], powers[:-2] @ self.acceleration[k]
+
+    def check_limits(self, arm: ArmDescription) -> None:
+        """Raise :class:`TrajectoryError` if a joint leaves its position range or exceeds
+        ``velocity_max`` or ``acceleration_max`` anywhere (exact extrema per segment)."""
+        if self.n_joints != arm.n_joints:
+            raise TrajectoryError(f"trajectory has {self.n_joints} joints, the arm {arm.n_joints}")
+        s = self.spline
+        _check_range(arm, s.final, s.final, "final position")
+        h, start = np.diff(s.breaks), s.breaks[:-1, None]
+        for what, coefficients, limit in (("position", s.coefficients, None),
+                                          ("velocity", s.derivative, arm.velocity_max),
+                                          ("acceleration", self.acceleration, arm.acceleration_max)):
+            lo, t_lo, hi, t_hi = _extrema(coefficients, h)
+            t_lo, t_hi = t_lo + start, t_hi + start
+            if limit is None:
+                bad = (lo < arm.position_min - LIMIT_TOLERANCE) | (hi > arm.position_max + LIMIT_TOLERANCE)
+            else:
+                bad = np.maximum(-lo, hi) > limit + LIMIT_TOLERANCE
+            if not bad.any():
+                continue
+            k = int(np.argmax(bad.any(axis=1)))  # the first segment with a violation
+            if limit is None:  # raises: ``bad`` holds its conditions
+                _check_range(arm, lo[k], hi[k], what, t_lo[k], t_hi[k])
+            j = int(np.argmax(bad[k]))
+            value, at = (lo[k, j], t_lo[k, j]) if -lo[k, j] > hi[k, j] else (hi[k, j], t_hi[k, j])
+            unit = "rad/s" if what == "velocity" else "rad/s^2"
+            raise TrajectoryError(f"{what} of {arm.joint_names[j]} reaches {value:.4f} {unit} at t = {at:.3f} s, "
+                                  f"beyond its limit {what}_max = {limit[j]:.4f} {unit} (slow the trajectory down)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cartesian straight line
+
+
+def slerp(r0: Array, r1: Array, s: Array) -> Array:
+    """Rotations (len(s), 3, 3) on the shortest great arc from ``r0`` (s = 0) to ``r1`` (s = 1)."""
+    q0, q1 = rotation_to_quaternion(r0), rotation_to_quaternion(r1)
+    if q0 @ q1 < 0.0:
+        q1 = -q1
+    angle = np.arccos(np.clip(q0 @ q1, -1.0, 1.0))
+    s = np.asarray(s, dtype=float)[:, None]
+    if angle < 1e-9:
+        q = (1.0 - s) * q0 + s * q1
+    else:
+        q = (np.sin((1.0 - s) * angle) * q0 + np.sin(s * angle) * q1) / np.sin(angle)
+    return quaternion_to_rotation(q / np.linalg.norm(q, axis=1, keepdims=True))
+
+
+def _start_branch(arm: ArmDescription, q_start: Array, pose: Array) -> int:
+    """Index in :data:`~youbot_dynamics.ik.BRANCHES` of the IK solution equal to ``q_start``."""
+    batch = solve_ik_batch(arm, pose[None], q_reference=q_start, residuals=False)
+    distance = np.where(batch.real[0], np.max(np.abs(_unwrap(batch.q[0], q_start) - q_start), axis=1), np.inf)
+    k = int(np.argmin(distance))
+    if not distance[k] < 1e-6:
+        raise TrajectoryError("the start configuration is not an IK solution of its own pose (singular start?)")
+    return k
+
+
+def _unwrap(q: Array, reference: Array) -> Array:
+    """``q`` shifted by multiples of 2 pi to the nearest angles of ``reference``."""
+    return reference + np.mod(q - reference + np.pi, 2.0 * np.pi) - np.pi
+
+
+def cartesian_line(arm: ArmDescription, q_start: Any, goal: Any, duration: float, *, rate: float = 100.0,
+                   max_joint_step: float = 0.1, orientation_tolerance: float = 1e-3) -> JointTrajectory:
+    """Joint trajectory moving the tool on a straight line from ``FK(q_start)`` to ``goal`` (4, 4)
+    in ``duration`` seconds, rest to rest; see the module docstring. ``rate``: IK samples per second;
+    ``max_joint_step`` [rad]: largest joint change between samples; ``orientation_tolerance`` [rad]:
+    largest change of a slerped orientation by the projection onto the 5-DOF reachable set."""
+    q0 = _rows(q_start, arm.n_joints, "start position")
+    goal = np.asarray(goal, dtype=float)
+    if goal.shape != (4, 4) or not np.all(np.isfinite(goal)):
+        raise TrajectoryError(f"goal must be a finite 4x4 transform, got shape {goal.shape}")
+    if not (np.isfinite(duration) and duration > 0.0):
+        raise TrajectoryError(f"duration must be positive, got {duration}")
+    _check_range(arm, q0, q0, "start position")
+    start = forward_kinematics(arm, q0)
+    branch = _start_branch(arm, q0, start)
+
+    count = max(int(np.ceil(duration * rate)), 2)
+    t = np.linspace(0.0, duration, count + 1)
+    u = t / duration
+    s = u**3 * (10.0 - 15.0 * u + 6.0 * u**2)
+    poses = np.tile(np.eye(4), (count + 1, 1, 1))
+    poses[:, :3, 3] = start[:3, 3] + s[:, None] * (goal[:3, 3] - start[:3, 3])
+    poses[:, :3, :3] = slerp(start[:3, :3], goal[:3, :3], s)
+    batch = solve_ik_batch(arm, poses, q_reference=q0, project=True, residuals=False)
+
+    name = BRANCHES[branch]
+    worst = int(np.argmax(batch.projection_angle))
+    if batch.projection_angle[worst] > orientation_tolerance:
+        raise TrajectoryError(f"the orientation along the line is not reachable by the 5-DOF arm: it would change "
+                              f"by {np.degrees(batch.projection_angle[worst]):.3g} deg at t = {t[worst]:.3f} s "
+                              f"(tolerance {np.degrees(orientation_tolerance):.3g} deg)")
+    if not np.all(batch.real[:, branch]):
+        k = int(np.argmin(batch.real[:, branch]))
+        raise TrajectoryError(f"the line leaves the reach of the {name} IK branch at t = {t[k]:.3f} s "
+                              f"(position {np.round(poses[k, :3, 3], 4).tolist()} m)")
+    q = np.empty((count + 1, arm.n_joints))
+    q[0] = q0
+    for k in range(1, count + 1):
+        q[k] = _unwrap(batch.q[k, branch], q[k - 1])
+        step = np.abs(q[k] - q[k - 1])
+        if np.max(step) > max_joint_step:
+            j = int(np.argmax(step))
+            raise TrajectoryError(f"{arm.joint_names[j]} would jump by {step[j]:.3f} rad at t = {t[k]:.3f} s "
+                                  f"(limit {max_joint_step} rad per sample): singularity or branch flip on the line")
+        _check_range(arm, q[k], q[k], f"the {name} IK solution", t[k], t[k])
+    velocities = np.gradient(q, t, axis=0)
+    velocities[[0, -1]] = 0.0
+    accelerations = np.gradient(velocities, t, axis=0)
+    accelerations[[0, -1]] = 0.0
+    trajectory = JointTrajectory.through(q0, t[1:], q[1:], velocities[1:], accelerations[1:])
+    trajectory.check_limits(arm)
+    return trajectory

@@ -1,0 +1,268 @@
+"""The identification pipeline shared by ``identify`` (command line) and the identification node:
+recordings -> processed observations -> estimate -> validation -> parameter file and report.
+
+* :func:`identify` processes the identification datasets (period averaging when
+  ``options.period`` is set) and the held-out datasets (never averaged), estimates the base
+  parameters, and validates them and the baseline (the nominal model, or a model file's
+  parameters) on the held-out data, else, marked as such, on the identification data.
+* :func:`write_results` writes the model file (with the relative standard deviations and the
+  ``identification`` summary) and, optionally, the report folder (``report.json``, plots).
+* :func:`summary_lines` is the validation table that ``identify`` prints and the node logs.
+* :func:`cut` and :func:`periodic_cut` take a time window out of a recording (the node's
+  identification and validation segments), resampled onto a uniform grid by linear
+  interpolation; :func:`periodic_cut` uses exactly ``round(period / dt)`` samples per period, so
+  that period averaging (:func:`~.processing.average_periods`) applies to data stamped by a
+  jittery clock (1 kHz joint states stamped with the publisher's wall clock have a median step
+  of e.g. 0.9987 ms, which would make an 8 s period a fractional number of samples).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+from ..dynamics.model import DynamicModel
+from .dataset import Dataset, IdentificationError
+from .estimation import IdentificationResult, estimate
+from .processing import Observation, ProcessingOptions, process
+from .validation import TorqueErrors, validate
+
+__all__ = ["PipelineResult", "reference_models", "observations", "identify", "identify_excitation", "write_results",
+           "summary_lines", "cut", "periodic_cut"]
+
+Array = NDArray[np.float64]
+# progress(label) -> a callable taking a fraction in [0, 1] and with a done() -> seconds (report.ProgressBar)
+ProgressFactory = Callable[[str], Any]
+
+
+class _Silent:
+    """A progress bar that shows nothing (the default of :func:`identify`)."""
+
+    def __init__(self, label: str) -> None:
+        self._start = time.perf_counter()
+
+    def __call__(self, fraction: float) -> None:
+        pass
+
+    def done(self) -> float:
+        return time.perf_counter() - self._start
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """Everything :func:`identify` found: the estimate, the errors of the identified and the
+    baseline model (``errors["identified"]``, ``errors["baseline"]``), on which data
+    (``validated_on``), the observations, and the identified model."""
+
+    result: IdentificationResult
+    errors: dict[str, TorqueErrors]
+    held_out: bool
+    validated_on: str
+    train: list[Observation]
+    checked: list[Observation]
+    model: DynamicModel
+    baseline_beta: Array
+    baseline_label: str
+    options: ProcessingOptions
+    estimation_time: float
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identified(self) -> TorqueErrors:
+        return self.errors["identified"]
+
+    @property
+    def baseline(self) -> TorqueErrors:
+        return self.errors["baseline"]
+
+    @property
+    def gain_over_baseline(self) -> float:
+        """Baseline over identified overall relative error (how much identification gained)."""
+        return self.baseline.overall / self.identified.overall if self.identified.overall > 0 else math.inf
+
+
+def reference_models(arm: ArmDescription, structure: str = "full",
+                     baseline: str | Path | DynamicModel | None = None) -> tuple[DynamicModel, Any, Array, str]:
+    """``(nominal, prior, baseline_beta, baseline_label)``: the nominal model (its regressor and
+    base parameters are what gets identified), its standard vector (the prior of the consistent
+    estimator), and the baseline's base parameters: the nominal model's, or those of a model file
+    / model given as ``baseline``, which must have the same base parameters."""
+    from ..dynamics.nominal import nominal_model
+    from ..dynamics.paramfile import load_model
+
+    nominal, prior = nominal_model(arm, structure)
+    if baseline is None or baseline == "":
+        return nominal, prior, nominal.beta, "nominal model (arm description)"
+    model = baseline if isinstance(baseline, DynamicModel) else load_model(baseline)
+    if tuple(model.base.names) != tuple(nominal.base.names):
+        raise IdentificationError(f"baseline model {baseline}: its base parameters ({model.base.count}, structure "
+                                  f"{model.base.structure}) differ from those identified ({nominal.base.count}, "
+                                  f"structure {structure})")
+    label = "baseline model" if isinstance(baseline, DynamicModel) else f"baseline model {baseline}"
+    return nominal, prior, model.beta, label
+
+
+def observations(datasets: Sequence[Dataset], model: DynamicModel, options: ProcessingOptions,
+                 progress: ProgressFactory = _Silent) -> list[Observation]:
+    """Each dataset processed on its own (:func:`~.processing.process`)."""
+    out = []
+    for data in datasets:
+        bar = progress(f"processing {Path(data.source).name}")
+        out.append(process(data, model, options, progress=bar))
+        bar.done()
+    return out
+
+
+def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescription, *, method: str = "wls",
+             structure: str = "full", options: ProcessingOptions = ProcessingOptions(),
+             baseline: str | Path | DynamicModel | None = None, progress: ProgressFactory = _Silent) -> PipelineResult:
+    """Identify from ``train`` and validate on ``held`` (module docstring). ``options.period``
+    averages the identification data only; the held-out data are processed without it."""
+    if not train:
+        raise IdentificationError("no identification data")
+    nominal, prior, baseline_beta, label = reference_models(arm, structure, baseline)
+    train_obs = observations(train, nominal, options, progress)
+    bar = progress(f"estimating ({method})")
+    result = estimate(method, train_obs, nominal.base, prior)
+    estimation_time = bar.done()
+    held_obs = observations(held, nominal, dataclasses.replace(options, period=None), progress)
+    checked = held_obs or train_obs
+    errors = validate(checked, result.beta, baseline_beta)
+    on = "validation data" if held_obs else "identification data (no held-out data: in-sample fit)"
+    summary = {
+        "method": result.method, "condition_number": result.condition_number, "n_samples": result.n_samples,
+        "errors_on": on, "relative_error": errors["identified"].overall,
+        "nominal_relative_error": errors["baseline"].overall,
+        "joint_relative_errors": [float(v) for v in errors["identified"].relative_rms],
+        "nominal_joint_relative_errors": [float(v) for v in errors["baseline"].relative_rms],
+        "baseline": label,
+    }
+    model = DynamicModel(nominal.chain, nominal.base, result.beta)
+    return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
+                          label, options, estimation_time, summary)
+
+
+def identify_excitation(data: Dataset, start: float, period: float, identification_periods: int,
+                        validation_periods: int, arm: ArmDescription, *, options: ProcessingOptions = ProcessingOptions(),
+                        **kwargs: Any) -> PipelineResult:
+    """:func:`identify` on a recording of a periodic excitation that starts at ``start`` [s, the
+    data's time]: the first ``identification_periods`` periods identify (averaged when there are
+    at least two), the next ``validation_periods`` validate (none: in-sample validation).
+    ``kwargs`` go to :func:`identify`."""
+    k, v = int(identification_periods), int(validation_periods)
+    train = [periodic_cut(data, start, period, k, f"identification: {k} period{'s' if k > 1 else ''}")]
+    held = [periodic_cut(data, start + k * period, period, v, f"validation: {v} period{'s' if v > 1 else ''}")] if v else []
+    options = dataclasses.replace(options, period=period if k >= 2 else None)
+    return identify(train, held, arm, options=options, **kwargs)
+
+
+def write_results(run: PipelineResult, out: str | Path, description: str, *, report: str | Path | None = None,
+                  summary: dict[str, Any] | None = None, report_extra: dict[str, Any] | None = None,
+                  title: str | None = None) -> list[Path]:
+    """Write the model file ``out`` (module docstring; ``summary`` is added to its
+    ``identification`` block) and, with ``report``, ``report.json`` (``report_extra`` added) and
+    the plots into that folder. Returns the paths written."""
+    from ..dynamics.paramfile import save_model
+    from .report import plot_torques, write_json
+
+    result = run.result
+    full_summary = {**run.summary, **(summary or {})}
+    out = Path(out)
+    save_model(out, run.model, description, standard=result.standard, relative_std=result.relative_std_percent,
+               identification=full_summary)
+    written = [out]
+    if report is not None:
+        directory = Path(report)
+        directory.mkdir(parents=True, exist_ok=True)
+        y = np.concatenate([o.Y for o in run.checked])
+        heading = title or f"{result.method.upper()} on {'validation' if run.held_out else 'identification'} data"
+        written += plot_torques(directory, run.checked, {"identified": y @ result.beta, "nominal": y @ run.baseline_beta},
+                                heading)
+        doc = {
+            "summary": full_summary,
+            "processing": dataclasses.asdict(run.options),
+            "estimation": result.to_dict() | {"time_s": run.estimation_time},
+            "validation": {"on": run.validated_on, "identified": run.identified.to_dict(),
+                           "nominal": run.baseline.to_dict(), "baseline": run.baseline_label},
+            "torque_noise_from_period_averaging": [None if o.torque_noise is None else o.torque_noise.tolist()
+                                                   for o in run.train],
+            **(report_extra or {}),
+        }
+        write_json(directory / "report.json", doc)
+        written.append(directory / "report.json")
+    return written
+
+
+def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
+    """The validation table (per joint RMS and relative errors, identified and baseline, and the
+    overall relative error); with ``parameters`` the table of estimated values first."""
+    result, ident, base = run.result, run.identified, run.baseline
+    lines = []
+    if parameters:
+        width = max(len(n) for n in result.names)
+        lines.append(f"{'parameter':{width}s}  {'value':>14s}  {'rel. std':>9s}")
+        for name, value, rel in zip(result.names, result.beta, result.relative_std_percent):
+            lines.append(f"{name:{width}s}  {value:14.6g}  {rel:8.3g}%")
+    lines.append(f"{result.method}: {result.n_rows} equations from {result.n_samples} samples, condition number "
+                 f"{result.condition_number:.4g}")
+    if result.unidentifiable:
+        lines.append(f"not determined by the data (kept near the nominal values): {', '.join(result.unidentifiable)}")
+    lines.append(f"torque errors on {run.validated_on}:")
+    lines.append("joint  rms [N m]  relative  nominal relative")
+    for j, (rms, rel, nrel) in enumerate(zip(ident.rms, ident.relative_rms, base.relative_rms), start=1):
+        lines.append(f"{j:5d}  {rms:9.4g}  {100 * rel:7.3g}%  {100 * nrel:15.3g}%")
+    lines.append(f"overall ||tau - tau_hat|| / ||tau||: {100 * ident.overall:.3g}% (nominal model "
+                 f"{100 * base.overall:.3g}%)")
+    return lines
+
+
+# -- segments of a recording ---------------------------------------------------------------------
+
+
+def _resampled(data: Dataset, t: Array, source: str) -> Dataset:
+    def at(x: Array | None) -> Array | None:
+        return None if x is None else np.column_stack([np.interp(t, data.t, col) for col in x.T])
+
+    return Dataset(t, at(data.q), at(data.tau), at(data.dq), at(data.ddq), source)
+
+
+def _check_window(data: Dataset, start: float, stop: float) -> float:
+    """The median sampling period; :class:`IdentificationError` unless ``[start, stop]`` lies in the data."""
+    dt = data.sample_time
+    if not stop > start:
+        raise IdentificationError(f"{data.source}: empty segment [{start:.6f}, {stop:.6f}] s")
+    if start < data.t[0] - 0.5 * dt or stop > data.t[-1] + 0.5 * dt:
+        raise IdentificationError(f"{data.source}: segment [{start:.6f}, {stop:.6f}] s is not inside the recording "
+                                  f"[{data.t[0]:.6f}, {data.t[-1]:.6f}] s")
+    return dt
+
+
+def cut(data: Dataset, start: float, stop: float, name: str = "segment") -> Dataset:
+    """The samples of ``data`` in ``[start, stop)`` [s, the data's time], resampled onto the uniform
+    grid ``start + k dt`` (``dt`` the median sampling period), time starting at 0."""
+    dt = _check_window(data, start, stop)
+    count = max(2, int(math.floor((stop - start) / dt + 1e-9)))
+    t = start + dt * np.arange(count)
+    out = _resampled(data, np.clip(t, data.t[0], data.t[-1]), f"{data.source} ({name})")
+    return Dataset(t - start, out.q, out.tau, out.dq, out.ddq, out.source)
+
+
+def periodic_cut(data: Dataset, start: float, period: float, periods: int, name: str = "segment") -> Dataset:
+    """``periods`` whole periods of ``data`` from ``start`` [s], resampled onto a grid of exactly
+    ``P = round(period / dt)`` samples per period (step ``period / P``), time starting at 0."""
+    if periods < 1:
+        raise IdentificationError(f"need at least one period, got {periods}")
+    stop = start + period * periods
+    dt = _check_window(data, start, stop)
+    per_period = max(2, int(round(period / dt)))
+    step = period / per_period
+    t = start + step * np.arange(per_period * periods)
+    out = _resampled(data, np.clip(t, data.t[0], data.t[-1]), f"{data.source} ({name})")
+    return Dataset(step * np.arange(per_period * periods), out.q, out.tau, out.dq, out.ddq, out.source)

@@ -1,0 +1,217 @@
+"""From a recording to the overdetermined system ``W beta = T`` of seed 002 (3.10).
+
+Steps (the standard practice of Gautier's identification method, which seed 002 §3.2 leaves out):
+
+1. **Uniform sampling.** A jitter up to ``max_jitter`` of the median period is tolerated, larger
+   jitter is resampled by linear interpolation onto a uniform grid, a gap longer than
+   ``max_gap`` periods is an error (split the recording there).
+2. **Period averaging** (periodic excitation with known ``period``): the K whole periods are
+   averaged sample by sample, dividing the noise variance by K. The spread of the periods about
+   their mean gives the noise of one torque sample, per joint:
+   ``sigma_j^2 = sum_k sum_p (tau_kpj - mean_pj)^2 / (P (K - 1))`` (P samples per period).
+   It includes any non-repeatability of the motion.
+3. **Derivatives** when not recorded: ``q`` is low-passed (zero-phase Butterworth,
+   ``derivative_cutoff_hz``) and differentiated by second-order central differences, twice for
+   ``q''``.
+4. **Parallel filtering.** ``tau = Y_b(q, q', q'') beta`` holds sample by sample, so it also holds
+   after any linear filter ``F`` applied to both sides: ``F tau = (F Y_b) beta``. The torques and
+   every regressor column are low-passed with the same zero-phase Butterworth filter
+   (``scipy.signal.sosfiltfilt``, ``cutoff_hz``, ``order``), which removes the torque noise
+   above the bandwidth of the motion without biasing beta.
+5. **Decimation** by ``k`` (default: the largest keeping at least 4 samples per period of the
+   cutoff frequency), after dropping ``3 / cutoff`` seconds at both ends where the filters'
+   transients would spoil the differentiated signals (periodic data are padded circularly instead).
+6. **Coulomb exclusion.** Friction is not ``fc sign(q')`` near zero velocity (stiction, Stribeck),
+   so the rows of joint j at samples with ``|q'_j| < coulomb_threshold`` are left out of the
+   estimation (they are kept for validation).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..dynamics.model import DynamicModel
+from .dataset import Dataset, IdentificationError
+
+__all__ = ["ProcessingOptions", "Observation", "lowpass", "differentiate", "make_uniform", "average_periods",
+           "process", "stack_rows"]
+
+Array = NDArray[np.float64]
+Progress = Callable[[float], None]
+
+MIN_ROWS_PER_PARAMETER = 3
+EDGE_PERIODS = 3  # periods of the lowest cutoff dropped at each end: filter transients decay to ~1e-6
+
+
+@dataclass(frozen=True)
+class ProcessingOptions:
+    """Options of :func:`process` (see the module docstring); frequencies in Hz, velocities in rad/s."""
+
+    cutoff_hz: float = 10.0
+    order: int = 4
+    decimation: int | None = None
+    derivative_cutoff_hz: float | None = None  # default: cutoff_hz
+    coulomb_threshold: float = 0.05
+    period: float | None = None
+    max_jitter: float = 0.01
+    max_gap: float = 5.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A processed recording: filtered, decimated base regressor and torques.
+
+    ``Y`` (M, n, b) and ``tau`` (M, n) satisfy ``tau ~ Y beta``; ``used`` (M, n) marks the rows
+    that enter the estimation (Coulomb exclusion); ``dq`` (M, n) the velocities at those samples;
+    ``torque_noise`` the per-joint noise of one raw torque sample from period averaging, if any.
+    """
+
+    t: Array
+    Y: Array
+    tau: Array
+    dq: Array
+    used: NDArray[np.bool_]
+    sample_rate: float
+    decimation: int
+    torque_noise: Array | None
+    source: str
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.t.size)
+
+
+def _check_cutoff(cutoff_hz: float, sample_rate: float) -> None:
+    if not 0 < cutoff_hz < sample_rate / 2:
+        raise IdentificationError(f"filter cutoff {cutoff_hz:g} Hz must lie between 0 and the Nyquist frequency "
+                                  f"{sample_rate / 2:g} Hz of data sampled at {sample_rate:g} Hz")
+
+
+def lowpass(x: Array, cutoff_hz: float, sample_rate: float, order: int = 4) -> Array:
+    """Zero-phase Butterworth low-pass of ``x`` along axis 0 (forward-backward: gain ``|H|^2``, no delay)."""
+    from scipy.signal import butter, sosfiltfilt  # imported here: scipy.signal takes 0.7 s to import
+
+    _check_cutoff(cutoff_hz, sample_rate)
+    sos = butter(order, cutoff_hz, fs=sample_rate, output="sos")
+    return sosfiltfilt(sos, x, axis=0)
+
+
+def differentiate(x: Array, dt: float) -> Array:
+    """Time derivative along axis 0: second-order central differences (one-sided at the ends)."""
+    return np.gradient(x, dt, axis=0, edge_order=2)
+
+
+def make_uniform(data: Dataset, options: ProcessingOptions = ProcessingOptions()) -> Dataset:
+    """``data`` on a uniform time grid (see step 1 of the module docstring)."""
+    steps = np.diff(data.t)
+    dt = float(np.median(steps))
+    if np.max(np.abs(steps - dt)) <= options.max_jitter * dt:
+        return data
+    k = int(np.argmax(steps))
+    if steps[k] > options.max_gap * dt:
+        raise IdentificationError(f"{data.source}: gap of {steps[k]:.4g} s at t = {data.t[k]:.6g} s (sampling period "
+                                  f"{dt:.4g} s): split the recording there")
+    t = data.t[0] + dt * np.arange(int(math.floor((data.t[-1] - data.t[0]) / dt + 1e-9)) + 1)
+
+    def resample(x: Array | None) -> Array | None:
+        return None if x is None else np.column_stack([np.interp(t, data.t, col) for col in x.T])
+
+    return Dataset(t, resample(data.q), resample(data.tau), resample(data.dq), resample(data.ddq), data.source)
+
+
+def average_periods(data: Dataset, period: float) -> tuple[Dataset, Array]:
+    """One period averaged over the K whole periods of uniform ``data``, and the per-joint noise
+    std of one torque sample [N m] (step 2 of the module docstring)."""
+    dt = data.sample_time
+    p = int(round(period / dt))
+    k = data.n_samples // p if p > 0 else 0
+    if k < 2:
+        raise IdentificationError(f"{data.source}: period averaging needs at least two periods of {period:g} s, the "
+                                  f"recording lasts {data.duration + dt:.4g} s")
+    if abs(p * dt - period) * k > 0.5 * dt:
+        raise IdentificationError(f"{data.source}: the period {period:g} s is not a whole number of samples "
+                                  f"(sampling period {dt:.6g} s): the periods would drift apart")
+
+    def periods(x: Array) -> Array:
+        return x[: k * p].reshape(k, p, -1)
+
+    tau = periods(data.tau)
+    mean = {name: None if getattr(data, name) is None else periods(getattr(data, name)).mean(axis=0)
+            for name in ("q", "dq", "ddq")}
+    noise = np.sqrt(((tau - tau.mean(axis=0)) ** 2).sum(axis=(0, 1)) / (p * (k - 1)))
+    averaged = Dataset(data.t[:p], mean["q"], tau.mean(axis=0), mean["dq"], mean["ddq"],
+                       f"{data.source} (averaged over {k} periods)")
+    return averaged, noise
+
+
+def _filter_columns(y: Array, cutoff: float, fs: float, order: int, progress: Progress | None) -> Array:
+    """``lowpass`` of every column of ``y`` (N, m) that is not identically zero, in blocks."""
+    out = np.zeros_like(y)
+    columns = np.flatnonzero(np.any(y != 0.0, axis=0))
+    blocks = np.array_split(columns, max(1, columns.size // 16))
+    for i, block in enumerate(blocks):
+        out[:, block] = lowpass(y[:, block], cutoff, fs, order)
+        if progress is not None:
+            progress((i + 1) / len(blocks))
+    return out
+
+
+def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = ProcessingOptions(),
+            progress: Progress | None = None) -> Observation:
+    """The :class:`Observation` of ``data`` for ``model``'s base parameters (module docstring)."""
+    data.check_joints(model.n_joints)
+    data = make_uniform(data, options)
+    noise = None
+    if options.period is not None:
+        data, noise = average_periods(data, options.period)
+    fs = 1.0 / data.sample_time
+    cutoff = options.cutoff_hz
+    d_cutoff = options.derivative_cutoff_hz or cutoff
+    for frequency in (cutoff, d_cutoff):
+        _check_cutoff(frequency, fs)
+    k = options.decimation or max(1, int(math.floor(fs / (4 * cutoff) + 1e-6)))
+    if k < 1 or fs / k < 2 * cutoff:
+        raise IdentificationError(f"decimation by {k} leaves {fs / max(k, 1):.4g} Hz, less than twice the filter "
+                                  f"cutoff {cutoff:g} Hz: the decimated data would alias")
+    edge = int(math.ceil(EDGE_PERIODS * fs / min(cutoff, d_cutoff)))
+    n, b = model.n_joints, model.base.count
+    # periodic data are padded circularly by `edge`; otherwise `edge` samples are dropped at both ends
+    index = np.arange(-edge, data.n_samples + edge) % data.n_samples if noise is not None else np.arange(data.n_samples)
+    keep = slice(edge, index.size - edge, k)
+    rows = len(range(*keep.indices(index.size))) * n
+    need = MIN_ROWS_PER_PARAMETER * b
+    if rows < need:
+        raise IdentificationError(
+            f"{data.source}: too short: {data.duration:.3g} s ({data.n_samples} samples at {fs:.4g} Hz) gives {rows} "
+            f"equations after filtering at {cutoff:g} Hz and decimation by {k}; {need} are needed for {b} base "
+            f"parameters (record at least {(need / n * k + 2 * edge) / fs:.3g} s)")
+    q, tau = data.q[index], data.tau[index]
+    dt = 1.0 / fs
+    dq = data.dq[index] if data.dq is not None else differentiate(lowpass(q, d_cutoff, fs, options.order), dt)
+    if data.ddq is not None:
+        ddq = data.ddq[index]
+    else:
+        ddq = differentiate(dq if data.dq is None else lowpass(dq, d_cutoff, fs, options.order), dt)
+    y = model.regressor(q, dq, ddq).reshape(index.size, n * b)
+    y = _filter_columns(y, cutoff, fs, options.order, progress)[keep].reshape(-1, n, b)
+    tau_f = lowpass(tau, cutoff, fs, options.order)[keep]
+    dq = dq[keep]
+    return Observation(t=data.t[index[keep]], Y=y, tau=tau_f, dq=dq, used=np.abs(dq) >= options.coulomb_threshold,
+                       sample_rate=fs / k, decimation=k, torque_noise=noise, source=data.source)
+
+
+def stack_rows(observations: Sequence[Observation]) -> tuple[Array, Array, NDArray[np.int64]]:
+    """The stacked system ``(A, y, joint)`` of the ``used`` rows of every observation: ``A`` (m, b),
+    torques ``y`` (m,) and the joint index of each row (m,)."""
+    blocks_a, blocks_y, blocks_j = [], [], []
+    for obs in observations:
+        m, n, b = obs.Y.shape
+        mask = obs.used.reshape(-1)
+        blocks_a.append(obs.Y.reshape(m * n, b)[mask])
+        blocks_y.append(obs.tau.reshape(-1)[mask])
+        blocks_j.append(np.tile(np.arange(n), m)[mask])
+    return np.concatenate(blocks_a), np.concatenate(blocks_y), np.concatenate(blocks_j)

@@ -1,0 +1,96 @@
+"""The recording core of the identification node (no ROS dependency): joint states to a rosbag2
+(MCAP storage, readable by ``ros2 bag``) and to a CSV with the columns
+``t, q1..qn, dq1..dqn, tau1..taun`` that ``identify`` reads.
+
+Both files are flushed to disk at least every ``flush_period`` seconds (wall clock, checked at each
+sample; the node should also call :meth:`JointStateRecorder.flush` from a 1 s timer so that a
+pause in the data does not hold samples back), so a crash or Ctrl-C loses at most the last
+``flush_period`` of data: the bag on disk is complete up to the last flush (see
+:class:`~.bagio.IncrementalBagWriter`), the CSV holds whole rows up to it. ``t`` in the CSV is the
+message stamp in seconds.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .bagio import IncrementalBagWriter, JointSelector, joint_state_message
+from .dataset import IdentificationError, joint_columns
+
+__all__ = ["JointStateRecorder"]
+
+
+class JointStateRecorder:
+    """Writes joint states of ``joint_names`` to the bag folder ``bag_path`` and to ``csv_path``."""
+
+    def __init__(self, bag_path: str | Path, joint_names: Sequence[str], csv_path: str | Path | None = None,
+                 topic: str = "/joint_states", flush_period: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.joint_names = tuple(joint_names)
+        self.bag = IncrementalBagWriter(bag_path, topic, custom_data={"writer": "youbot_dynamics recorder",
+                                                                      "joints": ",".join(self.joint_names)})
+        self.csv_path = Path(csv_path) if csv_path is not None else None
+        self._csv_file = self.csv_path.open("x") if self.csv_path is not None else None
+        self._csv_lines: list[str] = []  # rows since the last flush: the file only ever gets whole rows
+        self._with_velocity: bool | None = None  # decided by the first sample (CSV header)
+        self.flush_period = flush_period
+        self._clock = clock
+        self._last_flush = clock()
+        self._select = JointSelector(self.joint_names)
+
+    def write(self, stamp_ns: int, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+              effort: Sequence[float], receive_ns: int | None = None) -> None:
+        """Record one joint state (all joints of the message go to the bag; the recorded joints to
+        the CSV). ``receive_ns`` is the bag time (default ``stamp_ns``)."""
+        n = len(names)
+        if len(position) != n or len(effort) != n or len(velocity) not in (0, n):
+            raise IdentificationError(f"joint state with {n} names but {len(position)} positions, {len(velocity)} "
+                                      f"velocities and {len(effort)} efforts")
+        order = self._select(names, "joint state")
+        self.bag.write(stamp_ns if receive_ns is None else receive_ns,
+                       joint_state_message(self.bag.store, stamp_ns, names, position, velocity, effort))
+        if self._csv_file is not None:  # unstamped messages: the CSV time is the receive time
+            self._add_csv_row(stamp_ns or receive_ns or 0, order, position, velocity, effort)
+        if self._clock() - self._last_flush >= self.flush_period:
+            self.flush()
+
+    def _add_csv_row(self, stamp_ns: int, order: list[int], position: Sequence[float], velocity: Sequence[float],
+                     effort: Sequence[float]) -> None:
+        if self._with_velocity is None:
+            self._with_velocity = len(velocity) > 0
+            m = len(self.joint_names)
+            header = ["t", *joint_columns("q", m), *(joint_columns("dq", m) if self._with_velocity else []),
+                      *joint_columns("tau", m)]
+            self._csv_lines.append(",".join(header) + "\n")
+        if self._with_velocity != (len(velocity) > 0):
+            raise IdentificationError("joint states switch between having and not having velocities")
+        parts = [position, velocity, effort] if self._with_velocity else [position, effort]
+        row = [stamp_ns * 1e-9] + [float(np.asarray(p, dtype=float)[k]) for p in parts for k in order]
+        self._csv_lines.append(",".join(map(repr, row)) + "\n")
+
+    def flush(self) -> None:
+        """Put everything recorded so far on disk (bag complete and valid, CSV rows whole)."""
+        self.bag.flush()
+        if self._csv_file is not None and not self._csv_file.closed:
+            self._csv_file.write("".join(self._csv_lines))
+            self._csv_lines.clear()
+            self._csv_file.flush()
+            os.fsync(self._csv_file.fileno())
+        self._last_flush = self._clock()
+
+    def close(self) -> None:
+        """Flush and close both files."""
+        self.flush()
+        self.bag.close()
+        if self._csv_file is not None:
+            self._csv_file.close()
+
+    def __enter__(self) -> "JointStateRecorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,62 @@
+"""Validation of a model on a recording it was not identified from (seed 002 §3.2, step д).
+
+The held-out recording is processed exactly as the identification data (same filter, no Coulomb
+exclusion), so measured and predicted torques are compared on the same band:
+``tau_hat = (F Y_b) beta``. Metrics, per joint j over the M samples:
+
+* RMS error ``e_j = sqrt(mean((tau_j - tau_hat_j)^2))`` [N m];
+* relative RMS error ``e_j / sqrt(mean(tau_j^2))``;
+* overall relative error ``||tau - tau_hat|| / ||tau||`` over all joints and samples.
+
+The same metrics of a baseline model (the nominal URDF model) show what identification gained.
+Noise left in the filtered held-out torques is a floor of these errors that no model can beat.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .processing import Observation
+
+__all__ = ["TorqueErrors", "torque_errors", "validate"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class TorqueErrors:
+    """Prediction errors of one model on one set of observations (module docstring)."""
+
+    rms: Array
+    relative_rms: Array
+    overall: float
+    n_samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rms_nm": [float(v) for v in self.rms], "relative_rms": [float(v) for v in self.relative_rms],
+                "overall_relative": float(self.overall), "n_samples": self.n_samples}
+
+
+def torque_errors(tau: Array, tau_hat: Array) -> TorqueErrors:
+    """Metrics of predicted ``tau_hat`` against measured ``tau``, both (M, n)."""
+    err = tau - tau_hat
+    rms = np.sqrt(np.mean(err**2, axis=0))
+    scale = np.sqrt(np.mean(tau**2, axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(scale > 0, rms / scale, np.inf)
+    return TorqueErrors(rms, relative, float(np.linalg.norm(err) / np.linalg.norm(tau)), int(tau.shape[0]))
+
+
+def validate(observations: Sequence[Observation], beta: Array,
+             baseline: Array | None = None) -> dict[str, TorqueErrors]:
+    """``{"identified": ..., "baseline": ...}`` errors of base parameters ``beta`` (and ``baseline``)
+    on processed held-out ``observations`` (all samples)."""
+    tau = np.concatenate([o.tau for o in observations])
+    y = np.concatenate([o.Y for o in observations])
+    out = {"identified": torque_errors(tau, y @ beta)}
+    if baseline is not None:
+        out["baseline"] = torque_errors(tau, y @ baseline)
+    return out
