@@ -25,6 +25,7 @@ import numpy as np
 
 from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
 from .dataio import DataFileError, read_csv_columns, write_csv
+from .identification.excitation_cli import add_parser as add_excite_parser
 from .identification.identify_cli import add_parser as add_identify_parser
 from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
 from .kinematics import forward_kinematics
@@ -290,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     nominal.add_argument("--write", action="store_true", help="write config/youbot_nominal_model.yaml")
     nominal.set_defaults(func=cmd_nominal_model)
     add_identify_parser(sub)
+    add_excite_parser(sub)
 
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
     demo.set_defaults(func=cmd_demo)
