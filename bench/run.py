@@ -144,7 +144,20 @@ def report(title: str, values: dict) -> None:
 
 
 def main() -> int:
-    results = {"kinematics": bench_kinematics(), "dynamics": bench_dynamics()}
+    from youbot_dynamics.identification.benchmark import identification_benchmark
+
+    ident = identification_benchmark()
+    results = {"kinematics": bench_kinematics(), "dynamics": bench_dynamics(), "identification": {
+        "wls_60k_samples_s": ident["wls_noisy"]["time_s"],
+        "consistent_60k_samples_s": ident["consistent_noisy"]["time_s"],
+        "wls_from_csv_60k_samples_s": ident["wls_from_csv_time_s"],
+        "wls_held_out_relative_error": ident["wls_noisy"]["overall_relative_error"],
+        "wls_worst_joint_relative_error": max(ident["wls_noisy"]["joint_relative_error"]),
+        "wls_gain_over_nominal": ident["wls_noisy"]["gain_over_nominal"],
+        "wls_noise_free_relative_error": ident["wls_noise_free"]["overall_relative_error"],
+        "consistent_held_out_relative_error": ident["consistent_noisy"]["overall_relative_error"],
+        "condition_number": ident["wls_noisy"]["condition_number"],
+    }}
     goals = [
         ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0, "vectorised FK at least 5x faster than the Pinocchio loop"),
         ("kinematics", "ik_poses_per_s", ">=", 500_000.0, "IK above 500,000 poses/s (all branches, limits checked)"),
@@ -154,9 +167,17 @@ def main() -> int:
         ("dynamics", "m_cq_g_single_median_us", "<=", 30.0, "single-sample M, C q', G median <= 30 us"),
         ("dynamics", "symbolic_derivation_s", "<=", 60.0, "symbolic derivation of the youBot model <= 60 s"),
         ("dynamics", "model_load_and_first_call_s", "<=", 1.0, "loading the generated model <= 1 s"),
+        ("identification", "wls_60k_samples_s", "<=", 5.0, "60 s of 1 kHz data identified by WLS <= 5 s"),
+        ("identification", "consistent_60k_samples_s", "<=", 15.0, "the consistent estimator <= 15 s"),
+        ("identification", "wls_held_out_relative_error", "<=", 0.02, "held-out relative torque error <= 2 %"),
+        ("identification", "wls_worst_joint_relative_error", "<=", 0.05, "every joint's held-out error <= 5 %"),
+        ("identification", "wls_gain_over_nominal", ">=", 5.0, "identified model >= 5x better than nominal"),
+        ("identification", "wls_noise_free_relative_error", "<=", 0.001, "noise-free held-out error <= 0.1 %"),
     ]
     report(f"Kinematics, batches of {N:,} (best of {REPEATS}):", results["kinematics"])
     report("Dynamics:", results["dynamics"])
+    report("Identification (synthetic youBot, 60 s at 1 kHz; held-out = a different trajectory):",
+           results["identification"])
     print("Goals:")
     ok = True
     for section, key, op, goal, text in goals:
