@@ -52,6 +52,7 @@ setup(
             'youbot-dynamics = youbot_dynamics.cli:main',
             'kinematics_node = youbot_dynamics.nodes.kinematics_node:main',
             'sim_node = youbot_dynamics.nodes.sim_node:main',
+            'identification_node = youbot_dynamics.nodes.identification_node:main',
         ],
     },
 )

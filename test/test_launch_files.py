@@ -190,6 +190,7 @@ def test_controller_file_is_launched_and_consistent(path):
 NODE_PARAMETER_FILES = {
     "kinematics_node": ("kinematics.yaml", set()),
     "sim_node": ("sim_node.yaml", {"initial_positions"}),
+    "identification_node": ("identification_node.yaml", set()),
 }
 
 

@@ -297,3 +297,11 @@ def test_executable_refuses_bad_parameters(ros_environment, tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 1
     assert "cannot start" in out.stdout + out.stderr
+
+
+def test_stamps_of_simulated_time_never_jump_back():
+    from youbot_dynamics.nodes.sim_node import _stamp
+
+    for seconds, expected in ((2.9999999999999996, (3, 0)), (0.0015, (0, 1_500_000)), (12.5, (12, 500_000_000))):
+        stamp = _stamp(seconds)
+        assert (stamp.sec, stamp.nanosec) == expected

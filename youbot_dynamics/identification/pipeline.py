@@ -8,9 +8,12 @@ recordings -> processed observations -> estimate -> validation -> parameter file
 * :func:`write_results` writes the model file (with the relative standard deviations and the
   ``identification`` summary) and, optionally, the report folder (``report.json``, plots).
 * :func:`summary_lines` is the validation table that ``identify`` prints and the node logs.
-* :func:`cut` and :func:`periodic_cut` take a time window out of a recording (the node's
-  identification and validation segments), resampled onto a uniform grid by linear
-  interpolation; :func:`periodic_cut` uses exactly ``round(period / dt)`` samples per period, so
+* :func:`identify_excitation` does it on one recording of a periodic excitation: whole periods
+  identify (averaged), the following ones validate; :func:`excitation_delay` finds when the
+  drives actually started it (the trajectory message arrives late on a busy machine).
+* :func:`periodic_cut` takes whole periods out of a recording (the node's identification and
+  validation segments), resampled by linear interpolation onto a grid of exactly
+  ``round(period / dt)`` samples per period, so
   that period averaging (:func:`~.processing.average_periods`) applies to data stamped by a
   jittery clock (1 kHz joint states stamped with the publisher's wall clock have a median step
   of e.g. 0.9987 ms, which would make an 8 s period a fractional number of samples).
@@ -34,8 +37,8 @@ from .estimation import IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, validate
 
-__all__ = ["PipelineResult", "reference_models", "observations", "identify", "identify_excitation", "write_results",
-           "summary_lines", "cut", "periodic_cut"]
+__all__ = ["PipelineResult", "reference_models", "observations", "identify", "excitation_delay", "identify_excitation",
+           "write_results", "summary_lines", "periodic_cut"]
 
 Array = NDArray[np.float64]
 # progress(label) -> a callable taking a fraction in [0, 1] and with a done() -> seconds (report.ProgressBar)
@@ -149,18 +152,49 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
                           label, options, estimation_time, summary)
 
 
+def excitation_delay(data: Dataset, reference: Any, start: float, max_delay: float, *, min_delay: float = -0.05,
+                     step: float = 0.001, spacing: float = 0.01) -> float:
+    """The delay ``d`` [s] in ``[min_delay, max_delay]`` (grid ``step``) at which the recorded
+    motion best matches one period of the excitation ``reference`` (anything with ``duration``
+    and ``evaluate(t) -> (q, q', q'')``) commanded from ``start``: the smallest RMS of
+    ``q(start + d + tau) - q_ref(tau)`` over ``tau`` in ``[0, T)`` (every ``spacing`` s). The
+    drives start a trajectory message when it arrives, a little after the node sent it."""
+    period = float(reference.duration)
+    tau = np.arange(0.0, period, spacing)
+    q_ref = reference.evaluate(tau)[0]  # (m, n)
+    delays = np.arange(min_delay, max_delay + 0.5 * step, step)
+    t = start + delays[:, None] + tau[None, :]  # (D, m)
+    if t.min() < data.t[0] or t.max() > data.t[-1]:
+        raise IdentificationError(f"{data.source}: the recording does not cover the excitation's first period "
+                                  f"from {start:.6f} s (with delays up to {max_delay:g} s)")
+    cost = np.zeros(delays.size)
+    for j in range(q_ref.shape[1]):
+        q = np.interp(t.ravel(), data.t, data.q[:, j]).reshape(t.shape)
+        cost += ((q - q_ref[:, j]) ** 2).sum(axis=1)
+    return float(delays[int(np.argmin(cost))])
+
+
 def identify_excitation(data: Dataset, start: float, period: float, identification_periods: int,
-                        validation_periods: int, arm: ArmDescription, *, options: ProcessingOptions = ProcessingOptions(),
-                        **kwargs: Any) -> PipelineResult:
-    """:func:`identify` on a recording of a periodic excitation that starts at ``start`` [s, the
+                        validation_periods: int, arm: ArmDescription, *,
+                        options: ProcessingOptions = ProcessingOptions(), reference: Any = None,
+                        max_delay: float = 0.3, **kwargs: Any) -> PipelineResult:
+    """:func:`identify` on a recording of a periodic excitation commanded from ``start`` [s, the
     data's time]: the first ``identification_periods`` periods identify (averaged when there are
-    at least two), the next ``validation_periods`` validate (none: in-sample validation).
-    ``kwargs`` go to :func:`identify`."""
+    at least two), the next ``validation_periods`` validate (none: in-sample validation). With
+    the excitation ``reference``, the segments start at ``start`` plus the
+    :func:`excitation_delay` (at most ``max_delay``) instead. ``kwargs`` go to :func:`identify`;
+    the summary gets ``segments`` (start, delay, period, counts)."""
     k, v = int(identification_periods), int(validation_periods)
+    delay = excitation_delay(data, reference, start, max_delay) if reference is not None else 0.0
+    start = start + delay
     train = [periodic_cut(data, start, period, k, f"identification: {k} period{'s' if k > 1 else ''}")]
-    held = [periodic_cut(data, start + k * period, period, v, f"validation: {v} period{'s' if v > 1 else ''}")] if v else []
+    held = ([periodic_cut(data, start + k * period, period, v, f"validation: {v} period{'s' if v > 1 else ''}")]
+            if v else [])
     options = dataclasses.replace(options, period=period if k >= 2 else None)
-    return identify(train, held, arm, options=options, **kwargs)
+    run = identify(train, held, arm, options=options, **kwargs)
+    run.summary["segments"] = {"start": start, "delay": delay, "period": period, "identification_periods": k,
+                               "validation_periods": v}
+    return run
 
 
 def write_results(run: PipelineResult, out: str | Path, description: str, *, report: str | Path | None = None,
@@ -183,8 +217,8 @@ def write_results(run: PipelineResult, out: str | Path, description: str, *, rep
         directory.mkdir(parents=True, exist_ok=True)
         y = np.concatenate([o.Y for o in run.checked])
         heading = title or f"{result.method.upper()} on {'validation' if run.held_out else 'identification'} data"
-        written += plot_torques(directory, run.checked, {"identified": y @ result.beta, "nominal": y @ run.baseline_beta},
-                                heading)
+        predictions = {"identified": y @ result.beta, "nominal": y @ run.baseline_beta}
+        written += plot_torques(directory, run.checked, predictions, heading)
         doc = {
             "summary": full_summary,
             "processing": dataclasses.asdict(run.options),
@@ -242,16 +276,6 @@ def _check_window(data: Dataset, start: float, stop: float) -> float:
         raise IdentificationError(f"{data.source}: segment [{start:.6f}, {stop:.6f}] s is not inside the recording "
                                   f"[{data.t[0]:.6f}, {data.t[-1]:.6f}] s")
     return dt
-
-
-def cut(data: Dataset, start: float, stop: float, name: str = "segment") -> Dataset:
-    """The samples of ``data`` in ``[start, stop)`` [s, the data's time], resampled onto the uniform
-    grid ``start + k dt`` (``dt`` the median sampling period), time starting at 0."""
-    dt = _check_window(data, start, stop)
-    count = max(2, int(math.floor((stop - start) / dt + 1e-9)))
-    t = start + dt * np.arange(count)
-    out = _resampled(data, np.clip(t, data.t[0], data.t[-1]), f"{data.source} ({name})")
-    return Dataset(t - start, out.q, out.tau, out.dq, out.ddq, out.source)
 
 
 def periodic_cut(data: Dataset, start: float, period: float, periods: int, name: str = "segment") -> Dataset:

@@ -24,9 +24,12 @@ __all__ = [
     "pose_to_matrix",
     "matrix_to_pose",
     "joint_positions_from_state",
+    "JointStateReader",
     "joint_trajectory",
     "trajectory_arrays",
     "frame_markers",
+    "joint_state_arrays",
+    "trajectory_message",
     "AXIS_COLORS",
 ]
 
@@ -99,6 +102,51 @@ def joint_positions_from_state(msg: Any, joint_names: Sequence[str]) -> Array:
             raise ValueError(f"joint '{name}' position is {value} (NaN or infinite)")
         out[k] = value
     return out
+
+
+class JointStateReader:
+    """Picks ``joint_names`` by name from ``sensor_msgs/JointState`` messages, fast enough for 1 kHz.
+
+    Unlike :func:`joint_positions_from_state` it does *not* reject NaN or infinite values: a
+    controller passes them on to its safety guard, which faults at once (rejecting the message
+    would only fault later, when the state goes stale). The name-to-index map is cached for the
+    last name list seen. :meth:`read` raises ``ValueError`` if a joint is missing or listed twice,
+    or if positions or velocities are shorter than the names; efforts are optional.
+    """
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        self.joint_names = tuple(joint_names)
+        self._names: tuple[str, ...] | None = None
+        self._index: list[int] = []
+
+    def _lookup(self, names: tuple[str, ...]) -> list[int]:
+        if names != self._names:
+            index: dict[str, int] = {}
+            for i, name in enumerate(names):
+                if name in index:
+                    if name in self.joint_names:
+                        raise ValueError(f"joint '{name}' appears more than once in JointState")
+                    continue
+                index[name] = i
+            missing = [name for name in self.joint_names if name not in index]
+            if missing:
+                raise ValueError(f"joints {missing} missing from JointState (got names {list(names)})")
+            self._index = [index[name] for name in self.joint_names]
+            self._names = names
+        return self._index
+
+    def read(self, msg: Any) -> tuple[Array, Array, Array | None]:
+        """``(positions, velocities, efforts or None)`` of the joints, in the order of ``joint_names``."""
+        names = tuple(msg.name)
+        index = self._lookup(names)
+        n = len(names)
+        if len(msg.position) < n or len(msg.velocity) < n:
+            raise ValueError(f"JointState has {len(msg.position)} positions and {len(msg.velocity)} velocities "
+                             f"for {n} joint names (both are needed)")
+        q = np.asarray(msg.position, dtype=float)[index]
+        dq = np.asarray(msg.velocity, dtype=float)[index]
+        effort = np.asarray(msg.effort, dtype=float)[index] if len(msg.effort) >= n else None
+        return q, dq, effort
 
 
 def joint_trajectory(joint_names: Sequence[str], configurations: Iterable[Any], header: Header) -> JointTrajectory:
@@ -197,3 +245,64 @@ def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale:
                                 a=AXIS_COLORS[axis][3])
             out.markers.append(m)
     return out
+
+
+def joint_state_arrays(msg: Any, joint_names: Sequence[str], cache: dict | None = None
+                       ) -> tuple[Array, Array | None, Array | None]:
+    """``(q, q', effort)`` of ``joint_names`` (in that order) picked by name from a
+    ``sensor_msgs/JointState``; ``q'`` or ``effort`` is None when the message does not give it
+    for every joint. ``cache`` (a dict kept by the caller) remembers the index order per name
+    list (1 kHz callers). Raises ``ValueError`` like :func:`joint_positions_from_state`, and for
+    NaN/infinite velocities."""
+    names = tuple(msg.name)
+    order = cache.get(names) if cache is not None else None
+    if order is None:
+        index = {name: i for i, name in enumerate(names)}
+        missing = [name for name in joint_names if name not in index]
+        if missing:
+            raise ValueError(f"joint(s) {', '.join(missing)} missing from JointState (got names {list(names)})")
+        if len(index) != len(names):
+            raise ValueError(f"JointState names a joint more than once: {list(names)}")
+        order = [index[name] for name in joint_names]
+        if cache is not None:
+            cache[names] = order
+    n = len(names)
+    if len(msg.position) != n:
+        raise ValueError(f"JointState has {len(msg.position)} positions for {n} joint names")
+    q = np.asarray(msg.position, dtype=float)[order]
+    if not np.isfinite(q).all():
+        raise ValueError(f"JointState positions contain NaN or infinite values: {q.tolist()}")
+    dq = np.asarray(msg.velocity, dtype=float)[order] if len(msg.velocity) == n else None
+    if dq is not None and not np.isfinite(dq).all():
+        raise ValueError(f"JointState velocities contain NaN or infinite values: {dq.tolist()}")
+    effort = np.asarray(msg.effort, dtype=float)[order] if len(msg.effort) == n else None
+    return q, dq, effort
+
+
+def trajectory_message(joint_names: Sequence[str], times: Any, positions: Any, velocities: Any = None,
+                       accelerations: Any = None, header: Header | None = None) -> JointTrajectory:
+    """``trajectory_msgs/JointTrajectory`` through the waypoints reached ``times`` [s] after its
+    start (``time_from_start``), with positions and, when given, velocities and accelerations
+    (each (k, n)). The header stamp is left zero by default: "start on receipt"."""
+    times = np.asarray(times, dtype=float)
+    rows = {"positions": np.asarray(positions, dtype=float)}
+    if velocities is not None:
+        rows["velocities"] = np.asarray(velocities, dtype=float)
+    if accelerations is not None:
+        rows["accelerations"] = np.asarray(accelerations, dtype=float)
+    n = len(joint_names)
+    for name, values in rows.items():
+        if values.shape != (times.size, n):
+            raise ValueError(f"{name} must have shape ({times.size}, {n}), got {values.shape}")
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} contain NaN or infinite values")
+    msg = JointTrajectory(joint_names=list(joint_names))
+    if header is not None:
+        msg.header = header
+    for k, t in enumerate(times):
+        sec = int(math.floor(t))
+        point = JointTrajectoryPoint(**{name: values[k].tolist() for name, values in rows.items()})
+        point.time_from_start.sec = sec
+        point.time_from_start.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+        msg.points.append(point)
+    return msg

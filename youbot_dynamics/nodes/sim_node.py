@@ -68,8 +68,8 @@ def _descriptor(description: str, type_: int, *, read_only: bool = True,
 
 
 def _stamp(seconds: float) -> Time:
-    sec = int(seconds // 1)
-    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 class SimNode(Node):
@@ -239,7 +239,8 @@ class SimNode(Node):
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
             with self._lock:
                 if times.size == 0:  # an empty trajectory stops the motion: hold the current position
-                    self.sim.command("position", self.sim.measure().position)
+                    here = self.sim.measure().position[None, :]
+                    self.sim.command_trajectory(np.array([self.sim.timestep]), here)
                 else:
                     self.sim.command_trajectory(times, positions, velocities, accelerations)
         except ValueError as exc:  # CommandError is a ValueError

@@ -1,0 +1,690 @@
+"""The identification node: its cores (session, pipeline segments; no ROS) and the node over real DDS.
+
+Core tests: start refusals, the phase timeline, progress and segments, each safety check, the
+stop, the tracking check's tolerance to command delays, the waypoints sent to a trajectory
+controller, the node's PD + feedforward on the simulator core, and the alignment and resampling
+of a recording.
+
+DDS tests (domain 67 in process, 68 for the executable; localhost discovery only): the simulator
+node (realism on: perturbed inertials, friction, torque noise, quantisation) and the
+identification node run in this process, the simulator's physics and executor in their own
+threads. The simulator publishes ``/clock`` and stamps joint states with the simulated time, and
+the identification node runs with ``use_sim_time``: on this shared 2-core machine the simulator
+does not always keep real time, and the experiment must follow the arm's time, not the wall
+clock. Joint states come at 500 Hz (the default 1 kHz works too, but leaves a loaded machine
+less headroom). End to end, the node approaches, excites (3 periods of the shipped 8 s
+excitation: 2 identify, 1 validates), records (bag + CSV), identifies, validates and writes the
+parameter file; then ``~/abort`` during a second excitation holds the arm and leaves a valid
+recording. Refusals use fake joint states (no simulator), the executable runs as a subprocess.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.identification.dataset import Dataset, read_csv_dataset
+from youbot_dynamics.identification.pipeline import excitation_delay, periodic_cut, reference_models
+from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, TRAJECTORY_STEP, ExcitationSession, JointSample,
+                                                     PDFeedforward, Phase, SessionConfig, SessionRefused, StopProfile)
+from youbot_dynamics.identification.trajfile import load_trajectory
+
+ROOT = Path(__file__).resolve().parent.parent
+ARM = default_arm()
+EXCITATION_FILE = ROOT / "config" / "excitation_default.yaml"
+EXCITATION = load_trajectory(EXCITATION_FILE, ARM.joint_names).trajectory
+Q_START = EXCITATION.evaluate(0.0)[0]
+OFFSET = np.array([0.1, -0.1, 0.15, -0.1, 0.15])  # where the DDS tests leave the arm before ~/start
+DOMAIN_ID = "67"
+SUBPROCESS_DOMAIN_ID = "68"
+GOALS = {"overall": 0.02, "joint": 0.05, "gain": 5.0}
+
+
+def sample(t, q, dq=None, stamp_offset=0.0):
+    q = np.asarray(q, dtype=float)
+    return JointSample(t, t + stamp_offset, q, np.zeros_like(q) if dq is None else np.asarray(dq, dtype=float))
+
+
+def run_perfectly(session, t0=0.0, dt=0.01, until=None, stamp_offset=0.0):
+    """Feed the session the reference itself as the joint state until it leaves the motion phases."""
+    t, phases = t0, []
+    while session.moving and (until is None or not until(session, t)):
+        q, dq, _ = session.reference(t)
+        changed = session.update(t, sample(t, q, dq, stamp_offset))
+        if changed is not None:
+            phases.append((changed, t))
+        t += dt
+    return t, phases
+
+
+# -- session core -----------------------------------------------------------------------------------
+
+
+def test_start_is_refused_with_the_reason():
+    config = SessionConfig(max_start_distance=0.5, state_timeout=0.1)
+    session = ExcitationSession(ARM, EXCITATION, config)
+    cases = [
+        (None, "no joint state"),
+        (sample(0.0, Q_START), "stale"),  # checked at t = 1.0 below: 1 s old
+        (sample(1.0, Q_START + [0.6, 0, 0, 0, 0]), "0.600 rad from the excitation's start pose on joint 1"),
+        (sample(1.0, Q_START, dq=[0, 0.2, 0, 0, 0]), "moving"),
+        (sample(1.0, np.r_[Q_START[:1], ARM.position_max[1] + 0.1, Q_START[2:]]), "outside its joint limits"),
+    ]
+    for state, reason in cases:
+        with pytest.raises(SessionRefused, match=reason):
+            session.start(1.0, state)
+        assert session.phase is Phase.IDLE and not session.commanding
+    assert session.abort(1.0, "nothing moves", None) is False
+    assert session.start(1.0, sample(1.0, Q_START + 0.4)) > MIN_APPROACH_TIME
+    with pytest.raises(SessionRefused, match="already approach"):
+        session.start(1.1, sample(1.1, Q_START))
+
+
+def test_excitations_that_would_abort_are_rejected_up_front():
+    with pytest.raises(ValueError, match="limit_margin"):
+        ExcitationSession(ARM, EXCITATION, SessionConfig(limit_margin=0.2))  # joint 2 comes within 0.105 rad
+    with pytest.raises(ValueError, match="validation_periods"):
+        SessionConfig(periods=2, validation_periods=2)
+
+
+def test_phases_progress_and_segments():
+    config = SessionConfig(periods=3, validation_periods=1, settle_time=0.5, hold_time=0.5)
+    session = ExcitationSession(ARM, EXCITATION, config)
+    start = Q_START + np.array([0.3, -0.2, 0.1, 0.0, -0.3])
+    approach = session.start(10.0, sample(10.0, start, stamp_offset=-7.0))
+    # rest-to-rest quintic: peak velocity 15/8 d / T, peak acceleration 10/sqrt(3) d / T^2
+    assert approach == pytest.approx(max(15 / 8 * 0.3 / config.approach_velocity,
+                                         np.sqrt(10 / np.sqrt(3) * 0.3 / config.approach_acceleration)))
+    np.testing.assert_allclose(session.reference(10.0)[0], start)
+    progress = []
+    t, phases = 10.0, []
+    while session.moving:
+        q, dq, _ = session.reference(t)
+        changed = session.update(t, sample(t, q, dq, stamp_offset=-7.0))
+        if changed is not None:
+            phases.append((changed, t))
+        progress.append(session.progress(t))
+        t += 0.01
+    assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE, Phase.HOLD, Phase.IDENTIFY]
+    times = dict(phases)
+    assert times[Phase.SETTLE] - 10.0 == pytest.approx(approach, abs=0.011)
+    assert times[Phase.HOLD] - times[Phase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
+    assert np.all(np.diff(progress) >= -1e-9) and progress[-1] == pytest.approx(90.0, abs=0.1)
+    assert session.recording_complete(t) and session.max_tracking < 1e-9
+    segments = session.segments()  # on the stamps' clock (7 s behind the node's here)
+    assert segments == {"start": pytest.approx(times[Phase.EXCITE] - 7.0), "period": 8.0,
+                        "identification_periods": 2, "validation_periods": 1}
+    bar = session.progress_bar("processing")
+    bar(0.5)
+    assert session.progress(t) == pytest.approx(90.0 + 10.0 * 0.5 / 3)
+    session.finish(t)
+    assert session.progress(t) == 100.0 and session.commanding  # done: still holding the start pose
+    np.testing.assert_allclose(session.reference(t + 5.0)[0], Q_START)
+    assert [p["phase"] for p in session.describe()["phases"]] == [
+        "approach", "settle", "excite", "hold", "identify", "done"]
+
+
+def excite(session, seconds):
+    """Start at the start pose and run perfectly ``seconds`` into the excitation; the time then."""
+    session.start(0.0, sample(0.0, Q_START))
+    t, _ = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE and t - s.phase_start >= seconds)
+    return t
+
+
+def test_safety_aborts_stop_and_hold():
+    config = SessionConfig(periods=2, validation_periods=1, stop_deceleration=10.0, max_tracking_error=0.05,
+                           state_timeout=0.1)
+    # tracking error: the arm 0.1 rad off its reference
+    session = ExcitationSession(ARM, EXCITATION, config)
+    t = excite(session, 1.0)
+    q, dq, _ = session.reference(t)
+    off = q + [0, 0.3, 0, 0, 0]
+    assert session.update(t, sample(t, off, dq)) is Phase.ABORTED
+    assert "tracking error" in session.reason and session.recording_complete(t) is False
+    # the stop: uniform deceleration from the measured state to rest, then held
+    stop = session.stop
+    assert stop.duration == pytest.approx(np.max(np.abs(dq)) / 10.0)
+    for k in np.linspace(0.0, stop.duration, 7):
+        q_s, dq_s, ddq_s = session.reference(t + k)
+        np.testing.assert_allclose(dq_s, dq * (1 - k / stop.duration), atol=1e-12)
+    held = session.reference(t + stop.duration + 1.0)
+    np.testing.assert_allclose(held[0], off + 0.5 * dq * stop.duration)
+    assert not np.any(held[1]) and session.commanding and not session.moving
+    assert session.recording_complete(t + stop.duration + config.stop_settle)
+    waypoints = session.trajectory()
+    np.testing.assert_allclose(waypoints[1][-1], held[0])
+    assert not np.any(waypoints[2][-1])
+    # stale joint states
+    session = ExcitationSession(ARM, EXCITATION, config)
+    t = excite(session, 0.5)
+    q, dq, _ = session.reference(t)
+    assert session.update(t + 0.2, sample(t, q, dq)) is Phase.ABORTED and "stale" in session.reason
+    # a joint moving into the limit zone (here joint 2, whose excitation comes within 0.105 rad)
+    session = ExcitationSession(ARM, EXCITATION, config)
+    t = excite(session, 0.5)
+    q, dq, _ = session.reference(t)
+    near = q.copy()
+    near[1] = ARM.position_max[1] - 0.04
+    assert session.update(t, sample(t, near, np.r_[0, 0.5, 0, 0, 0])) is Phase.ABORTED
+    assert "joint 2" in session.reason and "towards its limit" in session.reason
+    # 0.04 rad before the limit at 0.5 rad/s: the normal stop (0.05 s, 0.0125 rad) fits, at 1.5 rad/s
+    # (0.15 s, 0.1125 rad) it would not: that joint brakes harder and stops at the limit
+    stop = StopProfile.from_state(near, np.r_[0.2, 1.5, 0, 0, 0], 10.0, ARM.position_min, ARM.position_max)
+    assert stop.final[1] == pytest.approx(ARM.position_max[1]) and stop.durations[1] < 0.15
+    assert stop.final[0] == pytest.approx(near[0] + 0.5 * 0.2 * 0.15)
+    np.testing.assert_allclose(stop.evaluate(1.0)[1], 0.0)
+    # on request; not possible once the motion is over
+    session = ExcitationSession(ARM, EXCITATION, config)
+    t = excite(session, 0.5)
+    assert session.abort(t, "abort requested", None) and session.phase is Phase.ABORTED
+    assert session.abort(t + 1.0, "again", None) is False
+
+
+def test_an_arm_resting_on_a_stop_may_start_and_move_away():
+    session = ExcitationSession(ARM, EXCITATION, SessionConfig(max_start_distance=2.0))
+    on_stop = Q_START.copy()
+    on_stop[1] = ARM.position_max[1] + 0.003  # joint 2 fallen onto its upper stop (motors off), a little in
+    session.start(0.0, sample(0.0, on_stop))
+    assert session.trajectory()[1].max(axis=0)[1] <= ARM.position_max[1]  # from the limit, not beyond
+    t, phases = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE)
+    assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE]
+
+
+def test_tracking_check_tolerates_a_command_delay():
+    config = SessionConfig(periods=2, validation_periods=1, max_tracking_error=0.02, max_command_delay=0.3)
+    session = ExcitationSession(ARM, EXCITATION, config)
+    t = excite(session, 2.0)
+    late = session.reference(t - 0.25)[0]  # the drives started the trajectory 0.25 s late
+    assert np.max(np.abs(late - session.reference(t)[0])) > 0.1
+    assert session.update(t, sample(t, late)) is None
+    assert np.max(session.tracking_error(sample(t, late))) < 1e-9
+    # a state that waited 0.5 s in the node's queue is compared with the reference of its stamp
+    queued = JointSample(t, t - 0.5, session.reference(t - 0.5)[0], np.zeros(5))
+    assert session.update(t, queued) is None and np.max(session.tracking_error(queued)) < 1e-9
+    too_late = session.reference(t - 0.6)[0]
+    assert session.update(t, sample(t, too_late)) is Phase.ABORTED and "command delay up to 0.3 s" in session.reason
+
+
+def test_trajectory_waypoints_follow_the_reference():
+    config = SessionConfig(periods=2, validation_periods=1)
+    session = ExcitationSession(ARM, EXCITATION, config)
+    times, q, dq, ddq = session.trajectory(Phase.EXCITE)  # prepared before the start
+    assert times[0] == pytest.approx(TRAJECTORY_STEP) and times[-1] == pytest.approx(16.0)
+    assert np.all(np.diff(times) > 0) and len(times) == round(16.0 / TRAJECTORY_STEP)
+    ref = EXCITATION.evaluate(np.fmod(times, 8.0))
+    for got, want in zip((q, dq, ddq), ref):
+        np.testing.assert_allclose(got, want, atol=1e-9)
+    start = Q_START + 0.2
+    session.start(0.0, sample(0.0, start))
+    times, q, dq, _ = session.trajectory()
+    assert times[-1] == pytest.approx(session.approach_duration)
+    np.testing.assert_allclose(q[-1], Q_START, atol=1e-12)
+    assert np.max(np.abs(dq)) <= config.approach_velocity + 1e-9 and not np.any(dq[-1])
+    assert session.trajectory(Phase.SETTLE) is None
+    profile = StopProfile.from_state(Q_START, np.zeros(5), 10.0)
+    assert profile.duration == 0.0 and np.array_equal(profile.evaluate(1.0)[0], Q_START)
+
+
+def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
+    """The node's effort controller (100 Hz, zero-order hold) on the simulator core: approach,
+    settle, one period, hold, within 3 cm of tracking error."""
+    from youbot_dynamics.sim import ArmSimulator
+
+    nominal, _, beta, _ = reference_models(ARM)
+    controller = PDFeedforward(ARM, DynamicModel(nominal.chain, nominal.base, beta), [240.0, 240.0, 80.0, 12.0, 8.0],
+                               [24.0, 24.0, 8.0, 1.2, 0.8])
+    session = ExcitationSession(ARM, EXCITATION, SessionConfig(periods=1, validation_periods=0, settle_time=0.5,
+                                                               hold_time=0.5))
+    sim = ArmSimulator(ARM)
+    sim.reset(Q_START + OFFSET)
+    m = sim.measure()
+    session.start(0.0, sample(0.0, m.position, m.velocity))
+    step = 0
+    while session.moving:
+        if step % 10 == 0:
+            t, m = step * sim.timestep, sim.measure()
+            state = sample(t, m.position, m.velocity)
+            session.update(t, state)
+            sim.command("effort", controller.torque(session.reference(t), m.position, m.velocity))
+        sim.step(1)
+        step += 1
+    assert session.phase is Phase.IDENTIFY, session.reason
+    assert session.max_tracking < 0.03, session.max_tracking
+    # at rest, static friction holds a joint up to fc / kp from the goal (joint 4: 0.25 / 12 = 0.021 rad)
+    assert np.max(np.abs(sim.measure().position - Q_START)) < 0.03
+
+
+# -- pipeline segments ----------------------------------------------------------------------------
+
+
+def test_delay_is_found_and_periods_are_resampled_exactly():
+    rng = np.random.default_rng(3)
+    t0, delay, period = 100.0, 0.037, EXCITATION.duration
+    t = 99.0 + np.cumsum(np.full(20000, 0.0009987) + rng.uniform(-2e-4, 2e-4, 20000))  # jittery 1 kHz stamps
+    local = np.clip(t - t0 - delay, 0.0, None)
+    q = EXCITATION.evaluate(np.where(local < 2 * period, np.fmod(local, period), 0.0))[0]
+    data = Dataset(t, q, np.zeros_like(q), source="synthetic")
+    assert excitation_delay(data, EXCITATION, t0, 0.3) == pytest.approx(delay, abs=0.0015)
+    cut = periodic_cut(data, t0 + delay, period, 2)
+    per_period = round(period / data.sample_time)
+    assert cut.n_samples == 2 * per_period and cut.t[0] == 0.0
+    np.testing.assert_allclose(np.diff(cut.t), period / per_period)
+    np.testing.assert_allclose(cut.q[:per_period], cut.q[per_period:], atol=2e-3)  # periodic again
+
+
+# -- over DDS ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ros_environment():
+    old = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
+    os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+class Harness:
+    """The simulator (physics and executor threads), the identification node and a tester node
+    (executor in the test's thread); see the module docstring."""
+
+    def __init__(self, output: Path, **overrides) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from rclpy.signals import SignalHandlerOptions
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        from youbot_dynamics.nodes.identification_node import IdentificationNode
+        from youbot_dynamics.nodes.sim_node import SimNode
+
+        self.rclpy, self.Trigger, self.JointState = rclpy, Trigger, JointState
+        self.context = Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.sim = SimNode(context=self.context, parameter_overrides=[
+            Parameter("initial_positions", value=(Q_START + OFFSET).tolist()), Parameter("publish_clock", value=True),
+            Parameter("publish_rate", value=500.0), Parameter("diagnostics_period", value=0.0)])
+        params = {"output_directory": str(output), "periods": 3, "validation_periods": 1, "use_sim_time": True,
+                  "settle_time": 0.5, "hold_time": 0.5, **overrides}
+        self.node = IdentificationNode(context=self.context,
+                                       parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        self.tester = rclpy.create_node("identification_tester", context=self.context)
+        self.progress: list = []
+        self.tester.create_subscription(DiagnosticStatus, "/identification_node/progress", self.progress.append, 100)
+        self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
+                                                           "/arm_trajectory_controller/joint_trajectory", 10)
+        self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
+                        for name in ("start", "abort")}
+        self.sim_executor = SingleThreadedExecutor(context=self.context)
+        self.sim_executor.add_node(self.sim)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.tester)
+        self._running = True
+        self._sim_thread = threading.Thread(target=self._spin_sim, daemon=True)
+        self._sim_thread.start()
+        self.sim.start()
+
+    def _spin_sim(self) -> None:
+        while self._running:
+            self.sim_executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self.node.shutdown()
+        self.sim.stop()
+        self._running = False
+        self._sim_thread.join()
+        self.executor.shutdown()
+        self.sim_executor.shutdown()
+        for node in (self.node, self.tester, self.sim):
+            node.destroy_node()
+        self.rclpy.shutdown(context=self.context)
+
+    def spin_until(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def call(self, name: str):
+        client = self.clients[name]
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(self.Trigger.Request())
+        assert self.spin_until(future.done, 10.0)
+        return future.result()
+
+    def place_arm(self, q) -> None:
+        """Reset the simulated arm to rest at ``q`` and hold it there with a one-point trajectory
+        (a trajectory controller holds its last point without a timeout)."""
+        from youbot_dynamics.nodes.conversions import trajectory_message
+
+        with self.sim._lock:
+            self.sim.sim.reset(q)
+        self.trajectory_pub.publish(trajectory_message(ARM.joint_names, [0.05], [q]))
+        assert self.spin_until(lambda: self.sim.sim.mode == "trajectory", 5.0)
+        start = self.sim.sim.time
+        assert self.spin_until(lambda: self.sim.sim.time > start + 1.0, 20.0)
+
+    def phase(self) -> Phase | None:
+        return self.node.session.phase if self.node.session is not None else None
+
+
+@pytest.fixture(scope="module")
+def harness(ros_environment, tmp_path_factory):
+    pytest.importorskip("rclpy")
+    h = Harness(tmp_path_factory.mktemp("identification"))
+    assert h.clients["start"].wait_for_service(timeout_sec=10.0)
+    yield h
+    h.close()
+
+
+def finished(h: Harness) -> bool:
+    return (h.phase() in (Phase.DONE, Phase.FAILED, Phase.ABORTED) and h.node.recorder is None
+            and h.node._identification is None)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(200)
+def test_end_to_end_identification_in_the_simulator(harness):
+    h = harness
+    h.place_arm(Q_START + OFFSET)
+    wall = time.monotonic()
+    response = h.call("start")
+    assert response.success, response.message
+    assert "approach" in response.message
+    assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
+    wall = time.monotonic() - wall
+    assert h.phase() is Phase.DONE, h.node.session.reason
+    run = h.node.run_directory
+    # the recording: bag and CSV, the whole experiment, readable by the identification readers
+    from youbot_dynamics.identification.bagio import read_joint_states
+    from youbot_dynamics.dynamics.paramfile import load_model
+
+    csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
+    bag = read_joint_states(run / "recording", ARM.joint_names)
+    session = h.node.session
+    assert bag.n_samples == csv.n_samples
+    np.testing.assert_allclose(bag.q, csv.q)
+    np.testing.assert_allclose(bag.t, csv.t - csv.t[0], atol=1e-6)
+    assert csv.duration == pytest.approx(session.motion_duration, abs=0.2)
+    assert np.max(np.diff(csv.t)) < 0.02  # no gap: nothing lost
+    metadata = yaml.safe_load((run / "recording" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert metadata["storage_identifier"] == "mcap" and metadata["message_count"] == csv.n_samples
+    # the results
+    model = load_model(run / "parameters.yaml")
+    assert model.base.count == 47
+    report = json.loads((run / "report" / "report.json").read_text())
+    assert report["validation"]["on"] == "validation data"
+    assert (run / "report" / "torques.png").is_file()
+    ident, nominal = report["validation"]["identified"], report["validation"]["nominal"]
+    summary = report["summary"]
+    print(f"\nend to end: {wall:.1f} s wall for {session.motion_duration:.1f} s of motion "
+          f"({h.sim.sim.time:.1f} s simulated so far), {csv.n_samples} joint states, excitation delay "
+          f"{1e3 * summary['segments']['delay']:.0f} ms, max tracking error {1e3 * session.max_tracking:.1f} mrad, "
+          f"{report['estimation']['n_samples']} averaged samples, condition number "
+          f"{report['estimation']['condition_number']:.1f}")
+    print("held-out relative torque error per joint [%]: identified "
+          f"{np.round(100 * np.array(ident['relative_rms']), 2).tolist()}, nominal "
+          f"{np.round(100 * np.array(nominal['relative_rms']), 1).tolist()}")
+    print(f"overall: identified {100 * ident['overall_relative']:.2f} %, nominal "
+          f"{100 * nominal['overall_relative']:.1f} % ({nominal['overall_relative'] / ident['overall_relative']:.0f}x)")
+    assert ident["overall_relative"] <= GOALS["overall"]
+    assert max(ident["relative_rms"]) <= GOALS["joint"]
+    assert nominal["overall_relative"] >= GOALS["gain"] * ident["overall_relative"]
+    assert report["session"]["outcome"] == "identify" and report["session"]["max_tracking_error_rad"] < 0.05
+    # progress: the phases in order, percent rising to 100
+
+    def phase_of(message):
+        return next(v.value for v in message.values if v.key == "phase")
+
+    assert h.spin_until(lambda: any(phase_of(m) == "done" for m in h.progress), 5.0)
+    phases = [phase_of(m) for m in h.progress]
+    order = ["approach", "settle", "excite", "hold", "identify", "done"]
+    seen = [p for i, p in enumerate(phases) if p in order and (i == 0 or phases[i - 1] != p)]
+    assert seen == order, seen
+    percents = [float(next(v.value for v in m.values if v.key == "percent")) for m in h.progress
+                if phase_of(m) in order]
+    assert np.all(np.diff(percents) >= -1e-6) and percents[-1] == 100.0
+    assert "relative_error" in {v.key for v in h.progress[-1].values}
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
+    h = harness
+    h.place_arm(Q_START)
+    h.progress.clear()
+    assert h.call("start").success
+    assert h.spin_until(lambda: h.phase() is Phase.EXCITE and h.sim.sim.time > h.node.session.excite_start + 2.0,
+                        30.0), h.phase()
+    response = h.call("abort")
+    assert response.success and "aborted" in response.message, response.message
+    assert h.phase() is Phase.ABORTED and "~/abort" in h.node.session.reason
+    assert h.spin_until(lambda: finished(h), 20.0)
+    t = h.sim.sim.time
+    assert h.spin_until(lambda: h.sim.sim.time > t + 0.5, 10.0)
+    q0 = h.sim.sim.measure().position
+    assert h.spin_until(lambda: h.sim.sim.time > t + 1.5, 10.0)
+    q1, dq1 = h.sim.sim.measure().position, h.sim.sim.measure().velocity
+    assert h.sim.sim.mode == "trajectory"  # motors on: the trajectory controller holds the stop point
+    assert np.max(np.abs(q1 - q0)) < 2e-3 and np.max(np.abs(dq1)) < 0.02
+    np.testing.assert_allclose(q1, h.node.session.stop.final, atol=0.02)
+    assert not np.allclose(q1, Q_START, atol=0.05)  # stopped where it was, not back at the start
+    run = h.node.run_directory
+    from youbot_dynamics.identification.bagio import read_joint_states
+
+    csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
+    bag = read_joint_states(run / "recording", ARM.joint_names)
+    assert bag.n_samples == csv.n_samples > 1000
+    assert not (run / "parameters.yaml").exists()
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    levels = [m.level for m in h.progress if any(v.key == "phase" and v.value == "aborted" for v in m.values)]
+    assert levels and levels[-1] == DiagnosticStatus.WARN
+    assert not h.call("abort").success  # nothing moves any more
+
+
+class FakeArm:
+    """An identification node in its own namespace and on its own topics, fed with fake joint
+    states (no simulator; the harness's node, if alive, has the same name in the root namespace)."""
+
+    def __init__(self, output: Path, namespace: str, **overrides) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+        from rclpy.signals import SignalHandlerOptions
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+
+        from youbot_dynamics.nodes.identification_node import IdentificationNode
+
+        self.rclpy, self.JointState, self.Trigger = rclpy, JointState, Trigger
+        self.context = Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        params = {"joint_states_topic": f"/{namespace}_joint_states", "output_directory": str(output),
+                  "max_start_distance": 0.3, "trajectory_topic": f"/{namespace}_trajectory", "state_timeout": 0.2,
+                  **overrides}
+        self.node = IdentificationNode(context=self.context, namespace=namespace,
+                                       parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        self.tester = rclpy.create_node(f"{namespace}_arm", context=self.context)
+        self.pub = self.tester.create_publisher(JointState, params["joint_states_topic"], 10)
+        self.client = self.tester.create_client(Trigger, f"/{namespace}/identification_node/start")
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.tester)
+
+    def spin(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def publish(self, q, seconds: float = 0.05) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            self.pub.publish(self.JointState(name=list(ARM.joint_names), position=list(map(float, q)),
+                                             velocity=[0.0] * 5, effort=[0.0] * 5))
+            self.spin(0.01)
+            if time.monotonic() > deadline:
+                return
+
+    def start(self):
+        assert self.client.wait_for_service(timeout_sec=5.0)
+        future = self.client.call_async(self.Trigger.Request())
+        deadline = time.monotonic() + 5.0
+        while not future.done() and time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.01)
+        return future.result()
+
+    def close(self) -> None:
+        self.node.shutdown()
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.tester.destroy_node()
+        self.rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture
+def fake_arm(ros_environment, tmp_path):
+    """``make(namespace, **parameters) -> FakeArm``; all closed after the test."""
+    pytest.importorskip("rclpy")
+    made: list[FakeArm] = []
+
+    def make(namespace: str = "fake", **overrides) -> FakeArm:
+        made.append(FakeArm(tmp_path, namespace, **overrides))
+        return made[-1]
+
+    yield make
+    for arm in made:
+        arm.close()
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
+def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_arm, tmp_path):
+    arm = fake_arm()
+    response = arm.start()
+    assert not response.success and "no joint state received" in response.message
+    arm.publish(Q_START)
+    arm.spin(0.5)  # the arm stopped publishing: 0.5 s > state_timeout 0.2 s
+    response = arm.start()
+    assert not response.success and "stale" in response.message, response.message
+    arm.publish(Q_START + [0.0, 0.0, 0.5, 0.0, 0.0])
+    response = arm.start()
+    assert not response.success and "0.500 rad from the excitation's start pose on joint 3" in response.message
+    assert arm.node.session is None and arm.node.recorder is None and not any(tmp_path.iterdir())  # nothing created
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
+def test_start_on_launch(fake_arm, tmp_path):
+    far = fake_arm("far", start_on_launch=True)
+    far.spin(0.3)
+    assert far.node.session is None  # waiting for joint states
+    far.publish(Q_START + [0.4, 0.0, 0.0, 0.0, 0.0], seconds=0.3)
+    assert far.node.session.phase is Phase.FAILED and "0.400 rad" in far.node.session.reason
+    assert not far.node.session.commanding
+    near = fake_arm("near", start_on_launch=True)
+    near.publish(Q_START + [0.0, 0.1, 0.0, 0.0, 0.0], seconds=0.3)
+    assert near.node.session.phase is Phase.APPROACH and near.node.recorder is not None
+    assert near.node.abort("test over")[0] and near.node.session.phase is Phase.ABORTED
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(90)
+def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_path):
+    """The executable starts, records an experiment (fake joint states at the start pose), and on
+    SIGINT stops, closes the recording (bag and CSV valid) and exits with 0; bad parameters exit 1."""
+    pytest.importorskip("rclpy")
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.signals import SignalHandlerOptions
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from youbot_dynamics.identification.bagio import read_joint_states
+
+    env = dict(os.environ, ROS_DOMAIN_ID=SUBPROCESS_DOMAIN_ID, PYTHONUNBUFFERED="1")
+    exe = Path(sys.executable).with_name("identification_node")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "youbot_dynamics.nodes.identification_node"]
+    proc = subprocess.Popen(cmd + ["--ros-args", "-p", f"output_directory:={tmp_path}", "-p", "settle_time:=5.0",
+                                  "-p", "state_timeout:=1.0"],  # the fake arm below publishes irregularly when busy
+                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    context = Context()
+    rclpy.init(context=context, domain_id=int(SUBPROCESS_DOMAIN_ID), signal_handler_options=SignalHandlerOptions.NO)
+    arm = rclpy.create_node("fake_arm", context=context)
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(arm)
+    try:
+        pub = arm.create_publisher(JointState, "/joint_states", 100)
+        client = arm.create_client(Trigger, "/identification_node/start")
+
+        def publish(seconds):
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                now = time.time()
+                msg = JointState(name=list(ARM.joint_names), position=Q_START.tolist(), velocity=[0.0] * 5,
+                                 effort=[0.1] * 5)
+                msg.header.stamp.sec, msg.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
+                pub.publish(msg)
+                executor.spin_once(timeout_sec=0.005)
+
+        deadline = time.monotonic() + 30.0
+        while not any("ready:" in line for line in lines) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert any("ready:" in line for line in lines), "".join(lines)
+        assert "excitation_default.yaml" in "".join(lines)
+        assert client.wait_for_service(timeout_sec=10.0)
+        publish(1.0)
+        future = client.call_async(Trigger.Request())
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            publish(0.02)
+        assert future.result() is not None and future.result().success, (future.result(), "".join(lines))
+        publish(2.0)  # approach (0.5 s) and settle: recording
+        proc.send_signal(signal.SIGINT)
+        publish(0.2)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        executor.shutdown()
+        arm.destroy_node()
+        rclpy.shutdown(context=context)
+    reader.join(timeout=5)
+    out = "".join(lines)
+    assert proc.returncode == 0, out
+    assert "recording closed" in out and "node shutting down" in out, out
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
+    bag = read_joint_states(run / "recording", ARM.joint_names)
+    assert bag.n_samples == csv.n_samples > 50 and csv.duration > 1.5
+    bad = subprocess.run(cmd + ["--ros-args", "-p", "command_interface:=velocity"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "cannot start" in bad.stdout + bad.stderr

@@ -1,0 +1,557 @@
+"""The identification experiment of the identification node, without ROS: phases, references,
+safety checks, progress and the recording segments, all on the node's clock ``now`` [s].
+
+**Phases**: ``idle -> approach -> settle -> excite -> hold -> identify -> done``; ``aborted``
+(from any motion phase: stop and hold) and ``failed`` (start-up or identification error).
+
+* **Start** (:meth:`ExcitationSession.start`) is refused, with the reason, when there is no
+  joint state or the newest is older than ``state_timeout``, when the arm is further than
+  ``max_start_distance`` [rad, largest joint difference] from the excitation's start pose
+  ``q_start``, outside the joint limits, or moving (faster than :data:`MAX_START_VELOCITY`).
+  Within that distance the arm *moves slowly to the start*: a rest-to-rest quintic
+  ``q + (q_start - q) s(tau)`` whose peak velocity is at most ``approach_velocity`` and peak
+  acceleration at most ``approach_acceleration`` on every joint
+  (:func:`~.trajectories.quintic_duration`, at least :data:`MIN_APPROACH_TIME`; from a hard
+  stop, from the limit). A trajectory controller receives it, and the excitation, as
+  waypoints every :data:`TRAJECTORY_STEP` (:meth:`ExcitationSession.trajectory`).
+* **Settle** ``settle_time`` at ``q_start`` (the drives' transients decay), then **excite**:
+  ``periods`` repetitions of the excitation (periodic: it starts and ends at rest at
+  ``q_start``), then **hold** ``hold_time`` at ``q_start`` (the recording ends after it).
+* **Safety** (:meth:`ExcitationSession.update`, every command cycle of a motion phase): the
+  session aborts when the newest joint state is older than ``state_timeout``, when a joint is
+  within ``limit_margin`` of a position limit and moving towards it (faster than
+  :data:`LIMIT_VELOCITY`; an arm resting on a stop may start and move away), or when the
+  tracking error exceeds ``max_tracking_error``: ``max_j |q_j - q_ref,j(t_m - d)|`` at the state's
+  measurement time ``t_m`` (its stamp on the node's clock: :meth:`ExcitationSession.measured_at`),
+  for the command delay ``d`` in ``[0, max_command_delay]`` that fits best
+  (:meth:`ExcitationSession.tracking_error`; a busy machine or a controller's queue delays the
+  start of a trajectory message by tens of milliseconds). :meth:`ExcitationSession.abort` does the same on request.
+* **Abort = stop and hold**: from the measured ``q, q'`` every joint decelerates uniformly, all
+  together, in ``T_s = max_j |q'_j| / stop_deceleration`` (:class:`StopProfile`: ``q(t) = q0 +
+  q'0 t - q'0 t^2 / (2 T_s)``), to ``q0 + q'0 T_s / 2`` where it is held; a joint that would
+  pass its position limit brakes harder, to stop at the limit. The recording closes
+  ``stop_settle`` after the stop; nothing is identified.
+* **Segments**: the excitation starts at ``excite_start`` on the node's clock, i.e. at
+  ``excite_start_stamp`` on the clock of the joint state stamps (the offset is the smallest
+  ``receive - stamp`` seen). Periods ``1..periods - validation_periods`` identify (averaged),
+  the last ``validation_periods`` validate (:meth:`ExcitationSession.segments`).
+
+A new :class:`ExcitationSession` per experiment; not thread-safe (the node calls it from one
+thread). :class:`PDFeedforward` is the node's own joint controller for the effort interface.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+from ..dynamics.model import DynamicModel
+from .limits import verification_times
+from .trajectories import Trajectory, WaypointTrajectory, quintic_duration
+
+__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "SessionConfig", "JointSample", "StopProfile",
+           "ExcitationSession", "PDFeedforward", "sample_trajectory", "MIN_APPROACH_TIME", "MAX_START_VELOCITY",
+           "LIMIT_VELOCITY",
+           "TRAJECTORY_STEP"]
+
+Array = NDArray[np.float64]
+States = tuple[Array, Array, Array]
+
+MIN_APPROACH_TIME = 0.5  # [s] shortest approach (also when already at the start)
+DELAY_STEP = 0.005  # [s] grid of the command delays tried by the tracking check
+STOP_PENETRATION = 0.01  # [rad] how far beyond a limit an arm resting on its hard stop may read
+MAX_START_VELOCITY = 0.05  # [rad/s] the arm must be at rest to start
+LIMIT_VELOCITY = 0.01  # [rad/s] a joint in the limit zone moving towards the limit faster than this aborts
+TRAJECTORY_STEP = 0.1  # [s] spacing of the points sent to a trajectory controller (quintic Hermite between)
+REST_TOLERANCE = 1e-6  # [rad/s], [rad] an excitation must start and end at rest at the same pose
+
+
+class Phase(str, Enum):
+    """The phases of an experiment (module docstring)."""
+
+    IDLE = "idle"
+    APPROACH = "approach"
+    SETTLE = "settle"
+    EXCITE = "excite"
+    HOLD = "hold"
+    IDENTIFY = "identify"
+    DONE = "done"
+    ABORTED = "aborted"
+    FAILED = "failed"
+
+
+MOTION_PHASES = (Phase.APPROACH, Phase.SETTLE, Phase.EXCITE, Phase.HOLD)
+_PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; identification the rest
+
+
+class SessionRefused(RuntimeError):
+    """The experiment cannot start (the message says why)."""
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Settings of an experiment (module docstring); SI units, angles in rad."""
+
+    periods: int = 4
+    validation_periods: int = 1
+    max_start_distance: float = 1.0
+    approach_velocity: float = 0.2
+    approach_acceleration: float = 0.4
+    settle_time: float = 1.0
+    hold_time: float = 1.0
+    limit_margin: float = 0.05
+    max_tracking_error: float = 0.1
+    max_command_delay: float = 0.3
+    state_timeout: float = 0.1
+    stop_deceleration: float = 10.0
+    stop_settle: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.periods, int) and self.periods >= 1):
+            raise ValueError(f"periods must be a positive integer, got {self.periods!r}")
+        if not (isinstance(self.validation_periods, int) and 0 <= self.validation_periods < self.periods):
+            raise ValueError(f"validation_periods must be an integer in [0, periods = {self.periods}), got "
+                             f"{self.validation_periods!r}: at least one period must remain for identification")
+        for name in ("max_start_distance", "settle_time", "hold_time", "limit_margin", "stop_settle",
+                     "max_command_delay"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0.0):
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("approach_velocity", "approach_acceleration", "max_tracking_error", "state_timeout",
+                     "stop_deceleration"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0.0):
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+    @property
+    def identification_periods(self) -> int:
+        return self.periods - self.validation_periods
+
+
+@dataclass(frozen=True)
+class JointSample:
+    """The newest joint state: receive time on the node's clock and header stamp [s], ``q``, ``q'``."""
+
+    receive: float
+    stamp: float
+    q: Array
+    dq: Array
+
+
+@dataclass(frozen=True)
+class StopProfile:
+    """Each joint decelerates uniformly from ``q0``, ``dq0`` to rest in ``durations`` (module
+    docstring), then holds ``q0 + dq0 durations / 2``."""
+
+    q0: Array
+    dq0: Array
+    durations: Array
+
+    @classmethod
+    def from_state(cls, q: Array, dq: Array, deceleration: float, lower: Array | None = None,
+                   upper: Array | None = None) -> "StopProfile":
+        """Decelerate at ``deceleration`` [rad/s^2], all joints stopping together, unless a joint
+        would pass its limit (``lower``/``upper``): that one brakes harder, to stop at the limit."""
+        q, dq = np.asarray(q, dtype=float).copy(), np.asarray(dq, dtype=float).copy()
+        duration = float(np.max(np.abs(dq))) / deceleration
+        durations = np.full(q.shape, duration)
+        if lower is not None and upper is not None:
+            room = np.where(dq > 0, upper - q, q - lower)  # distance to the limit ahead
+            too_far = np.abs(dq) * duration / 2 > room
+            durations = np.where(too_far, 2.0 * np.maximum(room, 0.0) / np.maximum(np.abs(dq), 1e-12), durations)
+        return cls(q, dq, durations)
+
+    @property
+    def duration(self) -> float:
+        return float(np.max(self.durations)) if self.durations.size else 0.0
+
+    @property
+    def final(self) -> Array:
+        return self.q0 + 0.5 * self.dq0 * self.durations
+
+    def evaluate(self, t: float) -> States:
+        t = float(t)
+        tau = np.minimum(max(t, 0.0), self.durations)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(self.durations > 0, self.dq0 / self.durations, 0.0)  # per-joint deceleration
+        q = self.q0 + self.dq0 * tau - 0.5 * a * tau**2
+        moving = t < self.durations
+        return q, np.where(moving, self.dq0 - a * tau, 0.0), np.where(moving, -a, 0.0)
+
+
+def sample_trajectory(evaluate: Any, duration: float, step: float = TRAJECTORY_STEP) -> tuple[Array, Array, Array,
+                                                                                            Array]:
+    """``(times, q, q', q'')`` at ``step, 2 step, ..., duration`` (the last point exactly at
+    ``duration``; at least one point): the waypoints of a trajectory message that starts now."""
+    count = max(1, int(math.ceil(duration / step - 1e-9)))
+    times = np.minimum(step * np.arange(1, count + 1), max(duration, step))
+    times[-1] = max(duration, step)
+    states = [evaluate(float(t)) for t in times]
+    return times, *(np.array([s[k] for s in states]) for k in range(3))  # type: ignore[return-value]
+
+
+class ExcitationSession:
+    """One identification experiment; see the module docstring."""
+
+    def __init__(self, arm: ArmDescription, excitation: Trajectory, config: SessionConfig = SessionConfig()) -> None:
+        if excitation.n_joints != arm.n_joints:
+            raise ValueError(f"the excitation moves {excitation.n_joints} joints, the arm has {arm.n_joints}")
+        self.arm, self.excitation, self.config = arm, excitation, config
+        self.period = float(excitation.duration)
+        q0, dq0, _ = excitation.evaluate(0.0)
+        q1, dq1, _ = excitation.evaluate(self.period)
+        if max(np.abs(dq0).max(), np.abs(dq1).max(), np.abs(q1 - q0).max()) > REST_TOLERANCE:
+            raise ValueError("the excitation must start and end at rest at the same pose (one period of a "
+                             "periodic excitation)")
+        self.q_start = q0
+        q, dq, _ = excitation.evaluate(verification_times(self.period))
+        lower, upper = arm.position_min + config.limit_margin, arm.position_max - config.limit_margin
+        close = np.flatnonzero((q.min(axis=0) < lower) | (q.max(axis=0) > upper))
+        if close.size:
+            j = int(close[0])
+            raise ValueError(f"the excitation takes joint {j + 1} to [{q[:, j].min():.4f}, {q[:, j].max():.4f}] rad, "
+                             f"within limit_margin {config.limit_margin} rad of its limits [{arm.position_min[j]:.4f}, "
+                             f"{arm.position_max[j]:.4f}]: it would abort")
+        fast = np.flatnonzero(np.abs(dq).max(axis=0) > arm.velocity_max)
+        if fast.size:
+            raise ValueError(f"the excitation exceeds velocity_max on joint(s) {', '.join(str(j + 1) for j in fast)}")
+        self.phase = Phase.IDLE
+        self.reason = ""
+        self.phase_start = 0.0
+        self.start_time: float | None = None
+        self.excite_start: float | None = None
+        self.excite_start_stamp: float | None = None
+        self.stamp_offset: float | None = None  # smallest (receive - stamp) seen [s]
+        self.approach: WaypointTrajectory | None = None
+        self.approach_duration = 0.0
+        self.stop: StopProfile | None = None
+        self.stop_time = 0.0
+        self.abort_progress = 0.0
+        self.identify_fraction = 0.0  # written by the identification thread (a float: atomic)
+        self._identify_stages = 0
+        self.max_tracking = 0.0  # largest tracking error seen [rad]
+        self.history: list[tuple[str, float]] = []  # (phase, start time)
+
+    # -- timeline -------------------------------------------------------------------------------
+
+    def _phase_duration(self, phase: Phase) -> float:
+        c = self.config
+        return {Phase.APPROACH: self.approach_duration, Phase.SETTLE: c.settle_time,
+                Phase.EXCITE: c.periods * self.period, Phase.HOLD: c.hold_time}[phase]
+
+    @property
+    def motion_duration(self) -> float:
+        """Planned duration of the motion phases [s] (known once started)."""
+        return sum(self._phase_duration(p) for p in MOTION_PHASES)
+
+    def _enter(self, phase: Phase, now: float, reason: str = "") -> Phase:
+        self.phase, self.phase_start, self.reason = phase, float(now), reason
+        self.history.append((phase.value, float(now)))
+        return phase
+
+    @property
+    def moving(self) -> bool:
+        """A motion phase is running (the arm follows the session's reference)."""
+        return self.phase in MOTION_PHASES
+
+    @property
+    def commanding(self) -> bool:
+        """The session drives the arm (motion, or holding after it): commands must keep coming."""
+        return self.phase is not Phase.IDLE and not (self.phase is Phase.FAILED and self.start_time is None)
+
+    # -- start, abort, finish -------------------------------------------------------------------
+
+    def check_start(self, now: float, sample: JointSample | None) -> None:
+        """:class:`SessionRefused` with the reason unless the experiment can start now (module docstring)."""
+        c = self.config
+        if self.phase is not Phase.IDLE:
+            raise SessionRefused(f"already {self.phase.value}: one experiment per session")
+        if sample is None:
+            raise SessionRefused("no joint state received yet")
+        age = now - sample.receive
+        if age > c.state_timeout:
+            raise SessionRefused(f"joint states are stale: the newest is {age:.3f} s old (state_timeout "
+                                 f"{c.state_timeout:g} s)")
+        if not (np.all(np.isfinite(sample.q)) and np.all(np.isfinite(sample.dq))):
+            raise SessionRefused("the joint state contains NaN or infinite values")
+        if np.max(np.abs(sample.dq)) > MAX_START_VELOCITY:
+            raise SessionRefused(f"the arm is moving (|q'| up to {np.max(np.abs(sample.dq)):.3f} rad/s): it must be at "
+                                 f"rest to start")
+        if not np.all(self.arm.within_limits(sample.q, tolerance=STOP_PENETRATION)):
+            raise SessionRefused(f"the arm is outside its joint limits: q = {np.round(sample.q, 4).tolist()}")
+        distance = np.abs(sample.q - self.q_start)
+        j = int(np.argmax(distance))
+        if distance[j] > c.max_start_distance:
+            raise SessionRefused(f"the arm is {distance[j]:.3f} rad from the excitation's start pose on joint {j + 1} "
+                                 f"(max_start_distance {c.max_start_distance:g} rad): move it closer first "
+                                 f"(start pose {np.round(self.q_start, 4).tolist()})")
+
+    def start(self, now: float, sample: JointSample | None) -> float:
+        """Start moving to the start pose (or raise :class:`SessionRefused`); returns the approach time [s]."""
+        self.check_start(now, sample)
+        assert sample is not None
+        self._observe(sample)
+        c = self.config
+        origin = np.clip(sample.q, self.arm.position_min, self.arm.position_max)  # from a hard stop: from the limit
+        delta = self.q_start - origin
+        velocity = np.full(self.arm.n_joints, c.approach_velocity)
+        acceleration = np.full(self.arm.n_joints, c.approach_acceleration)
+        self.approach_duration = max(MIN_APPROACH_TIME, quintic_duration(delta, velocity, acceleration))
+        self.approach = WaypointTrajectory(np.vstack([origin, self.q_start]), np.array([self.approach_duration]), 0.0)
+        self.start_time = float(now)
+        self._enter(Phase.APPROACH, now)
+        return self.approach_duration
+
+    def refuse(self, now: float, reason: str) -> None:
+        """Record a refused start as ``failed`` (used for ``start_on_launch``); nothing moves."""
+        self._enter(Phase.FAILED, now, reason)
+
+    def abort(self, now: float, reason: str, sample: JointSample | None) -> bool:
+        """Stop and hold (module docstring). False (nothing done) unless a motion phase is running."""
+        if not self.moving:
+            return False
+        self.abort_progress = self.progress(now)
+        if sample is not None:
+            q, dq = sample.q, sample.dq
+        else:  # no measurement: stop the reference
+            q, dq, _ = self.reference(now)
+        self.stop = StopProfile.from_state(q, dq, self.config.stop_deceleration, self.arm.position_min,
+                                           self.arm.position_max)
+        self.stop_time = float(now)
+        self._enter(Phase.ABORTED, now, reason)
+        return True
+
+    def fail(self, now: float, reason: str) -> None:
+        """The identification failed (the arm holds the start pose)."""
+        self._enter(Phase.FAILED, now, reason)
+
+    def finish(self, now: float) -> None:
+        """The identification succeeded."""
+        self._enter(Phase.DONE, now)
+
+    # -- each cycle -----------------------------------------------------------------------------
+
+    def safety_problem(self, now: float, sample: JointSample | None) -> str | None:
+        """Why the motion must stop now, or ``None`` (module docstring)."""
+        c = self.config
+        if sample is None:
+            return "no joint state received"
+        age = now - sample.receive
+        if age > c.state_timeout:
+            return f"joint states stale: the newest is {age:.3f} s old (state_timeout {c.state_timeout:g} s)"
+        q, dq = sample.q, sample.dq
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
+            return "joint state contains NaN or infinite values"
+        upper = (q > self.arm.position_max - c.limit_margin) & (dq > LIMIT_VELOCITY)
+        lower = (q < self.arm.position_min + c.limit_margin) & (dq < -LIMIT_VELOCITY)
+        near = np.flatnonzero(upper | lower)
+        if near.size:
+            j = int(near[0])
+            limit = self.arm.position_max[j] if upper[j] else self.arm.position_min[j]
+            return (f"joint {j + 1} at {q[j]:.4f} rad is moving towards its limit {limit:.4f} rad "
+                    f"(within limit_margin {c.limit_margin:g} rad)")
+        error = self.tracking_error(sample)
+        self.max_tracking = max(self.max_tracking, float(error.max()))
+        j = int(np.argmax(error))
+        if error[j] > c.max_tracking_error:
+            return (f"tracking error {error[j]:.4f} rad on joint {j + 1} exceeds max_tracking_error "
+                    f"{c.max_tracking_error:g} rad (allowing a command delay up to {c.max_command_delay:g} s)")
+        return None
+
+    def tracking_error(self, sample: JointSample) -> Array:
+        """Per-joint ``|q - q_ref(t_m - d)|`` at the delay ``d`` in ``[0, max_command_delay]`` (steps
+        of :data:`DELAY_STEP`) that makes the largest joint error smallest; ``t_m`` the state's
+        measurement time (:meth:`measured_at`). Commands reach the drives late (transport, the
+        controller's own queue, a busy machine): a trajectory that the drives follow faithfully but
+        a little late is no fault."""
+        delays = np.arange(0.0, self.config.max_command_delay + 0.5 * DELAY_STEP, DELAY_STEP)
+        error = np.abs(sample.q - self._positions(self.measured_at(sample) - delays))  # (delays, n)
+        return error[int(np.argmin(error.max(axis=1)))]
+
+    def _observe(self, sample: JointSample | None) -> None:
+        if sample is not None:
+            lag = sample.receive - sample.stamp
+            self.stamp_offset = lag if self.stamp_offset is None else min(self.stamp_offset, lag)
+
+    def measured_at(self, sample: JointSample) -> float:
+        """When ``sample`` was measured, on the node's clock: its stamp plus the smallest
+        ``receive - stamp`` seen (the clocks' offset plus the fastest transport). A state that
+        waited in the node's queue is compared with the reference of its measurement time."""
+        self._observe(sample)
+        return sample.stamp + (self.stamp_offset if self.stamp_offset is not None else 0.0)
+
+    def _positions(self, times: Array) -> Array:
+        """Reference positions (m, n) of the current motion phase at node times ``times`` (m,)
+        (earlier times clamp to the phase's start)."""
+        t = np.asarray(times, dtype=float) - self.phase_start
+        if self.phase is Phase.APPROACH and self.approach is not None:
+            return self.approach.evaluate(np.clip(t, 0.0, self.approach_duration))[0]
+        if self.phase is Phase.EXCITE:
+            t = np.maximum(t, 0.0)
+            local = np.where(t >= self.config.periods * self.period, self.period, np.fmod(t, self.period))
+            return self.excitation.evaluate(local)[0]
+        return np.broadcast_to(self.q_start, (t.size, self.q_start.size))
+
+    def update(self, now: float, sample: JointSample | None) -> Phase | None:
+        """Safety checks and phase changes of one cycle; the new phase when it changed, else ``None``.
+        ``identify`` is entered when the recording is complete (the node then closes it and
+        identifies); ``aborted`` by the safety checks."""
+        if not self.moving:
+            return None
+        problem = self.safety_problem(now, sample)
+        if problem is not None:
+            self.abort(now, problem, sample)
+            return Phase.ABORTED
+        if now - self.phase_start < self._phase_duration(self.phase):
+            return None
+        following = {Phase.APPROACH: Phase.SETTLE, Phase.SETTLE: Phase.EXCITE, Phase.EXCITE: Phase.HOLD,
+                     Phase.HOLD: Phase.IDENTIFY}[self.phase]
+        if following is Phase.EXCITE:
+            self.excite_start = float(now)
+            self._observe(sample)
+            if self.stamp_offset is not None:
+                self.excite_start_stamp = float(now) - self.stamp_offset
+        return self._enter(following, now)
+
+    def recording_complete(self, now: float) -> bool:
+        """The recording can be closed: the motion ended (identify) or the abort's stop has settled."""
+        if self.phase is Phase.ABORTED:
+            return now >= self.stop_time + (self.stop.duration if self.stop else 0.0) + self.config.stop_settle
+        return self.start_time is not None and not self.moving
+
+    # -- references -----------------------------------------------------------------------------
+
+    def reference(self, now: float) -> States:
+        """Desired ``(q, q', q'')`` at ``now``: the phase's motion, or the pose held after it."""
+        zero = np.zeros(self.arm.n_joints)
+        phase, t = self.phase, now - self.phase_start
+        if phase is Phase.APPROACH and self.approach is not None:
+            return self.approach.evaluate(min(max(t, 0.0), self.approach_duration))
+        if phase is Phase.EXCITE:
+            if t >= self.config.periods * self.period:
+                return self.q_start.copy(), zero, zero.copy()
+            return self.excitation.evaluate(math.fmod(max(t, 0.0), self.period))
+        if phase is Phase.ABORTED and self.stop is not None:
+            return self.stop.evaluate(now - self.stop_time)
+        return self.q_start.copy(), zero, zero.copy()  # settle, hold, identify, done, failed identification
+
+    def trajectory(self, phase: Phase | None = None, step: float = TRAJECTORY_STEP
+                   ) -> tuple[Array, Array, Array, Array] | None:
+        """Waypoints ``(times from the phase's start, q, q', q'')`` for a trajectory controller, sent
+        when ``phase`` (default: the current one) starts: the approach (once started), the
+        excitation (all ``periods``; available from the start, so that the node can prepare the
+        message) and the stop of an abort; ``None`` for the other phases (a trajectory controller
+        holds the last point of the previous message)."""
+        phase = self.phase if phase is None else phase
+        if phase is Phase.APPROACH and self.approach is not None:
+            approach = self.approach
+            return sample_trajectory(lambda t: approach.evaluate(t), self.approach_duration, step)
+        if phase is Phase.EXCITE:
+            period, excitation = self.period, self.excitation
+            return sample_trajectory(lambda t: excitation.evaluate(math.fmod(t, period) if t < self.config.periods
+                                                                   * period else period),
+                                     self.config.periods * period, step)
+        if phase is Phase.ABORTED and self.stop is not None:
+            stop, lower, upper = self.stop, self.arm.position_min, self.arm.position_max
+            times, q, dq, ddq = sample_trajectory(lambda t: stop.evaluate(t), stop.duration, step)
+            return times, np.clip(q, lower, upper), dq, ddq  # a controller rejects points beyond the limits
+        return None
+
+    # -- progress and segments ------------------------------------------------------------------
+
+    def progress(self, now: float) -> float:
+        """Percent done: the motion phases take 0-90 % (by time), identification 90-100 %."""
+        if self.phase is Phase.IDLE or self.start_time is None:
+            return 0.0
+        if self.moving:
+            elapsed = sum(self._phase_duration(p) for p in MOTION_PHASES[: MOTION_PHASES.index(self.phase)])
+            elapsed += min(now - self.phase_start, self._phase_duration(self.phase))
+            return _PROGRESS_MOTION * elapsed / max(self.motion_duration, 1e-9)
+        if self.phase is Phase.IDENTIFY:
+            return _PROGRESS_MOTION + (100.0 - _PROGRESS_MOTION) * min(max(self.identify_fraction, 0.0), 1.0)
+        if self.phase is Phase.DONE:
+            return 100.0
+        if self.phase is Phase.ABORTED:
+            return self.abort_progress
+        return _PROGRESS_MOTION + (100.0 - _PROGRESS_MOTION) * self.identify_fraction  # failed identification
+
+    def progress_bar(self, label: str) -> "_StageBar":
+        """A progress bar for :func:`~.pipeline.identify` (its ``progress`` factory): the pipeline's
+        stages (processing, estimating, processing the held-out data) share the identify phase."""
+        stage = self._identify_stages
+        self._identify_stages += 1
+        return _StageBar(self, stage, 3 if self.config.validation_periods else 2)
+
+    def remaining(self, now: float) -> float:
+        """Seconds of motion left (0 outside the motion phases)."""
+        if not self.moving:
+            return 0.0
+        left = self._phase_duration(self.phase) - (now - self.phase_start)
+        after = MOTION_PHASES[MOTION_PHASES.index(self.phase) + 1 :]
+        return max(left, 0.0) + sum(self._phase_duration(p) for p in after)
+
+    def segments(self) -> dict[str, Any]:
+        """The excitation in the recording (stamp clock): ``start`` [s], ``period`` [s],
+        ``identification_periods`` (from ``start``) and ``validation_periods`` (after them)."""
+        if self.excite_start_stamp is None:
+            raise RuntimeError("the excitation has not started")
+        c = self.config
+        return {"start": self.excite_start_stamp, "period": self.period,
+                "identification_periods": c.identification_periods, "validation_periods": c.validation_periods}
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for the report: configuration, phase history, outcome."""
+        return {
+            "config": asdict(self.config),
+            "q_start": self.q_start.tolist(),
+            "period_s": self.period,
+            "approach_duration_s": self.approach_duration,
+            "phases": [{"phase": p, "t": t - (self.start_time or 0.0)} for p, t in self.history],
+            "excite_start_stamp": self.excite_start_stamp,
+            "max_tracking_error_rad": self.max_tracking,
+            "outcome": self.phase.value,
+            "reason": self.reason,
+        }
+
+
+class _StageBar:
+    """Stage ``stage`` of ``stages`` of the identification, reported as the session's identify fraction."""
+
+    def __init__(self, session: ExcitationSession, stage: int, stages: int) -> None:
+        self.session, self.stage, self.stages = session, min(stage, stages - 1), stages
+        self._start = time.perf_counter()
+
+    def __call__(self, fraction: float) -> None:
+        self.session.identify_fraction = (self.stage + min(max(fraction, 0.0), 1.0)) / self.stages
+
+    def done(self) -> float:
+        self.session.identify_fraction = (self.stage + 1) / self.stages
+        return time.perf_counter() - self._start
+
+
+class PDFeedforward:
+    """The node's joint controller on the effort interface: model feedforward plus PD,
+
+        tau = tau_model(q_ref, q'_ref, q''_ref) + Kp (q_ref - q) + Kd (q'_ref - q'),
+
+    saturated to ``torque_limit`` (default ``min(effort_max, drive_torque_limit)``). Single-threaded
+    (the model's buffers)."""
+
+    def __init__(self, arm: ArmDescription, model: DynamicModel, kp: Any, kd: Any, torque_limit: Any = None) -> None:
+        n = arm.n_joints
+        self.model = model
+        self.kp, self.kd = (np.broadcast_to(np.asarray(g, dtype=float), (n,)).copy() for g in (kp, kd))
+        if np.any(self.kp < 0) or np.any(self.kd < 0):
+            raise ValueError("effort gains must be >= 0")
+        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None else torque_limit
+        self.limit = np.broadcast_to(np.asarray(limit, dtype=float), (n,)).copy()
+
+    def torque(self, reference: States, q: Array, dq: Array) -> Array:
+        q_ref, dq_ref, ddq_ref = reference
+        tau = self.model.inverse_dynamics_single(q_ref, dq_ref, ddq_ref)
+        tau = tau + self.kp * (q_ref - q) + self.kd * (dq_ref - dq)
+        return np.clip(tau, -self.limit, self.limit)

@@ -1,0 +1,543 @@
+"""ROS 2 node: the identification experiment on the arm (simulated, Gazebo or real), end to end.
+
+Thin: parameters, topics, timers and the safety wiring. The experiment (phases, references,
+safety checks, progress, segments) is :class:`youbot_dynamics.identification.session.ExcitationSession`,
+the recording :class:`~youbot_dynamics.identification.recording.JointStateRecorder`, the
+identification :mod:`youbot_dynamics.identification.pipeline` (the same as ``youbot-dynamics
+identify``). The node:
+
+* loads the excitation file ``excitation_file`` (a trajectory file written by ``youbot-dynamics
+  excite``; ``''`` = the package's ``config/excitation_default.yaml``) and waits in ``idle``;
+* starts on ``~/start`` (``std_srvs/Trigger``) or, with ``start_on_launch``, at the first fresh
+  joint state. Start is refused (the response and the log say why) without a joint state newer
+  than ``state_timeout``, or when the arm is more than ``max_start_distance`` [rad] from the
+  excitation's start pose on some joint; otherwise the arm moves slowly (``approach_velocity``,
+  ``approach_acceleration``) to the start pose: phases ``approach -> settle -> excite -> hold``;
+* commands through ``command_interface``: ``trajectory`` (default: one
+  ``trajectory_msgs/JointTrajectory`` per phase with positions, velocities and accelerations every
+  0.1 s, executed by the trajectory controller; the best tracking and the best data),
+  ``position`` (the reference streamed at ``command_rate`` on the position controller's topic:
+  the drives' ramp turns the set-point steps into velocity pulses and lags on fast excitations;
+  for slow moves, poor identification data) or ``effort`` (the node's own PD + model feedforward
+  at ``command_rate``, gains ``effort_kp``/``effort_kd``, the feedforward model is
+  ``nominal_model``; the loop closes through DDS: it needs a node that keeps up);
+* records ``joint_states_topic`` from start to the end of the motion into
+  ``<output_directory>/<YYYYmmdd-HHMMSS>/recording`` (rosbag2, MCAP) and ``recording.csv``
+  (``t, q1..q5, dq1..dq5, tau1..tau5``), flushed every ``flush_period`` s (a crash or Ctrl-C
+  loses at most that much);
+* aborts, stopping and holding the arm, when the joint states go stale, a joint moves into the
+  ``limit_margin`` zone of a limit, the tracking error exceeds ``max_tracking_error``, or on
+  ``~/abort`` (``std_srvs/Trigger``); the recording is closed and stays valid;
+* after the motion identifies (``method``, ``structure``, ``cutoff_hz``) on the first
+  ``periods - validation_periods`` periods, validates on the last ``validation_periods`` (a
+  different part of the recording) against the baseline ``nominal_model``, writes
+  ``parameters.yaml`` and ``report/`` (``report.json``, plots) next to the recording and logs
+  the validation table;
+* publishes its progress on ``~/progress`` (``diagnostic_msgs/DiagnosticStatus``: ``message``
+  ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
+  ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
+  ``relative_error`` and ``nominal_relative_error``) every ``progress_period`` s and at every
+  phase change, and logs each phase change and every 10 %.
+
+Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
+``publish_clock``). After an experiment (done, aborted or failed) the arm is held (streamed
+commands keep coming; a trajectory controller holds its last point) until the next ``~/start``.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import gc
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..arm import ArmDescriptionError, load_arm
+from ..dataio import DataFileError
+from ..dynamics.model import DynamicModel
+from ..dynamics.paramfile import ModelFileError
+from ..identification.bagio import typestore
+from ..identification.dataset import IdentificationError, load_dataset
+from ..identification.estimation import METHODS
+from ..identification.pipeline import identify_excitation, reference_models, summary_lines, write_results
+from ..identification.processing import ProcessingOptions
+from ..identification.recording import JointStateRecorder
+from ..identification.session import (ExcitationSession, JointSample, PDFeedforward, Phase, SessionConfig,
+                                       SessionRefused)
+from ..identification.trajfile import load_trajectory
+from ..paths import config_path
+from .conversions import joint_state_arrays, trajectory_message
+
+__all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
+
+NODE_NAME = "identification_node"
+QOS_DEPTH = 10
+STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
+DEFAULT_EXCITATION = "excitation_default.yaml"
+COMMAND_INTERFACES = ("trajectory", "position", "effort")
+STRUCTURES = ("inertial", "rotor", "full")
+LEVELS = {Phase.ABORTED: DiagnosticStatus.WARN, Phase.FAILED: DiagnosticStatus.ERROR}
+
+
+def _descriptor(description: str, type_: int, *, range_: tuple[float, float] | None = None,
+                int_range: tuple[int, int] | None = None) -> ParameterDescriptor:
+    d = ParameterDescriptor(description=description, type=type_, read_only=True)
+    if range_ is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
+    if int_range is not None:
+        d.integer_range = [IntegerRange(from_value=int_range[0], to_value=int_range[1], step=1)]
+    return d
+
+
+def _number(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "unknown"
+
+
+class IdentificationNode(Node):
+    """The identification experiment; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.recorder: JointStateRecorder | None = None  # set first: destroy_node() may run on a half-built node
+        self.session: ExcitationSession | None = None
+        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="identify")
+        super().__init__(NODE_NAME, **kwargs)
+        s, d, b, i = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
+                      ParameterType.PARAMETER_INTEGER)
+        da = ParameterType.PARAMETER_DOUBLE_ARRAY
+        self.declare_parameter('arm_description', '', _descriptor(
+            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
+        self.declare_parameter('excitation_file', '', _descriptor(
+            "Excitation trajectory file (youbot-dynamics excite); '' = the package's config/excitation_default.yaml.",
+            s))
+        self.declare_parameter('command_interface', 'trajectory', _descriptor(
+            f"How the arm is driven: one of {list(COMMAND_INTERFACES)}.", s))
+        self.declare_parameter('periods', 4, _descriptor(
+            "Periods of the excitation driven (and recorded).", i, int_range=(1, 1000)))
+        self.declare_parameter('validation_periods', 1, _descriptor(
+            "The last periods, held out for validation (0 = validate on the identification data).", i,
+            int_range=(0, 999)))
+        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+            "sensor_msgs/JointState input (position, velocity and effort of the arm joints).", s))
+        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray position command topic (command_interface position).", s))
+        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+            "trajectory_msgs/JointTrajectory topic (command_interface trajectory).", s))
+        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray effort command topic (command_interface effort).", s))
+        self.declare_parameter('start_on_launch', False, _descriptor(
+            "Start at the first fresh joint state instead of waiting for ~/start.", b))
+        self.declare_parameter('output_directory', '~/youbot_identification', _descriptor(
+            "Each experiment writes <output_directory>/<YYYYmmdd-HHMMSS>/ (recording, CSV, parameters, report).", s))
+        self.declare_parameter('max_start_distance', 1.0, _descriptor(
+            "Refuse to start when a joint is further than this from the start pose [rad]; closer, move there.",
+            d, range_=(0.0, 10.0)))
+        self.declare_parameter('approach_velocity', 0.2, _descriptor(
+            "Peak joint velocity of the move to the start pose [rad/s].", d, range_=(0.01, 2.0)))
+        self.declare_parameter('approach_acceleration', 0.4, _descriptor(
+            "Peak joint acceleration of the move to the start pose [rad/s^2].", d, range_=(0.01, 10.0)))
+        self.declare_parameter('settle_time', 1.0, _descriptor(
+            "Rest at the start pose before the excitation [s].", d, range_=(0.0, 60.0)))
+        self.declare_parameter('hold_time', 1.0, _descriptor(
+            "Rest at the start pose after the excitation, still recorded [s].", d, range_=(0.0, 60.0)))
+        self.declare_parameter('limit_margin', 0.05, _descriptor(
+            "Abort when a joint moves into this zone before a position limit [rad].", d, range_=(0.0, 1.0)))
+        self.declare_parameter('max_tracking_error', 0.1, _descriptor(
+            "Abort when |q - q_reference| exceeds this on a joint [rad].", d, range_=(0.001, 3.0)))
+        self.declare_parameter('max_command_delay', 0.3, _descriptor(
+            "Command delay tolerated by the tracking check, and searched when aligning the recording [s].", d,
+            range_=(0.0, 5.0)))
+        self.declare_parameter('state_timeout', 0.1, _descriptor(
+            "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
+            range_=(0.001, 10.0)))
+        self.declare_parameter('stop_deceleration', 10.0, _descriptor(
+            "Deceleration of the stop on an abort [rad/s^2].", d, range_=(0.1, 100.0)))
+        self.declare_parameter('command_rate', 100.0, _descriptor(
+            "Rate of the safety checks and of the streamed commands (position, effort) [Hz].", d,
+            range_=(10.0, 1000.0)))
+        self.declare_parameter('effort_kp', [240.0, 240.0, 80.0, 12.0, 8.0], _descriptor(
+            "Position gains of the node's PD (command_interface effort) [N m/rad].", da))
+        self.declare_parameter('effort_kd', [24.0, 24.0, 8.0, 1.2, 0.8], _descriptor(
+            "Velocity gains of the node's PD (command_interface effort) [N m s/rad].", da))
+        self.declare_parameter('method', 'wls', _descriptor(f"Estimator: one of {list(METHODS)}.", s))
+        self.declare_parameter('structure', 'full', _descriptor(
+            f"Model terms identified: one of {list(STRUCTURES)}.", s))
+        self.declare_parameter('cutoff_hz', 5.0, _descriptor(
+            "Low-pass cutoff of the parallel filter [Hz] (well above the excitation's highest harmonic).", d,
+            range_=(0.1, 200.0)))
+        self.declare_parameter('nominal_model', '', _descriptor(
+            "Model file of the baseline (and of the effort feedforward); '' = the nominal model of the arm "
+            "description.", s))
+        self.declare_parameter('flush_period', 1.0, _descriptor(
+            "The recording is flushed to disk at least this often [s].", d, range_=(0.05, 60.0)))
+        self.declare_parameter('progress_period', 1.0, _descriptor(
+            "Period of ~/progress messages [s] (also sent at every phase change).", d, range_=(0.05, 3600.0)))
+
+        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        self.p = p
+        for name, allowed in (('command_interface', COMMAND_INTERFACES), ('method', METHODS),
+                              ('structure', STRUCTURES)):
+            if p[name] not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {p[name]!r}")
+        self.arm = load_arm(p['arm_description'] or None)
+        self.excitation_file = Path(p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
+        excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names)
+        self.excitation = excitation_file.trajectory
+        self.excitation_design = excitation_file.design
+        self.config = SessionConfig(
+            periods=int(p['periods']), validation_periods=int(p['validation_periods']),
+            max_start_distance=p['max_start_distance'], approach_velocity=p['approach_velocity'],
+            approach_acceleration=p['approach_acceleration'], settle_time=p['settle_time'],
+            hold_time=p['hold_time'], limit_margin=p['limit_margin'], max_tracking_error=p['max_tracking_error'],
+            max_command_delay=p['max_command_delay'], state_timeout=p['state_timeout'],
+            stop_deceleration=p['stop_deceleration'])
+        ExcitationSession(self.arm, self.excitation, self.config)  # checks the excitation now, not at ~/start
+        self.interface = p['command_interface']
+        nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
+                                                                          p['nominal_model'] or None)
+        self.controller = (PDFeedforward(self.arm, DynamicModel(nominal.chain, nominal.base, baseline_beta),
+                                         p['effort_kp'], p['effort_kd'])
+                           if self.interface == 'effort' else None)
+        self.output_root = Path(p['output_directory']).expanduser()
+        self.run_directory: Path | None = None
+        self.result_summary: dict[str, Any] = {}
+        self._identification: concurrent.futures.Future | None = None
+        self._excitation_msg: JointTrajectory | None = None
+        self._latest: JointSample | None = None
+        self._name_cache: dict = {}
+        self._last_percent_logged = -10.0
+        self._auto_start = bool(p['start_on_launch'])
+        typestore()  # import rosbags now: 0.15 s at ~/start would stall the node beyond state_timeout
+
+        self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, STATE_QOS_DEPTH)
+        self.position_pub = self.effort_pub = self.trajectory_pub = None
+        if self.interface == 'position':
+            self.position_pub = self.create_publisher(Float64MultiArray, p['position_command_topic'], QOS_DEPTH)
+        elif self.interface == 'effort':
+            self.effort_pub = self.create_publisher(Float64MultiArray, p['effort_command_topic'], QOS_DEPTH)
+        else:
+            self.trajectory_pub = self.create_publisher(JointTrajectory, p['trajectory_topic'], QOS_DEPTH)
+        self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
+        self.create_service(Trigger, '~/start', self._on_start)
+        self.create_service(Trigger, '~/abort', self._on_abort)
+        self.create_timer(1.0 / p['command_rate'], self._cycle)
+        self.create_timer(p['flush_period'], self._flush)
+        self.create_timer(p['progress_period'], self._publish_progress)
+        self.get_logger().info(
+            f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
+            f"condition number {_number(self.excitation_design.get('condition_number'))}, "
+            f"{self.config.validation_periods} held out), command interface '{self.interface}', output in "
+            f"{self.output_root}; " + ("starting at the first joint state" if self._auto_start
+                                       else "call ~/start to begin"))
+
+    # -- clock and joint states -----------------------------------------------------------------
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        receive_ns = self.get_clock().now().nanoseconds
+        try:
+            q, dq, effort = joint_state_arrays(msg, self.arm.joint_names, self._name_cache)
+            if dq is None or effort is None:
+                raise ValueError("the joint state lacks velocities or efforts of the arm joints")
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            if self.recorder is not None:
+                self.recorder.write(stamp_ns, msg.name, msg.position, msg.velocity, msg.effort, receive_ns=receive_ns)
+        except OSError as exc:  # disk full, folder removed: stop the experiment, keep what is on disk
+            self.get_logger().error(f"cannot write the recording: {exc}", throttle_duration_sec=1.0)
+            self.abort(f"cannot write the recording: {exc}")
+            return
+        except ValueError as exc:  # malformed message (IdentificationError is a ValueError too)
+            self.get_logger().warning(f"joint state ignored: {exc}", throttle_duration_sec=1.0)
+            return
+        self._latest = JointSample(receive_ns * 1e-9, (stamp_ns or receive_ns) * 1e-9, q, dq)
+
+    # -- services -------------------------------------------------------------------------------
+
+    def _on_start(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.start()
+        return response
+
+    def _on_abort(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.abort("abort requested (~/abort)")
+        return response
+
+    def start(self) -> tuple[bool, str]:
+        """Start an experiment now; ``(started, message)``."""
+        if self.session is not None and (self.session.moving or self.session.phase is Phase.IDENTIFY
+                                         or self.recorder is not None):
+            return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
+                                                                 and self.recorder is not None else "")
+        now = self._now()
+        session = ExcitationSession(self.arm, self.excitation, self.config)
+        try:
+            session.check_start(now, self._latest)
+            directory = self._new_run_directory()
+            self.recorder = JointStateRecorder(directory / "recording", self.arm.joint_names,
+                                               directory / "recording.csv", topic=self.p['joint_states_topic'],
+                                               flush_period=self.p['flush_period'])
+        except SessionRefused as exc:
+            message = f"start refused: {exc}"
+            self.get_logger().error(message)
+            return False, message
+        except OSError as exc:
+            message = f"start refused: cannot create the output in {self.output_root}: {exc}"
+            self.get_logger().error(message)
+            return False, message
+        self.session, self.run_directory, self.result_summary = session, directory, {}
+        if self.interface == 'trajectory':  # prepared now: building it when the excitation starts would delay it
+            self._excitation_msg = trajectory_message(self.arm.joint_names, *session.trajectory(Phase.EXCITE))
+        approach = session.start(now, self._latest)
+        self._last_percent_logged = -10.0
+        message = (f"started: approach {approach:.1f} s, excitation {self.config.periods} x {session.period:g} s, "
+                   f"about {session.motion_duration:.0f} s of motion; output {directory}")
+        self.get_logger().info(message)
+        self._phase_changed(now)
+        return True, message
+
+    def abort(self, reason: str) -> tuple[bool, str]:
+        """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
+        session = self.session
+        now = self._now()
+        if session is None or not session.abort(now, reason, self._fresh_sample(now)):
+            phase = session.phase.value if session is not None else Phase.IDLE.value
+            return False, f"nothing to abort: {phase}"
+        self._phase_changed(now)
+        return True, f"aborted: stopping in {session.stop.duration if session.stop else 0.0:.2f} s and holding"
+
+    def _fresh_sample(self, now: float) -> JointSample | None:
+        sample = self._latest
+        return sample if sample is not None and now - sample.receive <= self.config.state_timeout else None
+
+    def _new_run_directory(self) -> Path:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        for k in range(100):
+            directory = self.output_root / (stamp if k == 0 else f"{stamp}-{k}")
+            try:
+                directory.mkdir(parents=True)
+                return directory
+            except FileExistsError:
+                continue
+        raise OSError(f"cannot find a free folder name for {stamp} in {self.output_root}")
+
+    # -- the cycle ------------------------------------------------------------------------------
+
+    def _cycle(self) -> None:
+        now = self._now()
+        session = self.session
+        if session is None:
+            if self._auto_start and self._fresh_sample(now) is None:
+                self.get_logger().info("start_on_launch: waiting for joint states", throttle_duration_sec=5.0)
+            elif self._auto_start:
+                self._auto_start = False
+                started, message = self.start()
+                if not started:
+                    failed = ExcitationSession(self.arm, self.excitation, self.config)
+                    failed.refuse(now, message)
+                    self.session = failed
+                    self._phase_changed(now)
+            return
+        if session.update(now, self._latest) is not None:
+            self._phase_changed(now)
+        if self.recorder is not None and session.recording_complete(now):
+            self._close_recording()
+            if session.phase is Phase.IDENTIFY:
+                self._identification = self._worker.submit(self._identify, session, self.run_directory)
+        if self._identification is not None and self._identification.done():
+            self._identification_finished(now)
+        if session.commanding:
+            self._stream(now, session)
+        percent = session.progress(now)
+        if session.moving and percent >= self._last_percent_logged + 10.0:
+            self._last_percent_logged = 10.0 * (percent // 10.0)
+            self.get_logger().info(f"{session.phase.value}: {percent:.0f}% ({session.remaining(now):.0f} s of motion "
+                                   "left)")
+
+    def _stream(self, now: float, session: ExcitationSession) -> None:
+        """Streamed commands (position, effort); a trajectory controller needs none between phases."""
+        if self.interface == 'position':
+            self.position_pub.publish(Float64MultiArray(data=session.reference(now)[0].tolist()))
+        elif self.interface == 'effort':
+            sample = self._fresh_sample(now)
+            if sample is None:  # no feedback: send nothing, the drives' command timeout stops the motors
+                return
+            tau = self.controller.torque(session.reference(now), sample.q, sample.dq)
+            self.effort_pub.publish(Float64MultiArray(data=tau.tolist()))
+
+    def _phase_changed(self, now: float) -> None:
+        session = self.session
+        phase = session.phase
+        text = f"phase {phase.value}" + (f": {session.reason}" if session.reason else "")
+        log = self.get_logger()
+        if phase is Phase.ABORTED:
+            log.warning(text)
+        elif phase is Phase.FAILED:
+            log.error(text)
+        else:
+            log.info(text)
+        if self.interface == 'trajectory':
+            if phase is Phase.EXCITE:
+                self.trajectory_pub.publish(self._excitation_msg)
+            else:
+                waypoints = session.trajectory()
+                if waypoints is not None:
+                    self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints))
+        if session.commanding:
+            self._stream(now, session)
+        self._publish_progress()
+
+    def _flush(self) -> None:
+        if self.recorder is not None:
+            try:
+                self.recorder.flush()
+            except OSError as exc:
+                self.get_logger().error(f"cannot write the recording: {exc}", throttle_duration_sec=5.0)
+
+    def _close_recording(self) -> None:
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return
+        try:
+            recorder.close()
+        except OSError as exc:
+            self.get_logger().error(f"cannot close the recording: {exc}")
+            return
+        self.get_logger().info(f"recording closed: {recorder.bag.message_count} joint states in {recorder.bag.path} "
+                               f"and {recorder.csv_path}")
+
+    # -- identification (worker thread) ---------------------------------------------------------
+
+    def _identify(self, session: ExcitationSession, directory: Path) -> Any:
+        """Identify, validate, write; runs in the worker thread (the node keeps holding the arm)."""
+        p = self.p
+        data = load_dataset(directory / "recording.csv", self.arm.n_joints)
+        segments = session.segments()
+        options = ProcessingOptions(cutoff_hz=p['cutoff_hz'])
+        run = identify_excitation(data, segments["start"], segments["period"], segments["identification_periods"],
+                                  segments["validation_periods"], self.arm, options=options, reference=self.excitation,
+                                  max_delay=p['max_command_delay'], method=p['method'],
+                                  structure=p['structure'], baseline=p['nominal_model'] or None,
+                                  progress=session.progress_bar)
+        write_results(
+            run, directory / "parameters.yaml",
+            f"Identified by the identification node ({run.result.method}) from {directory / 'recording.csv'}",
+            report=directory / "report",
+            summary={"data": [str(directory / "recording.csv")], "excitation_file": str(self.excitation_file),
+                     "command_interface": self.interface},
+            report_extra={"session": session.describe()})
+        return run
+
+    def _identification_finished(self, now: float) -> None:
+        future, self._identification = self._identification, None
+        session = self.session
+        log = self.get_logger()
+        try:
+            run = future.result()
+        except (IdentificationError, DataFileError, ModelFileError, ValueError, OSError) as exc:
+            session.fail(now, f"identification failed: {exc}")
+            self._phase_changed(now)
+            return
+        except Exception as exc:  # noqa: BLE001 - a solver's or a bug's: report it, keep the node (and the hold) alive
+            session.fail(now, f"identification failed: {type(exc).__name__}: {exc}")
+            self._phase_changed(now)
+            return
+        for line in summary_lines(run):
+            log.info(line)
+        self.result_summary = {"relative_error": run.identified.overall, "nominal_relative_error": run.baseline.overall,
+                               "joint_relative_errors": run.identified.relative_rms.tolist(),
+                               "nominal_joint_relative_errors": run.baseline.relative_rms.tolist(),
+                               "condition_number": run.result.condition_number, "n_samples": run.result.n_samples,
+                               "parameters": str(self.run_directory / "parameters.yaml")}
+        log.info(f"wrote {self.run_directory / 'parameters.yaml'} and {self.run_directory / 'report'}")
+        session.finish(now)
+        self._phase_changed(now)
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def _publish_progress(self) -> None:
+        now = self._now()
+        session = self.session
+        phase = session.phase if session is not None else Phase.IDLE
+        percent = session.progress(now) if session is not None else 0.0
+        values = {"phase": phase.value, "percent": f"{percent:.1f}",
+                  "elapsed_s": f"{now - session.start_time:.1f}" if session and session.start_time else "0.0",
+                  "remaining_s": f"{session.remaining(now):.1f}" if session else "0.0",
+                  "reason": session.reason if session else "",
+                  "output": str(self.run_directory) if self.run_directory else ""}
+        if phase is Phase.DONE:
+            values["relative_error"] = f"{self.result_summary['relative_error']:.6g}"
+            values["nominal_relative_error"] = f"{self.result_summary['nominal_relative_error']:.6g}"
+        message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")
+        self.progress_pub.publish(DiagnosticStatus(
+            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: identification", message=message,
+            hardware_id=self.arm.name, values=[KeyValue(key=k, value=v) for k, v in values.items()]))
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Before destroying: stop a moving arm (best effort), close the recording, wait for a
+        running identification."""
+        if self.session is not None and self.session.moving:
+            try:
+                self.abort("node shutting down")
+            except Exception:  # noqa: BLE001 - the context may already be shut down
+                pass
+        self._close_recording()
+        self._worker.shutdown(wait=True)
+
+    def destroy_node(self) -> None:
+        self._close_recording()
+        self._worker.shutdown(wait=False)
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``identification_node``: run until Ctrl-C or an external shutdown (then stop the
+    arm if it moves and close the recording); 1 if start-up fails (the reason is logged)."""
+    # No rclpy signal handler: SIGINT raises KeyboardInterrupt in the spinning thread, so the node
+    # can still publish its stop and close the recording before the context shuts down.
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        node = IdentificationNode()
+    except (ArmDescriptionError, ModelFileError, DataFileError, IdentificationError, ParameterException, ValueError,
+            OSError) as exc:
+        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
+        rclpy.try_shutdown()
+        return 1
+    except KeyboardInterrupt:
+        rclpy.try_shutdown()
+        return 0
+    executor = SingleThreadedExecutor()
+    try:
+        executor.add_node(node)
+        gc.collect()
+        gc.freeze()  # keep the start-up heap out of the collector: a full collection stalls 30-100 ms
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        try:
+            node.shutdown()
+        except Exception as exc:  # noqa: BLE001 - report, then still shut down cleanly
+            get_logger(NODE_NAME).error(f"shutdown: {exc}")
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
