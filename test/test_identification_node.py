@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import local_ros_domain
 import yaml
 
 from youbot_dynamics.arm import default_arm
@@ -288,15 +289,8 @@ def test_delay_is_found_and_periods_are_resampled_exactly():
 
 @pytest.fixture(scope="module")
 def ros_environment():
-    old = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with local_ros_domain(DOMAIN_ID):
+        yield
 
 
 class Harness:

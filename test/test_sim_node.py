@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import local_ros_domain
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -110,15 +111,8 @@ class Harness:
 
 @pytest.fixture(scope="module", autouse=True)
 def ros_environment():
-    old = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with local_ros_domain(DOMAIN_ID):
+        yield
 
 
 @pytest.fixture(scope="module")
