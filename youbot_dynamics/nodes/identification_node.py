@@ -50,11 +50,12 @@ import gc
 import sys
 from datetime import datetime
 from pathlib import Path
+from functools import partial
 from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logger
@@ -79,6 +80,7 @@ from ..identification.session import (ExcitationSession, JointSample, PDFeedforw
                                        SessionRefused)
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
+from .common import parameter_descriptor
 from .conversions import joint_state_arrays, trajectory_message
 
 __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
@@ -92,14 +94,7 @@ STRUCTURES = ("inertial", "rotor", "full")
 LEVELS = {Phase.ABORTED: DiagnosticStatus.WARN, Phase.FAILED: DiagnosticStatus.ERROR}
 
 
-def _descriptor(description: str, type_: int, *, range_: tuple[float, float] | None = None,
-                int_range: tuple[int, int] | None = None) -> ParameterDescriptor:
-    d = ParameterDescriptor(description=description, type=type_, read_only=True)
-    if range_ is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
-    if int_range is not None:
-        d.integer_range = [IntegerRange(from_value=int_range[0], to_value=int_range[1], step=1)]
-    return d
+_descriptor = partial(parameter_descriptor, read_only=True)
 
 
 def _number(value: Any) -> str:

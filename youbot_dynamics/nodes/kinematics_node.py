@@ -17,15 +17,13 @@ from __future__ import annotations
 import math
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
@@ -35,6 +33,7 @@ from visualization_msgs.msg import MarkerArray
 from ..arm import ArmDescriptionError, load_arm
 from ..ik import IKError, inverse_kinematics, sort_by_distance
 from ..kinematics import forward_kinematics, link_frames
+from .common import parameter_descriptor, run_node
 from .conversions import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
 
 __all__ = ["KinematicsNode", "main"]
@@ -47,12 +46,7 @@ QOS_DEPTH = 10
 _DYNAMIC = ("max_pose_rate", "publish_markers", "marker_scale", "orientation_tolerance", "project_orientation")
 
 
-def _descriptor(description: str, type_: int, *, read_only: bool = False,
-                range_: tuple[float, float] | None = None) -> ParameterDescriptor:
-    d = ParameterDescriptor(description=description, type=type_, read_only=read_only)
-    if range_ is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
-    return d
+_descriptor = partial(parameter_descriptor, read_only=False)
 
 
 class KinematicsNode(Node):
@@ -174,24 +168,7 @@ class KinematicsNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point ``kinematics_node``: spin until Ctrl-C or an external shutdown; 1 if start-up fails."""
-    rclpy.init(args=args)
-    try:
-        node = KinematicsNode()
-    except (ArmDescriptionError, ParameterException, ValueError) as exc:
-        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
-        rclpy.try_shutdown()
-        return 1
-    except KeyboardInterrupt:
-        rclpy.try_shutdown()
-        return 0
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, KinematicsNode, (ArmDescriptionError, ParameterException, ValueError), args)
 
 
 if __name__ == '__main__':

@@ -26,17 +26,15 @@ import dataclasses
 import sys
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -48,6 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..arm import ArmDescriptionError, load_arm
 from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
 from ..timing import LoopStatistics
+from .common import parameter_descriptor, run_node
 from .conversions import trajectory_arrays
 
 __all__ = ["SimNode", "main"]
@@ -59,12 +58,7 @@ COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_comman
                   "velocity": "velocity_command_topic"}
 
 
-def _descriptor(description: str, type_: int, *, read_only: bool = True,
-                range_: tuple[float, float] | None = None) -> ParameterDescriptor:
-    d = ParameterDescriptor(description=description, type=type_, read_only=read_only)
-    if range_ is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
-    return d
+_descriptor = partial(parameter_descriptor, read_only=True)
 
 
 def _stamp(seconds: float) -> Time:
@@ -287,25 +281,7 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
-    rclpy.init(args=args)
-    try:
-        node = SimNode()
-    except (ArmDescriptionError, SimConfigError, ParameterException, ValueError) as exc:
-        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
-        rclpy.try_shutdown()
-        return 1
-    except KeyboardInterrupt:
-        rclpy.try_shutdown()
-        return 0
-    node.start()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args)
 
 
 if __name__ == '__main__':
