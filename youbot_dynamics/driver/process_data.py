@@ -93,6 +93,8 @@ class StatusFlag(enum.IntFlag):
     I2T_EXCEEDED = 1 << 17  # motors stopped until cleared (axis parameter 29)
 
 
+_FLAG_NAMES = {flag.value.bit_length() - 1: flag.name for flag in StatusFlag}
+
 #: Flags that mean the drive cannot (or must not) drive the joint; the driver stops on any of them.
 ERROR_FLAGS = (StatusFlag.OVER_CURRENT | StatusFlag.UNDER_VOLTAGE | StatusFlag.OVER_VOLTAGE
                | StatusFlag.OVER_TEMPERATURE | StatusFlag.HALL_SENSOR_ERROR | StatusFlag.ENCODER_ERROR
@@ -111,14 +113,7 @@ def decode_flags(value: int) -> tuple[str, ...]:
     """Names of the set bits of an ``errorFlags`` word, lowest bit first (unknown bits as ``BIT_n``)."""
     if not 0 <= value < 2 ** 32:
         raise ProcessDataError(f"errorFlags must be a uint32, got {value}")
-    names = []
-    for bit in range(32):
-        if value >> bit & 1:
-            try:
-                names.append(StatusFlag(1 << bit).name)
-            except ValueError:
-                names.append(f"BIT_{bit}")
-    return tuple(names)
+    return tuple(_FLAG_NAMES.get(bit, f"BIT_{bit}") for bit in range(32) if value >> bit & 1)
 
 
 def _int32(name: str, value: int) -> int:
