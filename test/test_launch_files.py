@@ -191,6 +191,7 @@ NODE_PARAMETER_FILES = {
     "kinematics_node": ("kinematics.yaml", set()),
     "sim_node": ("sim_node.yaml", {"initial_positions"}),
     "identification_node": ("identification_node.yaml", set()),
+    "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
 }
 
 
@@ -221,6 +222,10 @@ def test_launch_description_builds(path):
     assert description.entities
     if path.name == "kinematics.launch.py":
         assert [a.name for a in description.get_launch_arguments()] == ["params_file"]
+    if path.name == "youbot_arm.launch.py":
+        assert [a.name for a in description.get_launch_arguments()] == [
+            "interface", "backend", "params_file", "kinematics_params_file", "identification",
+            "identification_params_file"]
     if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
         assert [a.name for a in description.get_launch_arguments()][:4] == [
             "active_controller", "controllers_file", "gz_args", "rviz"]
