@@ -490,6 +490,7 @@ class ArmDriver:
         window = [(start, i.actual_position) for i in self._inputs]
         hit: list[tuple[float, int] | None] = [None] * n
         done = [False] * n
+        moving = [False] * n  # reached half the speed: from then on a high current at low speed is the stop
         offsets = units.offsets.copy()
         while not all(done):
             now = self._clock()
@@ -501,7 +502,8 @@ class ArmDriver:
             for j, inp in enumerate(self._inputs):
                 if hit[j] is None:
                     t0, ticks0 = window[j]
-                    blocked = abs(inp.actual_current) > limit_ma[j] and 2 * abs(inp.actual_velocity) < abs(rpm[j])
+                    moving[j] |= 2 * abs(inp.actual_velocity) >= abs(rpm[j])
+                    blocked = moving[j] and abs(inp.actual_current) > limit_ma[j] and 2 * abs(inp.actual_velocity) < abs(rpm[j])
                     stalled = now - t0 >= cfg.calibration_stall_time and abs(inp.actual_position - ticks0) < stall_ticks[j]
                     if blocked or stalled:
                         hit[j] = (now, inp.actual_position)
