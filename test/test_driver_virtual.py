@@ -167,6 +167,7 @@ def test_calibration_without_mailbox_keeps_the_offsets_in_the_driver():
     driver.connect()
     state = run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
     assert driver.units.offsets.tolist() != [0] * N
+    assert driver.statistics.mailbox_errors >= N  # counted (and reported on /diagnostics)
     np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
 
 

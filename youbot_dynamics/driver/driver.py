@@ -176,6 +176,7 @@ class BusStatistics:
     consecutive_lost: int = 0
     max_consecutive_lost: int = 0
     bus_errors: int = 0
+    mailbox_errors: int = 0  # TMCL requests that failed or were refused (flag clearing, zeroing)
     reconnects: int = 0
     command_timeouts: int = 0
     limit_interventions: int = 0  # cycles in which the limit monitor zeroed a joint's set-point
@@ -616,11 +617,13 @@ class ArmDriver:
             self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_I2T_EXCEEDED_FLAG, 1)
 
     def _mailbox(self, joint: int, command: TmclCommand, parameter: int, value: int) -> bool:
-        """One TMCL request to a joint drive; False (and a fault note) if the bus cannot do it."""
+        """One TMCL request to a joint drive; False (counted in ``mailbox_errors``) if it failed."""
         try:
-            return self.bus.mailbox(self.slaves[joint], MailboxRequest(command, int(parameter), int(value))).ok
+            ok = self.bus.mailbox(self.slaves[joint], MailboxRequest(command, int(parameter), int(value))).ok
         except (BusError, NotImplementedError):
-            return False
+            ok = False
+        self.statistics.mailbox_errors += not ok
+        return ok
 
     def _fail_all(self, message: str) -> None:
         self._finish_sequence(False, message)
