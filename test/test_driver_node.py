@@ -28,9 +28,11 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, Phase  # noqa: E402
+from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
@@ -58,6 +60,7 @@ class Harness:
         t.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self.pubs = {kind: t.create_publisher(Float64MultiArray, f"/arm_{kind}_controller/commands", 10)
                      for kind in ("effort", "position", "velocity")}
+        self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: t.create_client(Trigger, f"/youbot_driver/{name}")
                         for name in ("motors_on", "motors_off", "calibrate", "reconnect")}
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -164,6 +167,31 @@ def test_effort_command_drives_current_mode(harness):
     assert h.node.bus.drive_mode(0) == ControllerMode.CURRENT_MODE
     assert h.true_q()[0] > q0[0] + 0.01
     assert np.mean([m.effort[0] for m in h.states[-50:]]) == pytest.approx(2.5, abs=0.2)
+
+
+def test_trajectory_and_velocity_commands(harness):
+    h = harness
+    assert h.call("motors_on").success
+    h.hold("position", Q_START, 1.0)
+    goal = Q_START + np.array([-0.2, 0.15, -0.15, 0.15, -0.2])
+    msg = trajectory_message(list(reversed(ARM.joint_names)), [0.6], goal[None, ::-1])  # any joint order
+    h.traj_pub.publish(msg)
+    h.spin_for(1.2)
+    assert h.driver.state().interface == "trajectory"  # held without timeout
+    np.testing.assert_allclose(h.true_q(), goal, atol=5e-3)
+    v = np.array([0.2, 0.0, 0.0, 0.0, -0.3])
+    h.hold("velocity", v, 0.4)
+    q0 = h.true_q()
+    h.hold("velocity", v, 0.4)
+    assert h.driver.state().interface == "velocity"
+    np.testing.assert_allclose((h.true_q() - q0) / 0.4, v, atol=0.05)  # 0.4 s of wall time, ~ of bus time
+
+
+def test_bus_cycle_runs_while_ros_is_blocked(harness):
+    h = harness
+    before = h.driver.state().sequence
+    time.sleep(0.3)  # nothing spins: callbacks and services are blocked
+    assert h.driver.state().sequence - before > 100  # ~300 cycles at 1 kHz; loose on a loaded machine
 
 
 def test_command_timeout_stops_the_motors(harness):

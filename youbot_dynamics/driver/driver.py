@@ -503,9 +503,11 @@ class ArmDriver:
             for j, inp in enumerate(self._inputs):
                 if hit[j] is None:
                     t0, ticks0 = window[j]
-                    moving[j] |= 2 * abs(inp.actual_velocity) >= abs(rpm[j])
-                    blocked = moving[j] and abs(inp.actual_current) > limit_ma[j] and 2 * abs(inp.actual_velocity) < abs(rpm[j])
-                    stalled = now - t0 >= cfg.calibration_stall_time and abs(inp.actual_position - ticks0) < stall_ticks[j]
+                    slow = 2 * abs(inp.actual_velocity) < abs(rpm[j])
+                    moving[j] |= not slow
+                    blocked = moving[j] and slow and abs(inp.actual_current) > limit_ma[j]
+                    stalled = (now - t0 >= cfg.calibration_stall_time
+                               and abs(inp.actual_position - ticks0) < stall_ticks[j])
                     if blocked or stalled:
                         hit[j] = (now, inp.actual_position)
                     elif now - t0 >= cfg.calibration_stall_time:

@@ -120,7 +120,8 @@ class YoubotDriverNode(Node):
             "Accept commands right after start-up (else call ~/motors_on first).", b))
         self.declare_parameter('publish_rate', 1000.0, _descriptor(
             "Joint state rate [Hz]; must divide the cycle rate.", d, range_=(1.0, 10000.0)))
-        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor("sensor_msgs/JointState output topic.", s))
+        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+            "sensor_msgs/JointState output topic.", s))
         self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
             "std_msgs/Float64MultiArray joint torques [N m], sent as currents (drive current mode).", s))
         self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
@@ -277,7 +278,8 @@ class YoubotDriverNode(Node):
         try:
             response.success, response.message = future.result(timeout=self._request_timeout)
         except FutureTimeout:
-            response.success, response.message = False, f"{name}: no answer from the driver in {self._request_timeout} s"
+            response.success = False
+            response.message = f"{name}: no answer from the driver in {self._request_timeout} s"
         (self.get_logger().info if response.success else self.get_logger().warning)(f"{name}: {response.message}")
         return response
 
