@@ -40,7 +40,8 @@ from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.kinematics import forward_kinematics  # noqa: E402
 from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode  # noqa: E402
-from youbot_dynamics.nodes.controller_node import SWITCH_INTERVAL, ZERO_CYCLES_ON_DISABLE  # noqa: E402
+from youbot_dynamics.nodes.common import SWITCH_INTERVAL  # noqa: E402
+from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.conversions import JointStateReader, matrix_to_pose  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
@@ -603,13 +604,17 @@ def test_disable_publishes_zero_then_nothing(pd):
 
 
 def test_joint_state_reader():
-    reader = JointStateReader(["a", "b"])
+    reader = JointStateReader(["a", "b"], allow_nonfinite=True)
     q, dq, effort = reader.read(JointState(name=["x", "b", "a"], position=[9.0, 2.0, 1.0], velocity=[0.0, 0.2, 0.1]))
     np.testing.assert_array_equal(q, [1.0, 2.0])
     np.testing.assert_array_equal(dq, [0.1, 0.2])
     assert effort is None  # optional
     q, _, _ = reader.read(JointState(name=["x", "b", "a"], position=[9.0, np.nan, 1.0], velocity=[0.0] * 3))
     assert np.isnan(q[1])  # passed on: the guard faults on it
+    with pytest.raises(ValueError, match="NaN"):  # a goal or a recording refuses it
+        JointStateReader(["a", "b"]).read(JointState(name=["b", "a"], position=[np.nan, 1.0], velocity=[0.0] * 2))
+    q, dq, _ = JointStateReader(["a"], require_velocity=False).read(JointState(name=["a"], position=[1.0]))
+    assert q.tolist() == [1.0] and dq is None
     for bad in (JointState(name=["a"], position=[1.0], velocity=[0.0]),
                 JointState(name=["a", "b", "a"], position=[1.0] * 3, velocity=[0.0] * 3),
                 JointState(name=["a", "b"], position=[1.0, 2.0])):

@@ -53,33 +53,27 @@ law, the guard and the references are only touched by one thread at a time, with
 Computing a new reference (IK of a pose, a Cartesian line, the exact limit check of a trajectory)
 takes 1-40 ms, longer than a cycle: it runs in a planning thread (:meth:`ControllerNode.plan`)
 on copies of what it needs, and the control thread installs the result at its next cycle. The
-executables (:func:`run`) spin a single-threaded executor, move the start-up heap out of Python's
-garbage collector (``gc.freeze()``: a full collection of it would stall the loop for 30-100 ms)
-and shorten the interpreter's thread switch interval to 0.5 ms. ``state_timeout`` must exceed the
+executables (:func:`run`) run as real-time nodes (:func:`~youbot_dynamics.nodes.common.run_node`:
+single-threaded executor, start-up heap frozen out of the garbage collector, 0.5 ms thread switch
+interval). ``state_timeout`` must exceed the
 control period.
 """
 from __future__ import annotations
 
-import gc
 import queue
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout, String
 from std_srvs.srv import SetBool
@@ -90,9 +84,10 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from ..timing import LoopStatistics
+from .common import parameter_descriptor, run_node
 from .conversions import JointStateReader
 
-__all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "SWITCH_INTERVAL", "descriptor", "run"]
+__all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
 
 QOS_DEPTH = 10
 # Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
@@ -100,20 +95,13 @@ JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliabili
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau")
-SWITCH_INTERVAL = 5e-4  # [s] Python thread switch interval of the executables (default 5 ms)
 
 Array = np.ndarray
 
 
-def descriptor(description: str, type_: int, *, range_: tuple[float, float] | None = None,
-               integer_range: tuple[int, int] | None = None) -> ParameterDescriptor:
+def descriptor(description: str, type_: int, **ranges: Any) -> ParameterDescriptor:
     """A read-only parameter descriptor (every controller parameter is read once at start-up)."""
-    d = ParameterDescriptor(description=description, type=type_, read_only=True)
-    if range_ is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
-    if integer_range is not None:
-        d.integer_range = [IntegerRange(from_value=integer_range[0], to_value=integer_range[1], step=1)]
-    return d
+    return parameter_descriptor(description, type_, read_only=True, **ranges)
 
 
 _S, _D, _B, _I, _DA = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
@@ -169,7 +157,7 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     'enabled_on_start': (False, descriptor(
         "Enable at the first joint state (else wait for ~/enable).", _B)),
     'state_publish_decimation': (10, descriptor(
-        "Publish ~/state every N control cycles; 0 = never.", _I, integer_range=(0, 1000000))),
+        "Publish ~/state every N control cycles; 0 = never.", _I, int_range=(0, 1000000))),
     'diagnostics_period': (1.0, descriptor(
         "Period [s] of the timing report on /diagnostics; 0 = none.", _D, range_=(0.0, 3600.0))),
     'log_throttle_period': (1.0, descriptor(
@@ -220,7 +208,7 @@ class ControllerNode(Node):
         n = self.arm.n_joints
 
         # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
-        self._reader = JointStateReader(self.arm.joint_names)
+        self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
         self._state: tuple[float, Array, Array, Array | None] | None = None
         self._zero = np.zeros(n)
         self._zero_cycles = 0
@@ -570,40 +558,6 @@ class ControllerNode(Node):
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:
     """Entry point of a controller node: spin until Ctrl-C (SIGINT) or an external shutdown, then
     publish zero effort if commanding; 1 if start-up fails (the reason is logged)."""
-    # SIGINT raises KeyboardInterrupt in the spinning main thread (the 1 kHz timer returns to Python
-    # every cycle), so the node can still publish its zero command before the context shuts down.
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        node = node_class()
-    except (ArmDescriptionError, ModelFileError, ParameterException, ValueError, OSError) as exc:
-        get_logger(node_name).fatal(f"cannot start: {exc}")
-        rclpy.try_shutdown()
-        return 1
-    except KeyboardInterrupt:
-        rclpy.try_shutdown()
-        return 0
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    # Keep the start-up heap (numpy, MuJoCo/Pinocchio imports, the model) out of the garbage
-    # collector: a full collection of it stalls the process for 30-100 ms, beyond state_timeout.
-    gc.collect()
-    gc.freeze()
-    # The planning thread must not hold the interpreter for the default 5 ms against the loop.
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            node.stop_commanding()
-        except Exception:  # noqa: BLE001 - the context may already be shut down
-            pass
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(node_name, node_class, (ArmDescriptionError, ModelFileError, ParameterException, ValueError,
+                                            OSError), args, realtime=True, after_spin=ControllerNode.stop_commanding)
 
-
-if __name__ == '__main__':  # pragma: no cover - the concrete nodes are the executables
-    sys.exit("run pd_gravity_controller or computed_torque_controller")
