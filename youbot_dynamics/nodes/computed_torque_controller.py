@@ -41,7 +41,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..control.laws import CT_BANDWIDTH
 from ..kinematics import forward_kinematics
-from .controller_node import _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import pose_to_matrix, trajectory_arrays
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
@@ -63,6 +63,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('model_file', *c['model_file'])
         self.declare_parameter('base_frame', *c['base_frame'])
         self.declare_parameter('rate', *c['rate'])
+        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
         self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
         self.declare_parameter('command_topic', *c['command_topic'])
         self.declare_parameter('kp', *c['kp'])
@@ -73,6 +74,9 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('damping', *c['damping'])
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
+        self.declare_parameter('model_feedforward', True, descriptor(
+            "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
+            "inertia, without M(q), C, G, q''_d or friction (a baseline).", _B))
         self.declare_parameter('state_timeout', *c['state_timeout'])
         self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
         self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
@@ -94,7 +98,8 @@ class ComputedTorqueControllerNode(ControllerNode):
                                         kd=self._optional_array('kd'), bandwidth=self._param('bandwidth'),
                                         damping=self._param('damping'),
                                         friction_compensation=self._param('friction_compensation'),
-                                        friction_eps=self._param('friction_eps'))
+                                        friction_eps=self._param('friction_eps'),
+                                        model_feedforward=self._param('model_feedforward'))
 
     def _create_interfaces(self) -> None:
         self.line_duration = float(self._param('line_duration'))

@@ -8,7 +8,12 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   position and velocity required, effort optional; QoS: best effort, depth 1 - only the newest
   state counts) and keeps the newest state with its *arrival* time on the steady clock (the age
   checked against ``state_timeout`` is time since arrival);
-* runs a timer at ``rate`` [Hz] (default 1 kHz, steady clock) that calls the guard
+* runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
+  joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
+  half period), so the torque leaves as soon as the state is in, and a timer at ``rate`` runs a
+  cycle whenever no joint state came for 1.5 periods (the watchdog that detects stale states);
+  with ``cycle_trigger: timer`` the timer alone runs the cycles on the newest state (which is then
+  on average half a period old). A cycle calls the guard
   (:class:`~youbot_dynamics.control.SafetyGuard`) with the control law and publishes the torque as
   ``std_msgs/Float64MultiArray`` (one value per joint, in the arm's joint order, [N m]) on
   ``command_topic`` (default ``/arm_effort_controller/commands``, the ros2_control effort group
@@ -95,6 +100,7 @@ JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliabili
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau")
+CYCLE_TRIGGERS = ("joint_states", "timer")
 
 Array = np.ndarray
 
@@ -120,7 +126,14 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     'base_frame': ('arm_link_0', descriptor(
         "Frame of Cartesian targets (DH frame 0); a PoseStamped in another frame is refused (no tf2); "
         "an empty frame_id is taken as this frame.", _S)),
-    'rate': (1000.0, descriptor("Control rate [Hz] of the timer (steady clock).", _D, range_=(1.0, 10000.0))),
+    'rate': (1000.0, descriptor(
+        "Control rate [Hz] (steady clock): of the timer with cycle_trigger 'timer'; with 'joint_states' the "
+        "nominal rate (set it to the joint-state rate): cycles closer than half a period are skipped, and the "
+        "timer runs a cycle when no joint state came for 1.5 periods.", _D, range_=(1.0, 10000.0))),
+    'cycle_trigger': ('joint_states', descriptor(
+        "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
+        "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
+        "is up to one period old).", _S)),
     'joint_states_topic': ('/joint_states', descriptor(
         "sensor_msgs/JointState input (arm joints by name; position and velocity required).", _S)),
     'command_topic': ('/arm_effort_controller/commands', descriptor(
@@ -190,6 +203,10 @@ class ControllerNode(Node):
             raise ValueError(f"model_file {model_file} has {self.model.n_joints} joints, the arm {self.arm.n_joints}")
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
+        self.cycle_trigger: str = self._param('cycle_trigger')
+        if self.cycle_trigger not in CYCLE_TRIGGERS:
+            raise ValueError(f"cycle_trigger must be one of {CYCLE_TRIGGERS}, got '{self.cycle_trigger}'")
+        self._period = 1.0 / self.rate
         if not 1.0 / self.rate < self._param('state_timeout'):
             raise ValueError(f"state_timeout ({self._param('state_timeout')} s) must exceed the control period "
                              f"1 / rate = {1.0 / self.rate:g} s")
@@ -250,7 +267,7 @@ class ControllerNode(Node):
         self._create_interfaces()
         self._warm_up()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(1.0 / self.rate, self._cycle, clock=steady)
+        self.create_timer(self._period, self._on_timer, clock=steady)
         if self._param('diagnostics_period') > 0.0:
             self.create_timer(self._param('diagnostics_period'), self._publish_diagnostics, clock=steady)
         self.get_logger().info(
@@ -384,6 +401,12 @@ class ControllerNode(Node):
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
         self._state = (arrival, q, dq, effort)
+        if self.cycle_trigger == 'joint_states' and arrival - self._last_cycle >= 0.5 * self._period:
+            self._cycle()
+
+    def _on_timer(self) -> None:
+        if self.cycle_trigger == 'timer' or time.perf_counter() - self._last_cycle >= 1.5 * self._period:
+            self._cycle()
 
     # -- enable / disable -----------------------------------------------------------------------
 

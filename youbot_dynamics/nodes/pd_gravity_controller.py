@@ -31,7 +31,7 @@ from ..control import PDGravityController
 from ..control.laws import PD_BANDWIDTH, STATIC_ACCURACY
 from ..ik import inverse_kinematics, sort_by_distance
 from ..kinematics import forward_kinematics
-from .controller_node import _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import joint_positions_from_state, pose_to_matrix
 
 __all__ = ["PDGravityControllerNode", "main"]
@@ -53,6 +53,7 @@ class PDGravityControllerNode(ControllerNode):
         self.declare_parameter('model_file', *c['model_file'])
         self.declare_parameter('base_frame', *c['base_frame'])
         self.declare_parameter('rate', *c['rate'])
+        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
         self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
         self.declare_parameter('command_topic', *c['command_topic'])
         self.declare_parameter('kp', *c['kp'])
@@ -66,6 +67,8 @@ class PDGravityControllerNode(ControllerNode):
             "joint at most this far from the goal.", _D, range_=(1e-6, 1.0)))
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
+        self.declare_parameter('gravity_compensation', True, descriptor(
+            "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", _B))
         self.declare_parameter('state_timeout', *c['state_timeout'])
         self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
         self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
@@ -84,7 +87,8 @@ class PDGravityControllerNode(ControllerNode):
                                    bandwidth=self._param('bandwidth'), damping=self._param('damping'),
                                    static_accuracy=self._param('static_accuracy'),
                                    friction_compensation=self._param('friction_compensation'),
-                                   friction_eps=self._param('friction_eps'))
+                                   friction_eps=self._param('friction_eps'),
+                                   gravity_compensation=self._param('gravity_compensation'))
 
     def _create_interfaces(self) -> None:
         self.create_subscription(JointState, '~/goal', self._on_goal, QOS_DEPTH)
