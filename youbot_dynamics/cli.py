@@ -230,13 +230,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     arm = _arm(args)
-    status = run_demo(arm)
+    status = 0 if args.skip_kinematics else run_demo(arm)
     try:
+        from .nodes.demo_job import run_job
         from .nodes.demo_sim import run_sim_demo
     except ImportError as exc:  # no ROS 2 Python packages: the ROS part cannot run
         print(f"\n(ROS 2 part of the demo skipped: {exc})")
         return status
-    return max(status, run_sim_demo(arm))
+    if args.robot == "sim" and not args.skip_kinematics:
+        status = max(status, run_sim_demo(arm))
+    return max(status, run_job(arm, Path(args.out), args.robot))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -294,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_excite_parser(sub)
 
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
+    demo.add_argument("--robot", choices=("sim", "driver"), default="sim",
+                      help="the arm of the main job: sim_node (MuJoCo) or youbot_driver on virtual drives")
+    demo.add_argument("--out", default="out/demo", help="folder of the main job's results (default out/demo)")
+    demo.add_argument("--skip-kinematics", action="store_true",
+                      help="only the main job (identification, regulation, tracking)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

@@ -42,7 +42,9 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
 * publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
   ``std_msgs/Float64MultiArray`` of 4 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n)]``
   ([rad], [rad], [rad], [N m]; ``tau`` as published, zero when nothing is commanded; ``q_d`` NaN
-  without a reference, ``q`` NaN before the first joint state); ``layout.dim`` labels the two
+  without a reference, ``q`` NaN before the first joint state; ``q_d`` at the arrival time of the
+  state ``q``, the time the law used: so ``e`` is not inflated by the state's wait for the
+  cycle, but still includes its transport from the arm); ``layout.dim`` labels the two
   dimensions (``quantity``: ``q_desired|q|error|tau``, ``joint``: the joint names);
 * publishes events (enable, disable, faults, accepted and refused goals with the reason) on
   ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
@@ -512,7 +514,7 @@ class ControllerNode(Node):
                                    f"{'zero effort' if behaviour == 'zero' else 'holding'} until ~/enable", error=True)
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
-            self._publish_state(start, q, tau)
+            self._publish_state(start if stamp is None else stamp, q, tau)
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints
