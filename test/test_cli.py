@@ -186,7 +186,7 @@ def test_line_writes_a_straight_tool_line(capsys, tmp_path):
     np.testing.assert_allclose(np.gradient(q, t, axis=0)[5:-5], dq[5:-5], atol=2e-3)
     # too fast for the velocity limits: refused with the reason, nothing written
     code, _, err = run(capsys, "line", *map(num, [*goal[:3, 3], *quat]), "--from", *map(num, q0),
-                       "--duration", "0.01", "-o", str(tmp_path / "fast.csv"))
+                       "--duration", "0.2", "-o", str(tmp_path / "fast.csv"))
     assert code == 2 and "velocity_max" in err and not (tmp_path / "fast.csv").exists()
     code, _, err = run(capsys, "line", "0.3", "0", "0.2", "--from", *map(num, q0), "--duration", "1",
                        "-o", str(tmp_path / "x.csv"))
