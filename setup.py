@@ -53,6 +53,8 @@ setup(
             'youbot-dynamics = youbot_dynamics.cli:main',
             'kinematics_node = youbot_dynamics.nodes.kinematics_node:main',
             'sim_node = youbot_dynamics.nodes.sim_node:main',
+            'pd_gravity_controller = youbot_dynamics.nodes.pd_gravity_controller:main',
+            'computed_torque_controller = youbot_dynamics.nodes.computed_torque_controller:main',
             'identification_node = youbot_dynamics.nodes.identification_node:main',
             'youbot_driver = youbot_dynamics.nodes.youbot_driver:main',
         ],

@@ -12,6 +12,8 @@ import pytest
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main
+from youbot_dynamics.kinematics import forward_kinematics
+from youbot_dynamics.transforms import rotation_to_quaternion
 
 ARM = default_arm()
 SEED_Q = ARM.q_from_theta([0.0, math.pi / 2, 0.0, math.pi / 2, 0.0])  # seed 002 (2.7)-(2.8)
@@ -156,3 +158,36 @@ def test_batch_ik_marks_unsolvable_rows(tmp_path, capsys):
     with out.open() as fh:
         (row,) = list(csv.DictReader(fh))
     assert row["status"] in ("out_of_reach", "orientation_unreachable")
+
+
+def test_line_writes_a_straight_tool_line(capsys, tmp_path):
+    """The CSV's rows, put through FK, lie on the segment from the start's tool pose to the goal,
+    with the orientation fixed; q' is the finite difference of q; the goal is reached at rest."""
+    q0 = np.array([2.9496, 1.4, -2.3, 1.9, 2.9234])
+    start = forward_kinematics(ARM, q0)
+    goal = start.copy()
+    goal[:3, 3] += [0.05, 0.0, -0.08]  # 9.4 cm, orientation kept
+    quat = rotation_to_quaternion(goal[:3, :3])
+    out = tmp_path / "line.csv"
+    code, text, err = run(capsys, "line", *map(num, [*goal[:3, 3], *quat]), "--from", *map(num, q0),
+                          "--duration", "2.0", "-o", str(out), "--sample-rate", "200")
+    assert code == 0, err
+    rows = np.array([[float(v) for v in r] for r in list(csv.reader(out.open()))[1:]])
+    assert rows.shape == (401, 16) and json.loads(text)["samples"] == 401
+    t, q, dq = rows[:, 0], rows[:, 1:6], rows[:, 6:11]
+    tips = np.array([forward_kinematics(ARM, qi) for qi in q])
+    direction = (goal[:3, 3] - start[:3, 3]) / np.linalg.norm(goal[:3, 3] - start[:3, 3])
+    offsets = tips[:, :3, 3] - start[:3, 3]
+    off_line = offsets - np.outer(offsets @ direction, direction)
+    assert np.max(np.linalg.norm(off_line, axis=1)) < 1e-4  # on the line (between knots: quintic in q)
+    np.testing.assert_allclose(tips[-1], goal, atol=1e-5)  # orientation projected onto the 5-DOF set (~1e-6)
+    assert np.max(np.abs(tips[:, :3, :3] - start[:3, :3])) < 1e-3
+    np.testing.assert_allclose(dq[[0, -1]], 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.gradient(q, t, axis=0)[5:-5], dq[5:-5], atol=2e-3)
+    # too fast for the velocity limits: refused with the reason, nothing written
+    code, _, err = run(capsys, "line", *map(num, [*goal[:3, 3], *quat]), "--from", *map(num, q0),
+                       "--duration", "0.2", "-o", str(tmp_path / "fast.csv"))
+    assert code == 2 and "velocity_max" in err and not (tmp_path / "fast.csv").exists()
+    code, _, err = run(capsys, "line", "0.3", "0", "0.2", "--from", *map(num, q0), "--duration", "1",
+                       "-o", str(tmp_path / "x.csv"))
+    assert code == 2 and "X Y Z QX QY QZ QW" in err

@@ -98,9 +98,10 @@ def tracking(arm, sim, true_model, nominal):
     """RMS tracking error per joint of computed torque with the true and the nominal model: hold
     HOME through the enable ramp, then the 80 %-velocity trajectory, then 0.3 s of holding its end."""
     rms = {}
-    for name, model in (("true", true_model), ("nominal", nominal)):
+    for name, model, feedforward in (("true", true_model, True), ("nominal", nominal, True),
+                                     ("pd", true_model, False)):
         sim.reset()
-        ctl = ComputedTorqueController(model, arm)
+        ctl = ComputedTorqueController(model, arm, model_feedforward=feedforward)
         ctl.hold(HOME)
         start = RAMP + 0.1
         ctl.follow(out_and_back(HOME), start)
@@ -117,11 +118,13 @@ def test_trajectory_reaches_80_percent_of_velocity_limits(arm):
 
 
 def test_computed_torque_tracks_within_1_mrad_rms_true_vs_nominal(tracking):
-    true, nominal = tracking["true"], tracking["nominal"]
+    true, nominal, pd = tracking["true"], tracking["nominal"], tracking["pd"]
     print(f"\ncomputed torque, RMS error per joint [mrad]: true model {np.round(1e3 * true, 3)}, "
-          f"nominal model {np.round(1e3 * nominal, 2)}, ratio {np.round(nominal / true, 0)}")
+          f"nominal model {np.round(1e3 * nominal, 2)}, ratio {np.round(nominal / true, 0)}; "
+          f"PD only {np.round(1e3 * pd, 2)}")
     assert np.all(true <= 1e-3)
     assert np.all(nominal >= 5 * true)
+    assert np.all(pd >= 5 * true)  # the same error gains without the model
 
 
 def test_cycle_cost(arm, sim, true_model):
@@ -206,6 +209,15 @@ def test_friction_compensation_off_and_default_gains(arm, sim, true_model, nomin
     np.testing.assert_allclose(pd_nominal.kp, reference_inertia(nominal, arm) * 60.0**2, rtol=1e-12)
     with pytest.raises(RuntimeError):
         PDGravityController(nominal, arm).torque(0.0, HOME, np.zeros(5))
+    # the baselines: PD only (no G, no friction) and the PD on the computed-torque error gains
+    q, dq = HOME + 0.01, np.full(5, 0.2)
+    pd_only = PDGravityController(true_model, arm, gravity_compensation=False, friction_compensation=False)
+    pd_only.set_goal(HOME)
+    np.testing.assert_allclose(pd_only.torque(0.0, q, dq), pd_only.kp * (HOME - q) - pd_only.kd * dq, atol=1e-12)
+    baseline = ComputedTorqueController(true_model, arm, model_feedforward=False)
+    baseline.hold(HOME)
+    np.testing.assert_allclose(baseline.torque(0.0, q, dq), m_ref * (baseline.kd * -dq + baseline.kp * (HOME - q)),
+                               atol=1e-12)
     with pytest.raises(ValueError):
         ComputedTorqueController(nominal, arm, kp=-1.0)
 

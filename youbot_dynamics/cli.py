@@ -9,7 +9,10 @@ Commands:
   base-params [--structure S] [--json]    base parameters of the dynamic model
   predict --params M.yaml --input D.csv --output T.csv   predicted torques
   nominal-model [--write]        the nominal model file
-  demo                           kinematics demonstration (``make demo``)
+  line X Y Z QX QY QZ QW --from Q1..Q5 --duration T -o TRAJ.csv   straight tool line through IK
+  excite ..., identify ...       excitation design, identification (youbot_dynamics.identification)
+  demo [--robot sim|driver]      ``make demo``: kinematics, the simulator, and the main job
+                                 (identify, regulate, track; youbot_dynamics.nodes.demo_job)
 
 Errors are a one-line reason on stderr and exit status 2 (bad input) or 1 (no solution).
 """
@@ -211,6 +214,28 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_line(args: argparse.Namespace) -> int:
+    from .control.trajectory import cartesian_line
+
+    arm = _arm(args)
+    q_start = arm.check_q(args.start, "--from")
+    if len(args.pose) != 7:
+        raise UsageError(f"line needs X Y Z QX QY QZ QW of the goal, got {len(args.pose)} numbers")
+    if not args.sample_rate > 0.0:
+        raise UsageError(f"--sample-rate must be positive, got {args.sample_rate}")
+    trajectory = cartesian_line(arm, q_start, _target(args.pose), args.duration, rate=args.ik_rate)
+    t = np.linspace(0.0, trajectory.duration, int(np.ceil(trajectory.duration * args.sample_rate)) + 1)
+    samples = [trajectory.sample(ti) for ti in t]
+    n = arm.n_joints
+    write_csv(args.output, ["t", *_joint_columns("q", n), *_joint_columns("dq", n), *_joint_columns("ddq", n)],
+              (np.concatenate([[ti], *sample]) for ti, sample in zip(t, samples)))
+    peak = np.max(np.abs([sample[1] for sample in samples]), axis=0)
+    print(json.dumps({"output": str(args.output), "samples": len(t), "duration": trajectory.duration,
+                      "goal_q": trajectory.final.tolist(),
+                      "peak_velocity_fraction": (peak / arm.velocity_max).tolist()}, indent=2))
+    return 0
+
+
 def cmd_nominal_model(args: argparse.Namespace) -> int:
     from .dynamics.nominal import nominal_model, write_nominal_model
     from .dynamics.paramfile import model_to_dict
@@ -230,13 +255,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     arm = _arm(args)
-    status = run_demo(arm)
+    status = 0 if args.skip_kinematics else run_demo(arm)
     try:
+        from .nodes.demo_job import run_job
         from .nodes.demo_sim import run_sim_demo
     except ImportError as exc:  # no ROS 2 Python packages: the ROS part cannot run
         print(f"\n(ROS 2 part of the demo skipped: {exc})")
         return status
-    return max(status, run_sim_demo(arm))
+    if args.robot == "sim" and not args.skip_kinematics:
+        status = max(status, run_sim_demo(arm))
+    return max(status, run_job(arm, Path(args.out), args.robot))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,7 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_identify_parser(sub)
     add_excite_parser(sub)
 
+    line = sub.add_parser("line", help="joint trajectory moving the tool on a straight line (through IK), "
+                          "checked for branch continuity and limits; CSV t, q, dq, ddq (the input of predict)")
+    line.add_argument("pose", nargs="*", type=float, metavar="V", help="goal: X Y Z [m] QX QY QZ QW")
+    line.add_argument("--from", dest="start", nargs=5, type=float, required=True, metavar="Q",
+                      help="start joint angles [rad] (the line starts at their tool pose)")
+    line.add_argument("--duration", type=float, required=True, help="[s], rest to rest")
+    line.add_argument("--output", "-o", required=True, help="CSV file to write")
+    line.add_argument("--sample-rate", type=float, default=100.0, help="rows per second of the CSV (default 100)")
+    line.add_argument("--ik-rate", type=float, default=100.0, help="IK samples per second along the line "
+                      "(the trajectory's knots; default 100)")
+    line.set_defaults(func=cmd_line)
+
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
+    demo.add_argument("--robot", choices=("sim", "driver"), default="sim",
+                      help="the arm of the main job: sim_node (MuJoCo) or youbot_driver on virtual drives")
+    demo.add_argument("--out", default="out/demo", help="folder of the main job's results (default out/demo)")
+    demo.add_argument("--skip-kinematics", action="store_true",
+                      help="only the main job (identification, regulation, tracking)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

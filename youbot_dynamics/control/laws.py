@@ -17,6 +17,13 @@ desired one is zero).
 ``e'' + Kd e' + Kp e = 0`` (4.11). Friction is compensated at the *desired* velocity: a noise-free
 feedforward whose sign changes where the reference reverses.
 
+**Baselines** (what the model buys, measured by ``make demo``): ``gravity_compensation=False``
+drops ``G(q)`` from (4.1) (PD only); ``model_feedforward=False`` replaces (4.8) by a PD on the
+same error dynamics scaled by the model's constant reference inertia ``m`` (diagonal), without
+``M(q)``, ``C``, ``G``, ``q''_d`` or friction::
+
+    tau = m (Kd (q'_d - q') + Kp (q_d - q))
+
 ``t_f`` uses the smoothed sign of :mod:`.terms` (``tanh(v / eps)``); ``friction_compensation=False``
 drops the whole ``t_f`` term (``fv``, ``fc`` and ``f0``).
 
@@ -90,7 +97,8 @@ class PDGravityController(_Controller):
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = PD_BANDWIDTH, damping: Any = 1.0, static_accuracy: float = STATIC_ACCURACY,
-                 friction_compensation: bool = True, friction_eps: float = FRICTION_EPS) -> None:
+                 friction_compensation: bool = True, friction_eps: float = FRICTION_EPS,
+                 gravity_compensation: bool = True) -> None:
         if not static_accuracy > 0.0:
             raise ValueError(f"static_accuracy must be positive, got {static_accuracy}")
 
@@ -100,6 +108,7 @@ class PDGravityController(_Controller):
             return bandwidth_gains(np.sqrt(stiffness / inertia), damping, inertia)
 
         super().__init__(model, arm, kp, kd, design, friction_compensation, friction_eps)
+        self.gravity_compensation = bool(gravity_compensation)
         self.goal: Array | None = None
 
     def set_goal(self, q_goal: Any) -> None:
@@ -111,7 +120,9 @@ class PDGravityController(_Controller):
         """``tau`` (n,) [N m] of (4.1) at the measured ``q``, ``dq`` (``t`` is not used: a fixed goal)."""
         if self.goal is None:
             raise RuntimeError("PDGravityController: no goal set")
-        tau = self.kp * (self.goal - q) - self.kd * dq + self.terms.gravity(q)
+        tau = self.kp * (self.goal - q) - self.kd * dq
+        if self.gravity_compensation:
+            tau = tau + self.terms.gravity(q)
         return tau + self.terms.friction(dq) if self.friction_compensation else tau
 
 
@@ -125,9 +136,11 @@ class ComputedTorqueController(_Controller):
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = CT_BANDWIDTH, damping: Any = 1.0, friction_compensation: bool = True,
-                 friction_eps: float = FRICTION_EPS) -> None:
+                 friction_eps: float = FRICTION_EPS, model_feedforward: bool = True) -> None:
         super().__init__(model, arm, kp, kd, lambda terms: bandwidth_gains(bandwidth, damping), friction_compensation,
                          friction_eps)
+        self.model_feedforward = bool(model_feedforward)
+        self.inertia = None if model_feedforward else reference_inertia(model, arm)
         self.trajectory: JointTrajectory | None = None
         self.start_time = 0.0
 
@@ -153,6 +166,8 @@ class ComputedTorqueController(_Controller):
     def torque(self, t: float, q: Array, dq: Array) -> Array:
         """``tau`` (n,) [N m] of (4.8) at time ``t`` and the measured ``q``, ``dq``."""
         q_d, dq_d, ddq_d = self.reference(t)
+        if self.inertia is not None:  # the PD baseline
+            return self.inertia * (self.kd * (dq_d - dq) + self.kp * (q_d - q))
         m, c, g = self.terms.model.dynamics_terms(q, dq)
         tau = m @ (ddq_d + self.kd * (dq_d - dq) + self.kp * (q_d - q)) + c + g
         return tau + self.terms.friction(dq_d) if self.friction_compensation else tau

@@ -155,6 +155,8 @@ class SafetyGuard:
 
     def command(self, now: float, stamp: float | None, q: Array | None, dq: Array | None, law: Law) -> Array | None:
         """The torque to publish this cycle, or ``None`` (publish zero effort); see the module docstring.
+        ``law(stamp, q, dq)`` is evaluated at the state's time ``stamp`` (not ``now``), so that the
+        reference matches the measurement however long the state waited for the cycle.
         Exceptions of ``law`` (programming errors, e.g. no goal set) propagate."""
         if self.state is GuardState.DISABLED:
             return None
@@ -162,7 +164,7 @@ class SafetyGuard:
         valid = problem is None
         if self.state is GuardState.ENABLED:
             if valid:
-                tau = law(now, q, dq)
+                tau = law(stamp, q, dq)
                 if _finite(tau):
                     self._last_q = q.copy()
                     s = self.ramp_fraction(now)

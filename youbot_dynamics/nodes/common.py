@@ -1,15 +1,20 @@
 """What every youbot_dynamics node needs around rclpy: parameter descriptors and the entry point."""
 from __future__ import annotations
 
+import gc
+import sys
 from typing import Callable
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
-__all__ = ["parameter_descriptor", "run_node"]
+__all__ = ["SWITCH_INTERVAL", "parameter_descriptor", "run_node"]
+
+SWITCH_INTERVAL = 5e-4  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 
 
 def parameter_descriptor(description: str, type_: int, *, read_only: bool,
@@ -25,13 +30,24 @@ def parameter_descriptor(description: str, type_: int, *, read_only: bool,
 
 
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
-             args: list[str] | None = None) -> int:
+             args: list[str] | None = None, *, realtime: bool = False,
+             before_spin: Callable[[Node], None] | None = None,
+             after_spin: Callable[[Node], None] | None = None) -> int:
     """Entry point body: init rclpy, build the node, spin until Ctrl-C or an external shutdown.
 
     Returns 1 (the reason logged as fatal) if ``create`` raises one of ``start_up_errors``, else 0.
-    A node with a ``start()`` method (e.g. a physics thread) is started before spinning.
+    ``before_spin(node)`` runs just before spinning (e.g. start a physics thread);
+    ``after_spin(node)`` after it (stop the arm, close a recording), while the context is still
+    valid: rclpy's signal handler is off, so SIGINT raises ``KeyboardInterrupt`` in the spinning
+    thread instead of shutting the context down first.
+
+    ``realtime`` (the control loops): move the start-up heap (numpy, MuJoCo, the model) out of
+    Python's garbage collector with ``gc.freeze()`` - a full collection of it stalls the process
+    for 30-100 ms - and shorten the interpreter's thread switch interval to
+    :data:`SWITCH_INTERVAL`, so that a helper thread cannot hold the interpreter for the default
+    5 ms against the loop.
     """
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = create()
     except start_up_errors as exc:
@@ -41,13 +57,25 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     except KeyboardInterrupt:
         rclpy.try_shutdown()
         return 0
-    if hasattr(node, "start"):
-        node.start()
+    executor = SingleThreadedExecutor()
     try:
-        rclpy.spin(node)
+        executor.add_node(node)
+        if realtime:
+            gc.collect()
+            gc.freeze()
+            sys.setswitchinterval(SWITCH_INTERVAL)
+        if before_spin is not None:
+            before_spin(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if after_spin is not None:
+            try:
+                after_spin(node)
+            except Exception as exc:  # noqa: BLE001 - report, then still shut down cleanly
+                get_logger(name).error(f"shutdown: {exc}")
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

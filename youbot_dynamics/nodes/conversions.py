@@ -28,7 +28,6 @@ __all__ = [
     "joint_trajectory",
     "trajectory_arrays",
     "frame_markers",
-    "joint_state_arrays",
     "trajectory_message",
     "AXIS_COLORS",
 ]
@@ -73,49 +72,28 @@ def matrix_to_pose(t: Any) -> Pose:
 
 
 def joint_positions_from_state(msg: Any, joint_names: Sequence[str]) -> Array:
-    """Positions of ``joint_names`` (in that order) picked by name from a ``sensor_msgs/JointState``.
-
-    Other joints in the message (gripper fingers, wheels) are ignored, and so is the message's
-    name order. Raises ``ValueError`` if the message has fewer positions than names, a requested
-    joint is missing or listed twice, or a requested position is NaN/infinite.
-    """
-    names = list(msg.name)
-    positions = msg.position
-    if len(positions) < len(names):
-        raise ValueError(f"JointState has {len(positions)} positions for {len(names)} joint names")
-    index: dict[str, int] = {}
-    duplicated: set[str] = set()
-    for i, name in enumerate(names):
-        if name in index:
-            duplicated.add(name)
-        else:
-            index[name] = i
-    out = np.empty(len(joint_names))
-    for k, name in enumerate(joint_names):
-        i = index.get(name)
-        if i is None:
-            raise ValueError(f"joint '{name}' missing from JointState (got names {names})")
-        if name in duplicated:
-            raise ValueError(f"joint '{name}' appears more than once in JointState")
-        value = float(positions[i])
-        if not math.isfinite(value):
-            raise ValueError(f"joint '{name}' position is {value} (NaN or infinite)")
-        out[k] = value
-    return out
+    """Positions of ``joint_names`` (in that order) picked by name from a ``sensor_msgs/JointState``
+    (a goal, a seed): :meth:`JointStateReader.read` with velocities optional, NaN and infinity refused."""
+    return JointStateReader(joint_names, require_velocity=False).read(msg)[0]
 
 
 class JointStateReader:
     """Picks ``joint_names`` by name from ``sensor_msgs/JointState`` messages, fast enough for 1 kHz.
 
-    Unlike :func:`joint_positions_from_state` it does *not* reject NaN or infinite values: a
-    controller passes them on to its safety guard, which faults at once (rejecting the message
-    would only fault later, when the state goes stale). The name-to-index map is cached for the
-    last name list seen. :meth:`read` raises ``ValueError`` if a joint is missing or listed twice,
-    or if positions or velocities are shorter than the names; efforts are optional.
+    Other joints in the message (gripper fingers, wheels) are ignored, and so is the message's name
+    order; the name-to-index map is cached for the last name list seen. :meth:`read` raises
+    ``ValueError`` if a requested joint is missing or listed twice, if the positions (and, with
+    ``require_velocity``, the velocities) do not match the names in number, and - unless
+    ``allow_nonfinite`` - if a position or velocity of a requested joint is NaN or infinite.
+    Controllers set ``allow_nonfinite``: they pass such values on to their safety guard, which
+    faults at once (rejecting the message would only fault later, when the state goes stale).
     """
 
-    def __init__(self, joint_names: Sequence[str]) -> None:
+    def __init__(self, joint_names: Sequence[str], *, require_velocity: bool = True,
+                 allow_nonfinite: bool = False) -> None:
         self.joint_names = tuple(joint_names)
+        self.require_velocity = require_velocity
+        self.allow_nonfinite = allow_nonfinite
         self._names: tuple[str, ...] | None = None
         self._index: list[int] = []
 
@@ -135,17 +113,23 @@ class JointStateReader:
             self._names = names
         return self._index
 
-    def read(self, msg: Any) -> tuple[Array, Array, Array | None]:
-        """``(positions, velocities, efforts or None)`` of the joints, in the order of ``joint_names``."""
+    def read(self, msg: Any) -> tuple[Array, Array | None, Array | None]:
+        """``(positions, velocities or None, efforts or None)`` of the joints, in the order of
+        ``joint_names``; velocities are None only without ``require_velocity``."""
         names = tuple(msg.name)
         index = self._lookup(names)
         n = len(names)
-        if len(msg.position) < n or len(msg.velocity) < n:
-            raise ValueError(f"JointState has {len(msg.position)} positions and {len(msg.velocity)} velocities "
-                             f"for {n} joint names (both are needed)")
+        if len(msg.position) != n:
+            raise ValueError(f"JointState has {len(msg.position)} positions for {n} joint names")
+        if self.require_velocity and len(msg.velocity) != n:
+            raise ValueError(f"JointState has {len(msg.velocity)} velocities for {n} joint names (needed)")
         q = np.asarray(msg.position, dtype=float)[index]
-        dq = np.asarray(msg.velocity, dtype=float)[index]
-        effort = np.asarray(msg.effort, dtype=float)[index] if len(msg.effort) >= n else None
+        dq = np.asarray(msg.velocity, dtype=float)[index] if len(msg.velocity) == n else None
+        effort = np.asarray(msg.effort, dtype=float)[index] if len(msg.effort) == n else None
+        if not self.allow_nonfinite:
+            for what, values in (("positions", q), ("velocities", dq)):
+                if values is not None and not np.isfinite(values).all():
+                    raise ValueError(f"JointState {what} contain NaN or infinite values: {values.tolist()}")
         return q, dq, effort
 
 
@@ -245,38 +229,6 @@ def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale:
                                 a=AXIS_COLORS[axis][3])
             out.markers.append(m)
     return out
-
-
-def joint_state_arrays(msg: Any, joint_names: Sequence[str], cache: dict | None = None
-                       ) -> tuple[Array, Array | None, Array | None]:
-    """``(q, q', effort)`` of ``joint_names`` (in that order) picked by name from a
-    ``sensor_msgs/JointState``; ``q'`` or ``effort`` is None when the message does not give it
-    for every joint. ``cache`` (a dict kept by the caller) remembers the index order per name
-    list (1 kHz callers). Raises ``ValueError`` like :func:`joint_positions_from_state`, and for
-    NaN/infinite velocities."""
-    names = tuple(msg.name)
-    order = cache.get(names) if cache is not None else None
-    if order is None:
-        index = {name: i for i, name in enumerate(names)}
-        missing = [name for name in joint_names if name not in index]
-        if missing:
-            raise ValueError(f"joint(s) {', '.join(missing)} missing from JointState (got names {list(names)})")
-        if len(index) != len(names):
-            raise ValueError(f"JointState names a joint more than once: {list(names)}")
-        order = [index[name] for name in joint_names]
-        if cache is not None:
-            cache[names] = order
-    n = len(names)
-    if len(msg.position) != n:
-        raise ValueError(f"JointState has {len(msg.position)} positions for {n} joint names")
-    q = np.asarray(msg.position, dtype=float)[order]
-    if not np.isfinite(q).all():
-        raise ValueError(f"JointState positions contain NaN or infinite values: {q.tolist()}")
-    dq = np.asarray(msg.velocity, dtype=float)[order] if len(msg.velocity) == n else None
-    if dq is not None and not np.isfinite(dq).all():
-        raise ValueError(f"JointState velocities contain NaN or infinite values: {dq.tolist()}")
-    effort = np.asarray(msg.effort, dtype=float)[order] if len(msg.effort) == n else None
-    return q, dq, effort
 
 
 def trajectory_message(joint_names: Sequence[str], times: Any, positions: Any, velocities: Any = None,

@@ -27,23 +27,25 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm import ArmDescription
 
-__all__ = ["SimulatorProcess", "run_sim_demo"]
+__all__ = ["NodeProcess", "run_sim_demo"]
 
 
 def _fmt(v: np.ndarray) -> str:
     return "[" + ", ".join(f"{x:+.4f}" for x in v) + "]"
 
 
-class SimulatorProcess:
-    """The ``sim_node`` executable as a child process (context manager; stopped with SIGINT)."""
+class NodeProcess:
+    """A node executable of this package as a child process (context manager; stopped with
+    SIGINT, like Ctrl-C). Falls back to ``python -m youbot_dynamics.nodes.<executable>`` when the
+    console script is not installed."""
 
-    def __init__(self, *ros_args: str) -> None:
-        exe = shutil.which("sim_node") or os.path.join(os.path.dirname(sys.executable), "sim_node")
-        cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "youbot_dynamics.nodes.sim_node"]
+    def __init__(self, executable: str, *ros_args: str) -> None:
+        exe = shutil.which(executable) or os.path.join(os.path.dirname(sys.executable), executable)
+        cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", f"youbot_dynamics.nodes.{executable}"]
         self.command = cmd + (["--ros-args", *ros_args] if ros_args else [])
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "SimulatorProcess":
+    def __enter__(self) -> "NodeProcess":
         env = dict(os.environ)
         env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         self.process = subprocess.Popen(self.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -99,7 +101,7 @@ def run_sim_demo(arm: ArmDescription, timeout: float = 20.0) -> int:
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     status = 1
     try:
-        with SimulatorProcess() as sim:
+        with NodeProcess("sim_node") as sim:
             client = _Client(context)
             start = time.monotonic()
             while not client.states and time.monotonic() - start < timeout and sim.process.poll() is None:

@@ -46,21 +46,16 @@ commands keep coming; a trajectory controller holds its last point) until the ne
 from __future__ import annotations
 
 import concurrent.futures
-import gc
 import sys
 from datetime import datetime
 from pathlib import Path
 from functools import partial
 from typing import Any
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.logging import get_logger
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -80,8 +75,8 @@ from ..identification.session import (ExcitationSession, JointSample, PDFeedforw
                                        SessionRefused)
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
-from .common import parameter_descriptor
-from .conversions import joint_state_arrays, trajectory_message
+from .common import parameter_descriptor, run_node
+from .conversions import JointStateReader, trajectory_message
 
 __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
 
@@ -211,7 +206,7 @@ class IdentificationNode(Node):
         self._identification: concurrent.futures.Future | None = None
         self._excitation_msg: JointTrajectory | None = None
         self._latest: JointSample | None = None
-        self._name_cache: dict = {}
+        self._reader = JointStateReader(self.arm.joint_names, require_velocity=False)
         self._last_percent_logged = -10.0
         self._auto_start = bool(p['start_on_launch'])
         typestore()  # import rosbags now: 0.15 s at ~/start would stall the node beyond state_timeout
@@ -245,7 +240,7 @@ class IdentificationNode(Node):
     def _on_joint_state(self, msg: JointState) -> None:
         receive_ns = self.get_clock().now().nanoseconds
         try:
-            q, dq, effort = joint_state_arrays(msg, self.arm.joint_names, self._name_cache)
+            q, dq, effort = self._reader.read(msg)
             if dq is None or effort is None:
                 raise ValueError("the joint state lacks velocities or efforts of the arm joints")
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
@@ -502,36 +497,9 @@ class IdentificationNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point ``identification_node``: run until Ctrl-C or an external shutdown (then stop the
     arm if it moves and close the recording); 1 if start-up fails (the reason is logged)."""
-    # No rclpy signal handler: SIGINT raises KeyboardInterrupt in the spinning thread, so the node
-    # can still publish its stop and close the recording before the context shuts down.
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        node = IdentificationNode()
-    except (ArmDescriptionError, ModelFileError, DataFileError, IdentificationError, ParameterException, ValueError,
-            OSError) as exc:
-        get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
-        rclpy.try_shutdown()
-        return 1
-    except KeyboardInterrupt:
-        rclpy.try_shutdown()
-        return 0
-    executor = SingleThreadedExecutor()
-    try:
-        executor.add_node(node)
-        gc.collect()
-        gc.freeze()  # keep the start-up heap out of the collector: a full collection stalls 30-100 ms
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            node.shutdown()
-        except Exception as exc:  # noqa: BLE001 - report, then still shut down cleanly
-            get_logger(NODE_NAME).error(f"shutdown: {exc}")
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, IdentificationNode, (ArmDescriptionError, ModelFileError, DataFileError,
+                                                    IdentificationError, ParameterException, ValueError, OSError),
+                    args, realtime=True, after_spin=IdentificationNode.shutdown)
 
 
 if __name__ == '__main__':

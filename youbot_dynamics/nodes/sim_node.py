@@ -281,7 +281,8 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
-    return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args)
+    return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
+                    before_spin=SimNode.start)
 
 
 if __name__ == '__main__':

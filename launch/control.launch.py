@@ -1,0 +1,76 @@
+"""Launch one joint-torque controller of the youBot arm with its parameter file.
+
+    ros2 launch youbot_dynamics control.launch.py [controller:=pd_gravity|computed_torque]
+        [params_file:=/path/to/params.yaml]
+
+Arguments:
+
+* ``controller`` (default ``pd_gravity``; anything else is refused by launch):
+  ``pd_gravity`` starts ``pd_gravity_controller`` (PD + gravity regulation to goals on
+  ``~/goal`` (JointState) and ``~/goal_pose`` (PoseStamped, IK)); ``computed_torque`` starts
+  ``computed_torque_controller`` (tracking of ``~/trajectory`` (JointTrajectory) and Cartesian
+  straight lines on ``~/line`` (PoseStamped)).
+* ``params_file`` (default the controller's file in the package: config/pd_gravity_controller.yaml
+  or config/computed_torque_controller.yaml): its ROS parameters.
+
+The controller needs a robot: the simulator (``ros2 launch youbot_dynamics sim.launch.py``), the
+Gazebo description with ``active_controller:=arm_effort_controller``, or the real driver with its
+effort group controller. It starts disabled (parameter ``enabled_on_start``); enable it with
+
+    ros2 service call /pd_gravity_controller/enable std_srvs/srv/SetBool "{data: true}"
+
+Node parameters (all read-only, read at start-up; each documented in the parameter files):
+``arm_description`` (''), ``model_file`` ('' = nominal model; give an identified one),
+``base_frame`` (arm_link_0), ``rate`` (1000.0 Hz), ``joint_states_topic`` (/joint_states),
+``command_topic`` (/arm_effort_controller/commands), ``kp``, ``kd`` (unset = designed gains),
+``bandwidth`` (60.0 rad/s PD, 40.0 rad/s computed torque), ``damping`` (1.0),
+``static_accuracy`` (PD only, 5e-4 rad), ``friction_compensation`` (true), ``friction_eps``
+(0.01 rad/s), ``state_timeout`` (0.02 s), ``fault_behaviour`` (zero | hold), ``hold_bandwidth``
+(10.0 rad/s), ``torque_limit`` (unset = min(effort_max, drive limit)), ``limit_margin`` (0.05 rad),
+``limit_damping`` (unset = torque_limit / velocity_max), ``ramp_time`` (0.5 s),
+``bumpless_enable`` (true), ``enabled_on_start`` (false), ``state_publish_decimation`` (10),
+``diagnostics_period`` (1.0 s), ``log_throttle_period`` (1.0 s), ``line_duration`` (computed
+torque only, 2.0 s).
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
+from launch.substitutions import EqualsSubstitution, IfElseSubstitution, LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+CONTROLLERS = ['pd_gravity', 'computed_torque']
+
+
+def generate_launch_description():
+    controller = LaunchConfiguration('controller')
+    params_file = LaunchConfiguration('params_file')
+    config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
+    is_pd = EqualsSubstitution(controller, 'pd_gravity')
+    is_ct = EqualsSubstitution(controller, 'computed_torque')
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'controller', default_value='pd_gravity', choices=CONTROLLERS,
+            description='The control law: pd_gravity (regulation to goals) or computed_torque (trajectory tracking)'),
+        DeclareLaunchArgument(
+            'params_file',
+            default_value=IfElseSubstitution(
+                is_pd,
+                if_value=PathJoinSubstitution([config, 'pd_gravity_controller.yaml']),
+                else_value=PathJoinSubstitution([config, 'computed_torque_controller.yaml'])),
+            description='Parameter file of the controller node (default: the package file of the chosen controller)'),
+        Node(
+            package='youbot_dynamics',
+            executable='pd_gravity_controller',
+            name='pd_gravity_controller',
+            parameters=[params_file],
+            condition=IfCondition(is_pd),
+            output='screen'),
+        Node(
+            package='youbot_dynamics',
+            executable='computed_torque_controller',
+            name='computed_torque_controller',
+            parameters=[params_file],
+            condition=IfCondition(is_ct),
+            output='screen'),
+    ])

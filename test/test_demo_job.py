@@ -1,0 +1,113 @@
+"""The figures of ``make demo`` (control.evaluation, pure) and the main job end to end.
+
+The pure tests check the metrics against closed-form signals (an exponential decay with a known
+settling time, constant and sinusoidal errors with known RMS) and the exact bookkeeping of the
+timing windows. The end-to-end test runs ``youbot-dynamics demo --skip-kinematics`` as a
+subprocess (sim_node, identification_node and the controllers as their own processes, DDS domain
+69, localhost only) and checks its summary with loose bounds: the table's accuracy goals are
+asserted, the timing goals only reported (2 shared cores).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from youbot_dynamics.control.evaluation import (combine_timing, format_table, plot_runs, regulation_metrics, split_state,
+                                                tracking_metrics)
+
+DOMAIN_ID = "69"
+
+
+def test_regulation_metrics_on_an_exponential_decay():
+    t = np.arange(0.0, 3.0, 1e-3)
+    t_goal = 0.5
+    tau_c = np.array([0.1, 0.2])  # time constants [s]; e = 0.3 exp(-(t - t_goal) / tau) after the step
+    after = t >= t_goal
+    error = np.zeros((t.size, 2))
+    error[after] = 0.3 * np.exp(-(t[after, None] - t_goal) / tau_c)
+    tau = np.ones((t.size, 2)) * [2.0, -3.0]
+    m = regulation_metrics(t, error, tau, t_goal)
+    # |e| <= 1 mrad from t - t_goal = tau ln(300): the first sample at or after it
+    expected = tau_c * np.log(300.0)
+    np.testing.assert_allclose(m["settling_time"], expected, atol=1.1e-3)
+    np.testing.assert_allclose(m["error_at"], 0.3 * np.exp(-1.9 / tau_c), rtol=1e-2)  # max over [1.9, 2.0]
+    np.testing.assert_allclose(m["tau_rms"], [2.0, 3.0])
+    error[-1, 1] = 0.01  # outside the band at the end: not settled
+    assert np.isinf(regulation_metrics(t, error, tau, t_goal)["settling_time"][1])
+    with pytest.raises(ValueError, match="no samples"):
+        regulation_metrics(t, error, tau, t_goal=2.5)
+
+
+def test_tracking_metrics_and_state_rows():
+    t = np.linspace(0.0, 1.0, 1001)
+    error = np.column_stack([np.full_like(t, 2e-3), 1e-3 * np.sin(2 * np.pi * 5 * t)])
+    tau = np.column_stack([np.full_like(t, -1.0), np.zeros_like(t)])
+    m = tracking_metrics(t, error, tau, 0.0, 1.0)
+    np.testing.assert_allclose(m["rms_error"], [2e-3, 1e-3 / np.sqrt(2)], rtol=2e-3)
+    np.testing.assert_allclose(m["max_error"], [2e-3, 1e-3], rtol=1e-4)
+    np.testing.assert_allclose(m["tau_rms"], [1.0, 0.0])
+    rows = np.arange(20.0).reshape(1, 20)
+    q_d, q, e, tau5 = split_state(rows, 5)
+    assert q_d.tolist() == [[0, 1, 2, 3, 4]] and tau5.tolist() == [[15, 16, 17, 18, 19]]
+    with pytest.raises(ValueError, match="4 x 5"):
+        split_state(np.zeros((3, 19)), 5)
+
+
+def test_combine_timing_sums_windows_exactly():
+    windows = [{"cycles": 1000.0, "missed_cycles": 2.0, "rate_hz": 1000.0, "latency_median_ms": 0.1,
+                "latency_p99_ms": 0.3, "latency_max_ms": 1.0, "compute_median_us": 90.0},
+               {"cycles": 500.0, "missed_cycles": 10.0, "rate_hz": 500.0, "latency_median_ms": 0.2,
+                "latency_p99_ms": 0.9, "latency_max_ms": 4.0, "compute_median_us": 110.0},
+               {"cycles": 0.0, "rate_hz": 0.0}]  # an empty window is skipped
+    c = combine_timing(windows)
+    assert c["cycles"] == 1500.0 and c["missed_cycles"] == 12.0
+    assert c["missed_fraction"] == pytest.approx(12.0 / 1500.0)
+    assert c["rate_hz"] == pytest.approx(1500.0 / 2.0)  # 1 s + 1 s
+    assert c["latency_median_ms"] == 0.1  # 1000 of 1500 cycles in the 0.1 ms window
+    assert c["latency_p99_ms"] == 0.9 and c["latency_max_ms"] == 4.0
+    loop = combine_timing([{"cycles": 100.0, "missed_fraction": 0.05, "rate_hz": 1000.0}])
+    assert loop["missed_cycles"] == pytest.approx(5.0) and "latency_p99_ms" not in loop
+    with pytest.raises(ValueError):
+        combine_timing([])
+
+
+def test_format_table_and_plot(tmp_path):
+    text = format_table([{"label": "a", "e": [1e-3, 2e-3]}, {"label": "bb"}],
+                        [("label", "controller", 1.0, 0), ("e", "error [mrad]", 1e3, 1)])
+    lines = text.splitlines()
+    assert lines[0].split() == ["controller", "error", "[mrad]"]
+    assert lines[2].split() == ["a", "1.0", "2.0"] and lines[3].split() == ["bb", "-"]
+    t = np.linspace(0, 1, 50)
+    path = plot_runs(tmp_path / "p.png", [{"label": "x", "t": t, "error": np.zeros((50, 2)), "tau": np.ones((50, 2))}],
+                     ["j1", "j2"], "title")
+    assert path.stat().st_size > 1000
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_main_job_end_to_end(tmp_path):
+    env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    out = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "youbot_dynamics", "demo", "--skip-kinematics", "--out", str(out)],
+                            env=env, capture_output=True, text=True, timeout=400)
+    print(result.stdout[-6000:])
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    ident = summary["identification"]
+    assert ident["relative_error"] < 0.02 and max(ident["joint_relative_errors"]) < 0.05
+    assert ident["nominal_relative_error"] > 5 * ident["relative_error"]
+    pd_gravity, pd_only = summary["regulation"]
+    assert max(pd_gravity["error_at"]) < 2e-3  # goal 1 mrad; loose under load
+    ct, nominal, pd = summary["tracking"]
+    assert max(ct["rms_error"]) < 2e-3  # goal 1 mrad; loose under load
+    assert min(np.asarray(nominal["rms_error"]) / np.asarray(ct["rms_error"])) > 5.0
+    assert min(np.asarray(pd["rms_error"]) / np.asarray(ct["rms_error"])) > 2.0
+    for run in summary["regulation"] + summary["tracking"]:
+        assert run["cycles"] > 500 and run["latency_median_ms"] < 5.0
+    assert all((out / name).stat().st_size > 1000 for name in ("regulation.png", "tracking.png"))

@@ -1,0 +1,588 @@
+"""Shared base of the joint-torque controller nodes (``pd_gravity_controller``,
+``computed_torque_controller``).
+
+Thin: parameters, topics, the control timer and the safety wiring; the control laws, references
+and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Every controller:
+
+* subscribes ``joint_states_topic`` (``sensor_msgs/JointState``, the arm joints picked by name;
+  position and velocity required, effort optional; QoS: best effort, depth 1 - only the newest
+  state counts) and keeps the newest state with its *arrival* time on the steady clock (the age
+  checked against ``state_timeout`` is time since arrival);
+* runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
+  joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
+  half period), so the torque leaves as soon as the state is in, and a timer at ``rate`` runs a
+  cycle whenever no joint state came for 1.5 periods (the watchdog that detects stale states);
+  with ``cycle_trigger: timer`` the timer alone runs the cycles on the newest state (which is then
+  on average half a period old). A cycle calls the guard
+  (:class:`~youbot_dynamics.control.SafetyGuard`) with the control law and publishes the torque as
+  ``std_msgs/Float64MultiArray`` (one value per joint, in the arm's joint order, [N m]) on
+  ``command_topic`` (default ``/arm_effort_controller/commands``, the ros2_control effort group
+  controller of the driver, the Gazebo description and the simulator node);
+* offers ``~/enable`` (``std_srvs/SetBool``): ``true`` holds the current position and ramps the
+  torque in over ``ramp_time`` (from the measured effort with ``bumpless_enable``, else from zero);
+  it is refused without a fresh, finite joint state. ``true`` also clears a fault (a new ramp);
+  ``false`` disables. The node starts disabled unless ``enabled_on_start`` (then it enables at the
+  first joint state);
+* publishes what it commands:
+
+  - **enabled**: the law's torque, bounded by the guard (joint-limit guard, per-joint saturation
+    ``torque_limit``);
+  - **fault** (no joint state for ``state_timeout``, NaN or infinity in the state or the torque):
+    latched until the next enable, logged with the reason; ``fault_behaviour: zero`` publishes
+    zero effort *every cycle* (never the last torque), ``hold`` a low-gain PD + gravity hold of the
+    last good position (gravity only while the state is invalid). A cycle that starts more than
+    ``state_timeout`` after the previous one (the node itself was stalled: the joint states that
+    arrived meanwhile are still queued behind the timer) publishes nothing and leaves the decision
+    to the next cycle, so that a fault means missing joint states, not a stall of the controller
+    (detection is delayed by at most one cycle; ``stalls`` on ``/diagnostics`` counts them);
+  - **disabled**: zero effort for ``ZERO_CYCLES_ON_DISABLE`` cycles after disabling (so that the
+    effort controller, which keeps its last command, is left at zero), then nothing: the topic is
+    free for other commanders. On shutdown an enabled node publishes zero effort once;
+
+* publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
+  ``std_msgs/Float64MultiArray`` of 4 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n)]``
+  ([rad], [rad], [rad], [N m]; ``tau`` as published, zero when nothing is commanded; ``q_d`` NaN
+  without a reference, ``q`` NaN before the first joint state; ``q_d`` at the arrival time of the
+  state ``q``, the time the law used: so ``e`` is not inflated by the state's wait for the
+  cycle, but still includes its transport from the arm); ``layout.dim`` labels the two
+  dimensions (``quantity``: ``q_desired|q|error|tau``, ``joint``: the joint names);
+* publishes events (enable, disable, faults, accepted and refused goals with the reason) on
+  ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
+  :attr:`ControllerNode.last_refusal`;
+* reports its timing on ``/diagnostics`` every ``diagnostics_period`` s (and in
+  :attr:`ControllerNode.last_report`): achieved rate, jitter, missed cycles (period > 1.5 x
+  nominal, :class:`~youbot_dynamics.timing.LoopStatistics`), the *latency* from the arrival of the
+  joint state a cycle used to the publication of its torque (median, p99, max) and the compute
+  time of a cycle (median, p99).
+
+**Threads.** All callbacks are in the node's default (mutually exclusive) callback group: the
+law, the guard and the references are only touched by one thread at a time, with any executor.
+Computing a new reference (IK of a pose, a Cartesian line, the exact limit check of a trajectory)
+takes 1-40 ms, longer than a cycle: it runs in a planning thread (:meth:`ControllerNode.plan`)
+on copies of what it needs, and the control thread installs the result at its next cycle. The
+executables (:func:`run`) run as real-time nodes (:func:`~youbot_dynamics.nodes.common.run_node`:
+single-threaded executor, start-up heap frozen out of the garbage collector, 0.5 ms thread switch
+interval). ``state_timeout`` must exceed the
+control period.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout, String
+from std_srvs.srv import SetBool
+
+from ..arm import ArmDescription, ArmDescriptionError, load_arm
+from ..control import GuardState, SafetyConfig, SafetyGuard, TrajectoryError
+from ..dynamics.model import DynamicModel
+from ..dynamics.paramfile import ModelFileError, load_model
+from ..paths import config_path
+from ..timing import LoopStatistics
+from .common import parameter_descriptor, run_node
+from .conversions import JointStateReader
+
+__all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
+
+QOS_DEPTH = 10
+# Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
+JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+NOMINAL_MODEL = "youbot_nominal_model.yaml"
+ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
+STATE_QUANTITIES = ("q_desired", "q", "error", "tau")
+CYCLE_TRIGGERS = ("joint_states", "timer")
+
+Array = np.ndarray
+
+
+def descriptor(description: str, type_: int, **ranges: Any) -> ParameterDescriptor:
+    """A read-only parameter descriptor (every controller parameter is read once at start-up)."""
+    return parameter_descriptor(description, type_, read_only=True, **ranges)
+
+
+_S, _D, _B, _I, _DA = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
+                       ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_DOUBLE_ARRAY)
+_UNSET_ARRAY = Parameter.Type.DOUBLE_ARRAY  # declared without a value: unset until overridden
+
+#: Parameters of both controllers: name -> (default, descriptor). Each node module declares them
+#: by name (``self.declare_parameter('rate', *COMMON_PARAMETERS['rate'])``) next to its own, so
+#: that its module lists every parameter it has; the base class checks that none is missing.
+COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
+    'arm_description': ('', descriptor(
+        "Path of the arm description YAML (joint names, limits, drives); '' = config/youbot_arm.yaml.", _S)),
+    'model_file': ('', descriptor(
+        "Dynamic model file (format of youbot_dynamics.dynamics.paramfile, e.g. an identified model); "
+        "'' = the nominal model config/youbot_nominal_model.yaml.", _S)),
+    'base_frame': ('arm_link_0', descriptor(
+        "Frame of Cartesian targets (DH frame 0); a PoseStamped in another frame is refused (no tf2); "
+        "an empty frame_id is taken as this frame.", _S)),
+    'rate': (1000.0, descriptor(
+        "Control rate [Hz] (steady clock): of the timer with cycle_trigger 'timer'; with 'joint_states' the "
+        "nominal rate (set it to the joint-state rate): cycles closer than half a period are skipped, and the "
+        "timer runs a cycle when no joint state came for 1.5 periods.", _D, range_=(1.0, 10000.0))),
+    'cycle_trigger': ('joint_states', descriptor(
+        "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
+        "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
+        "is up to one period old).", _S)),
+    'joint_states_topic': ('/joint_states', descriptor(
+        "sensor_msgs/JointState input (arm joints by name; position and velocity required).", _S)),
+    'command_topic': ('/arm_effort_controller/commands', descriptor(
+        "std_msgs/Float64MultiArray output: joint torques [N m] in the arm's joint order "
+        "(ros2_control effort group controller).", _S)),
+    'kp': (_UNSET_ARRAY, descriptor(
+        "Proportional gains, one per joint or one for all; unset = designed from bandwidth and damping.", _DA)),
+    'kd': (_UNSET_ARRAY, descriptor(
+        "Derivative gains, one per joint or one for all; unset = designed from bandwidth and damping.", _DA)),
+    'damping': (1.0, descriptor("Damping ratio of the designed gains.", _D, range_=(0.0, 10.0))),
+    'friction_compensation': (True, descriptor(
+        "Add the model's friction (viscous, smoothed Coulomb, offset) to the torque.", _B)),
+    'friction_eps': (0.01, descriptor(
+        "Velocity scale [rad/s] of the smoothed Coulomb sign tanh(v / eps).", _D, range_=(1e-6, 10.0))),
+    'state_timeout': (0.02, descriptor(
+        "A joint state older than this [s] (time since arrival) is a fault.", _D, range_=(1e-4, 10.0))),
+    'fault_behaviour': ('zero', descriptor(
+        "On a fault: 'zero' = zero effort every cycle; 'hold' = low-gain PD + gravity hold of the last "
+        "good position.", _S)),
+    'hold_bandwidth': (10.0, descriptor(
+        "Bandwidth [rad/s] of the fault hold (fault_behaviour 'hold').", _D, range_=(0.1, 1000.0))),
+    'torque_limit': (_UNSET_ARRAY, descriptor(
+        "Saturation [N m], one per joint or one for all; unset = min(effort_max, drive torque limit) of "
+        "the arm description.", _DA)),
+    'limit_margin': (0.05, descriptor(
+        "Width [rad] of the joint-limit guard zone before each limit.", _D, range_=(1e-4, 1.0))),
+    'limit_damping': (_UNSET_ARRAY, descriptor(
+        "Damping [N m s/rad] of motion towards a limit inside the zone, one per joint or one for all; "
+        "unset = torque_limit / velocity_max.", _DA)),
+    'ramp_time': (0.5, descriptor(
+        "Torque ramp [s] after enable (smoothstep); references start after it.", _D, range_=(0.0, 10.0))),
+    'bumpless_enable': (True, descriptor(
+        "Ramp from the measured effort of the joint state (if it has one) instead of from zero.", _B)),
+    'enabled_on_start': (False, descriptor(
+        "Enable at the first joint state (else wait for ~/enable).", _B)),
+    'state_publish_decimation': (10, descriptor(
+        "Publish ~/state every N control cycles; 0 = never.", _I, int_range=(0, 1000000))),
+    'diagnostics_period': (1.0, descriptor(
+        "Period [s] of the timing report on /diagnostics; 0 = none.", _D, range_=(0.0, 3600.0))),
+    'log_throttle_period': (1.0, descriptor(
+        "Minimum period [s] between repeated warnings (rejected joint states).", _D, range_=(0.0, 3600.0))),
+}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+class ControllerNode(Node):
+    """Base of the controller nodes; see the module docstring. Subclasses implement the hooks
+    :meth:`_declare_parameters`, :meth:`_create_law`, :meth:`_hold`, :meth:`desired_position`,
+    :meth:`_create_interfaces` and :meth:`_warm_up`."""
+
+    #: Human-readable name of the control law (log messages, diagnostics).
+    LAW_NAME = "controller"
+
+    def __init__(self, node_name: str, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self._declare_parameters()
+        missing = [name for name in COMMON_PARAMETERS if not self.has_parameter(name)]
+        if missing:
+            raise RuntimeError(f"{type(self).__name__} does not declare {missing}")
+        self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
+        model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
+        self.model: DynamicModel = load_model(model_file)
+        if self.model.n_joints != self.arm.n_joints:
+            raise ValueError(f"model_file {model_file} has {self.model.n_joints} joints, the arm {self.arm.n_joints}")
+        self.base_frame: str = self._param('base_frame')
+        self.rate = float(self._param('rate'))
+        self.cycle_trigger: str = self._param('cycle_trigger')
+        if self.cycle_trigger not in CYCLE_TRIGGERS:
+            raise ValueError(f"cycle_trigger must be one of {CYCLE_TRIGGERS}, got '{self.cycle_trigger}'")
+        self._period = 1.0 / self.rate
+        if not 1.0 / self.rate < self._param('state_timeout'):
+            raise ValueError(f"state_timeout ({self._param('state_timeout')} s) must exceed the control period "
+                             f"1 / rate = {1.0 / self.rate:g} s")
+        self._throttle = float(self._param('log_throttle_period'))
+        config = SafetyConfig(state_timeout=self._param('state_timeout'),
+                              fault_behaviour=self._param('fault_behaviour'),
+                              torque_limit=self._optional_array('torque_limit'),
+                              limit_margin=self._param('limit_margin'),
+                              limit_damping=self._optional_array('limit_damping'), ramp_time=self._param('ramp_time'),
+                              hold_bandwidth=self._param('hold_bandwidth'))
+        self.law = self._create_law()
+        self.guard = SafetyGuard(self.arm, self.model, config)
+        self._bumpless = bool(self._param('bumpless_enable'))
+        self._enable_pending = bool(self._param('enabled_on_start'))
+        self._decimation = int(self._param('state_publish_decimation'))
+        n = self.arm.n_joints
+
+        # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
+        self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
+        self._state: tuple[float, Array, Array, Array | None] | None = None
+        self._zero = np.zeros(n)
+        self._zero_cycles = 0
+        self._cycle_count = 0
+        self._last_cycle = time.perf_counter()
+        self._stall_gap = config.state_timeout
+        self._deferred = False
+        self.stalls = 0  # cycles deferred because the node itself had stalled (see _cycle)
+        self._last_guard_state = self.guard.state
+        self.last_torque = np.zeros(n)  # the last published command (zero when nothing is commanded)
+        self.last_refusal: str | None = None
+        self.last_status: str = ""
+        self.ramp_end = 0.0  # [s, perf_counter] end of the current enable ramp
+        # references computed off the control thread (IK, lines, limit checks: 1-40 ms each)
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{node_name}_planner")
+        self._planned: queue.SimpleQueue = queue.SimpleQueue()
+        self._reference_id = 0  # changes with every new reference, enable and disable
+
+        # timing: per-cycle latency and compute time, swapped out by timing_report()
+        self.statistics = LoopStatistics(1.0 / self.rate)
+        self._timing_lock = threading.Lock()
+        self._latencies: list[float] = []
+        self._costs: list[float] = []
+        self.last_report: dict[str, float] = {}
+
+        self._command_msg = Float64MultiArray()
+        self._state_msg = Float64MultiArray(layout=MultiArrayLayout(dim=[
+            MultiArrayDimension(label="quantity:" + "|".join(STATE_QUANTITIES), size=len(STATE_QUANTITIES),
+                                stride=len(STATE_QUANTITIES) * n),
+            MultiArrayDimension(label="joint:" + "|".join(self.arm.joint_names), size=n, stride=n)]))
+        self.joint_states_topic: str = self._param('joint_states_topic')
+        self.command_topic: str = self._param('command_topic')
+        self.command_pub = self.create_publisher(Float64MultiArray, self.command_topic, QOS_DEPTH)
+        self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
+        self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
+        self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state, JOINT_STATE_QOS)
+        self.create_service(SetBool, '~/enable', self._on_enable)
+        self._create_interfaces()
+        self._warm_up()
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self._period, self._on_timer, clock=steady)
+        if self._param('diagnostics_period') > 0.0:
+            self.create_timer(self._param('diagnostics_period'), self._publish_diagnostics, clock=steady)
+        self.get_logger().info(
+            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, joint states on "
+            f"{self.joint_states_topic}, torques on {self.command_topic}; Kp = {np.round(self.law.kp, 4).tolist()}, "
+            f"Kd = {np.round(self.law.kd, 4).tolist()}, torque limit = {np.round(self.guard.torque_limit, 3).tolist()}"
+            f" N m; {'enabling at the first joint state' if self._enable_pending else 'disabled (call ~/enable)'}")
+
+    # -- hooks of the concrete controllers ------------------------------------------------------
+
+    def _declare_parameters(self) -> None:
+        """Declare :data:`COMMON_PARAMETERS` and the controller's own parameters."""
+        raise NotImplementedError
+
+    def _create_law(self) -> Any:
+        """The control law (``torque(t, q, dq)``, ``kp``, ``kd``) from the parameters."""
+        raise NotImplementedError
+
+    def _hold(self, q: Array) -> None:
+        """Make the law hold ``q`` (on enable); :class:`TrajectoryError` if it cannot."""
+        raise NotImplementedError
+
+    def desired_position(self, now: float) -> Array | None:
+        """The desired position at ``now`` (for ``~/state``), None without a reference."""
+        raise NotImplementedError
+
+    def _create_interfaces(self) -> None:
+        """Create the controller's own subscriptions."""
+
+    def _warm_up(self) -> None:
+        """Run the planning functions once (JIT compilation: ~1 s on a first call)."""
+
+    # -- parameters -----------------------------------------------------------------------------
+
+    def _param(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def _optional_array(self, name: str) -> list[float] | None:
+        """A double-array parameter, None while unset (or set to an empty list)."""
+        value = self.get_parameter_or(name, None).value
+        return list(value) if value is not None and len(value) else None
+
+    # -- helpers for the subclasses -------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return self.guard.state is GuardState.ENABLED
+
+    def report_status(self, text: str, *, refused: bool = False, error: bool = False) -> None:
+        """Log ``text`` and publish it on ``~/status``; a refusal is kept in :attr:`last_refusal`."""
+        if refused:
+            self.last_refusal = text
+        self.last_status = text
+        logger = self.get_logger()  # one call site per severity (rclpy keys its log filters by caller)
+        if error:
+            logger.error(text)
+        elif refused:
+            logger.warning(text)
+        else:
+            logger.info(text)
+        self.status_pub.publish(String(data=text))
+
+    def refuse(self, what: str, reason: Any) -> None:
+        self.report_status(f"{what} refused: {reason}", refused=True)
+
+    def check_frame(self, frame_id: str) -> None:
+        """``ValueError`` unless ``frame_id`` is empty or :attr:`base_frame`."""
+        if frame_id and frame_id != self.base_frame:
+            raise ValueError(f"frame '{frame_id}' is not the base frame '{self.base_frame}' (no tf2 here)")
+
+    def measured_position(self) -> Array | None:
+        """The newest measured position (None before the first joint state)."""
+        return None if self._state is None else self._state[1]
+
+    # -- new references -------------------------------------------------------------------------
+
+    def apply(self, what: str, install: Callable[[], str]) -> None:
+        """Install a new reference now (control thread): ``install()`` sets it and returns a
+        description; a ``ValueError`` (e.g. :class:`TrajectoryError`) refuses it with the reason."""
+        if not self.enabled:
+            self.refuse(what, f"the controller is {self.guard.state.value} (call ~/enable first)")
+            return
+        try:
+            description = install()
+        except ValueError as exc:
+            self.refuse(what, exc)
+            return
+        self._reference_id += 1
+        self.report_status(f"{what} accepted: {description}")
+
+    def plan(self, what: str, compute: Callable[[], Callable[[], str]]) -> None:
+        """Compute a reference in the planning thread, so that the control loop keeps its rate:
+        ``compute()`` (no model, no law: it runs concurrently with the loop) returns the
+        ``install`` function of :meth:`apply`, which the control thread runs at its next cycle, or
+        raises ``ValueError`` (refused with the reason). A plan is also refused if the controller
+        was disabled or got another reference while it was computed (resend it then)."""
+        if not self.enabled:
+            self.refuse(what, f"the controller is {self.guard.state.value} (call ~/enable first)")
+            return
+        reference_id = self._reference_id
+
+        def job() -> None:
+            try:
+                self._planned.put((what, reference_id, compute(), None))
+            except Exception as exc:  # noqa: BLE001 - ValueError: refused; anything else: reported too
+                self._planned.put((what, reference_id, None, exc))
+
+        self._planner.submit(job)
+
+    def _install_planned(self) -> None:
+        while True:
+            try:
+                what, reference_id, install, error = self._planned.get_nowait()
+            except queue.Empty:
+                return
+            if error is not None:
+                self.refuse(what, error if isinstance(error, ValueError) else f"planning failed: {error!r}")
+            elif reference_id != self._reference_id:
+                self.refuse(what, "the controller was enabled, disabled or got another reference while it was "
+                                  "planned (resend it)")
+            else:
+                self.apply(what, install)
+
+    # -- joint states ---------------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        arrival = time.perf_counter()
+        try:
+            q, dq, effort = self._reader.read(msg)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
+            return
+        self._state = (arrival, q, dq, effort)
+        if self.cycle_trigger == 'joint_states' and arrival - self._last_cycle >= 0.5 * self._period:
+            self._cycle()
+
+    def _on_timer(self) -> None:
+        if self.cycle_trigger == 'timer' or time.perf_counter() - self._last_cycle >= 1.5 * self._period:
+            self._cycle()
+
+    # -- enable / disable -----------------------------------------------------------------------
+
+    def enable(self) -> tuple[bool, str]:
+        """Hold the current position and ramp the torque in; ``(success, message)``."""
+        now = time.perf_counter()
+        if self._state is None:
+            return False, f"no joint state received on {self.joint_states_topic}"
+        stamp, q, dq, effort = self._state
+        timeout = self.guard.config.state_timeout
+        if now - stamp > timeout:
+            return False, (f"joint state stale: {1e3 * (now - stamp):.1f} ms old "
+                           f"(timeout {1e3 * timeout:.0f} ms)")
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
+            return False, "joint state contains NaN or infinite values"
+        if self.enabled:
+            return True, "already enabled"
+        try:
+            self._hold(q)
+        except TrajectoryError as exc:
+            return False, f"cannot hold the current position: {exc}"
+        initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
+        self.guard.enable(now, initial)
+        self._reference_id += 1
+        self._last_guard_state = self.guard.state
+        self.ramp_end = now + self.guard.config.ramp_time
+        self._zero_cycles = 0
+        source = 'the measured effort' if initial is not None else 'zero'
+        return True, (f"enabled: holding {np.round(q, 4).tolist()}, torque ramp over "
+                      f"{self.guard.config.ramp_time:g} s from {source}")
+
+    def disable(self) -> str:
+        was = self.guard.state
+        self.guard.disable()
+        self._reference_id += 1
+        self._last_guard_state = self.guard.state
+        if was is not GuardState.DISABLED:
+            self._zero_cycles = ZERO_CYCLES_ON_DISABLE
+            return "disabled: zero effort, then no commands"
+        return "already disabled"
+
+    def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        if request.data:
+            response.success, response.message = self.enable()
+        else:
+            response.success, response.message = True, self.disable()
+        self.report_status(response.message if response.success else f"enable refused: {response.message}",
+                           refused=not response.success)
+        return response
+
+    # -- the control cycle ----------------------------------------------------------------------
+
+    def _cycle(self) -> None:
+        start = time.perf_counter()
+        self.statistics.tick(start)
+        gap, self._last_cycle = start - self._last_cycle, start
+        if gap > self._stall_gap and not self._deferred and self.guard.state is not GuardState.DISABLED:
+            # This node itself did not run for longer than state_timeout: the joint states that
+            # arrived meanwhile are still queued (the executor runs timers before subscriptions).
+            # Let them in and judge the state at the next cycle (nothing published in this one).
+            self._deferred = True
+            self.stalls += 1
+            return
+        self._deferred = False
+        state = self._state
+        if self._enable_pending and state is not None:
+            self._enable_pending = False
+            ok, message = self.enable()
+            self.report_status(message if ok else f"enable at start refused: {message}", refused=not ok)
+        if not self._planned.empty():
+            self._install_planned()
+        if state is None:
+            stamp = q = dq = None
+        else:
+            stamp, q, dq, _ = state
+        publish = True
+        try:
+            tau = self.guard.command(start, stamp, q, dq, self.law.torque)
+        except Exception as exc:  # noqa: BLE001 - a bug in a law must not leave the last torque active
+            self.guard.disable()
+            self._zero_cycles = ZERO_CYCLES_ON_DISABLE
+            self.report_status(f"disabled: the control law failed: {exc!r}", error=True)
+            tau = None
+        if tau is None:
+            tau = self._zero
+            if self.guard.state is GuardState.DISABLED:
+                publish = self._zero_cycles > 0
+                self._zero_cycles = max(self._zero_cycles - 1, 0)
+        if publish:
+            self._command_msg.data = tau.tolist()
+            self.command_pub.publish(self._command_msg)
+        self.last_torque = tau
+        end = time.perf_counter()
+        if publish and stamp is not None:
+            with self._timing_lock:
+                self._latencies.append(end - stamp)
+                self._costs.append(end - start)
+        if self.guard.state is not self._last_guard_state:
+            self._last_guard_state = self.guard.state
+            if self.guard.state is GuardState.FAULT:
+                behaviour = self.guard.config.fault_behaviour
+                self.report_status(f"fault: {self.guard.fault_reason}; "
+                                   f"{'zero effort' if behaviour == 'zero' else 'holding'} until ~/enable", error=True)
+        self._cycle_count += 1
+        if self._decimation and self._cycle_count % self._decimation == 0:
+            self._publish_state(start if stamp is None else stamp, q, tau)
+
+    def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
+        n = self.arm.n_joints
+        desired = self.desired_position(now)
+        q_d = np.full(n, np.nan) if desired is None else desired
+        q_m = np.full(n, np.nan) if q is None else q
+        self._state_msg.data = np.concatenate([q_d, q_m, q_d - q_m, tau]).tolist()
+        self.state_pub.publish(self._state_msg)
+
+    # -- timing and diagnostics -----------------------------------------------------------------
+
+    def timing_report(self) -> dict[str, float]:
+        """Rate, jitter and missed cycles of the control timer, latency (joint state arrival to
+        torque publication) and compute time per cycle, since the previous report."""
+        with self._timing_lock:
+            latencies, self._latencies = self._latencies, []
+            costs, self._costs = self._costs, []
+        report = self.statistics.report()
+        report.update({
+            "missed_cycles": round(report["missed_fraction"] * report["cycles"]),
+            "total_cycles": float(self.statistics.total_cycles),
+            "total_missed": float(self.statistics.total_missed),
+            "stalls": float(self.stalls),
+            "latency_median_ms": 1e3 * _percentile(latencies, 50.0),
+            "latency_p99_ms": 1e3 * _percentile(latencies, 99.0),
+            "latency_max_ms": 1e3 * max(latencies, default=0.0),
+            "compute_median_us": 1e6 * _percentile(costs, 50.0),
+            "compute_p99_us": 1e6 * _percentile(costs, 99.0),
+        })
+        return report
+
+    def _publish_diagnostics(self) -> None:
+        report = self.timing_report()
+        self.last_report = report
+        state = self.guard.state
+        values = {k: f"{v:.6g}" for k, v in report.items()}
+        values.update(state=state.value, fault_reason=self.guard.fault_reason or "",
+                      saturated=",".join(np.asarray(self.arm.joint_names)[self.guard.saturated]),
+                      last_refusal=self.last_refusal or "")
+        level = (DiagnosticStatus.ERROR if state is GuardState.FAULT
+                 else DiagnosticStatus.WARN if report["missed_fraction"] > 0.01 else DiagnosticStatus.OK)
+        message = f"fault: {self.guard.fault_reason}" if state is GuardState.FAULT else state.value
+        status = DiagnosticStatus(level=level, name=f"{self.get_name()}: {self.LAW_NAME}", message=message,
+                                  hardware_id=self.arm.name,
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics_pub.publish(array)
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def destroy_node(self) -> None:
+        planner = getattr(self, "_planner", None)  # absent if the constructor failed early
+        if planner is not None:
+            planner.shutdown(wait=True, cancel_futures=True)
+        super().destroy_node()
+
+    def stop_commanding(self) -> None:
+        """Publish zero effort once if the node is commanding (before shutdown)."""
+        if self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0:
+            self.guard.disable()
+            self._command_msg.data = self._zero.tolist()
+            self.command_pub.publish(self._command_msg)
+
+
+def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:
+    """Entry point of a controller node: spin until Ctrl-C (SIGINT) or an external shutdown, then
+    publish zero effort if commanding; 1 if start-up fails (the reason is logged)."""
+    return run_node(node_name, node_class, (ArmDescriptionError, ModelFileError, ParameterException, ValueError,
+                                            OSError), args, realtime=True, after_spin=ControllerNode.stop_commanding)
+

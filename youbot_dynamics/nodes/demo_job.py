@@ -1,0 +1,390 @@
+"""``make demo``, the main job: simulate, identify, regulate, track - over the topics, as on the arm.
+
+Every node runs as its own process, as ``ros2 launch`` would start it: the arm (``sim_node``, the
+embedded MuJoCo simulator with realism on; or ``youbot_driver`` on its virtual EtherCAT drives),
+``identification_node`` and, one run at a time, ``pd_gravity_controller`` and
+``computed_torque_controller``. A client node in this process plays the user: it holds the arm
+with position commands between the phases, starts the experiment, enables the controllers and
+sends goals and trajectories on their topics, and records each controller's ``~/state`` (1 kHz)
+and ``/diagnostics`` (its own timing: rate, missed cycles, latency joint state -> torque).
+
+1. **Identification**: the shipped excitation (``config/excitation_default.yaml``, 8 s), 3 periods
+   (2 identify, 1 validates) through the trajectory controller; the node writes the recording,
+   ``parameters.yaml`` and its report (``<out>/identification/<run>/``). It runs on the simulated
+   clock (``/clock``), so a loaded machine slows it down but does not spoil it.
+2. **Regulation**: a step of the goal from the candle pose, PD + gravity on the identified model
+   vs PD only (same gains, no ``G``, no friction). Goal: within 1 mrad after 2 s.
+3. **Tracking**: out and back on every joint at 80 % of the velocity limits (quintic segments
+   of 0.7 rad in 1.05 s), computed torque on the identified model vs on the nominal model vs a
+   PD on the same error gains (``model_feedforward: false``). Goal: RMS error at most 1 mrad per
+   joint with the identified model, at least 5x better than with the nominal one.
+
+Prints the tables, writes ``<out>/summary.json`` and ``<out>/regulation.png``,
+``<out>/tracking.png``. The figures are computed by :mod:`youbot_dynamics.control.evaluation`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..arm import ArmDescription
+from ..control.evaluation import combine_timing, format_table, plot_runs, regulation_metrics, split_state, \
+    tracking_metrics
+from ..identification.trajfile import load_trajectory
+from ..paths import config_path
+from .demo_sim import NodeProcess
+
+__all__ = ["ARMS", "run_job"]
+
+HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # the candle (sim.yaml home)
+GOAL_STEP = np.array([0.4, -0.3, 0.3, -0.3, 0.4])  # [rad] regulation step from HOME
+STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # [rad] tracking: out and back ...
+SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 rad/s (80 %)
+SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
+HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
+#: the arm process: executable and parameters per --arm
+ARMS: dict[str, tuple[str, list[str]]] = {
+    "sim": ("sim_node", []),
+    "driver": ("youbot_driver", ["-p", "backend:=virtual"]),
+}
+
+
+def _fmt(v: Any) -> str:
+    return "[" + ", ".join(f"{x:+.4f}" for x in np.asarray(v, dtype=float)) + "]"
+
+
+@dataclass
+class ControlRun:
+    """One closed-loop run: a label, the executable and its parameters."""
+    label: str
+    executable: str
+    parameters: dict[str, Any]
+    rows: list[tuple[float, list[float]]] = field(default_factory=list)
+    reports: list[dict[str, float]] = field(default_factory=list)
+    arm_reports: list[dict[str, float]] = field(default_factory=list)  # the arm node's loop
+
+
+class _Client:
+    """The user: position hold, services, goals and trajectories, recordings."""
+
+    def __init__(self, context: Context, arm: ArmDescription, arm_node: str) -> None:
+        self.arm = arm
+        self.arm_node = arm_node
+        self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.q: np.ndarray | None = None
+        self.node.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
+        self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
+        self.run: ControlRun | None = None
+        self.progress: DiagnosticStatus | None = None
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        index = [list(msg.name).index(name) for name in self.arm.joint_names]
+        self.q = np.asarray(msg.position, dtype=float)[index]
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        run = self.run
+        if run is None:
+            return
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.name.startswith(run.executable + ":"):
+                run.reports.append({k: float(v) for k, v in values.items() if k in TIMING_KEYS})
+            elif status.name.startswith(self.arm_node + ":"):
+                run.arm_reports.append({k: float(v) for k, v in values.items() if k in ARM_TIMING_KEYS})
+
+    def spin_for(self, seconds: float, hold: np.ndarray | None = None) -> None:
+        """Spin; with ``hold``, publish it as a position command at :data:`HOLD_RATE`."""
+        deadline = time.monotonic() + seconds
+        next_hold = time.monotonic()
+        while time.monotonic() < deadline:
+            if hold is not None and time.monotonic() >= next_hold:
+                self.position.publish(Float64MultiArray(data=hold.tolist()))
+                next_hold += 1.0 / HOLD_RATE
+            self.executor.spin_once(timeout_sec=0.002)
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str, hold: np.ndarray | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+            self.spin_for(0.02, hold)
+
+    def call(self, client: Any, request: Any, timeout: float = 20.0, hold: np.ndarray | None = None) -> Any:
+        self.wait_for(client.service_is_ready, timeout, f"service {client.srv_name}", hold)
+        future = client.call_async(request)
+        self.wait_for(future.done, timeout, f"an answer of {client.srv_name}", hold)
+        return future.result()
+
+    def call_when_ready(self, client: Any, request: Any, hold: np.ndarray, attempts: int = 50) -> Any:
+        """Call a service that refuses until its node has a joint state (its service comes up
+        first): retry every 0.1 s holding the arm; the call itself does not hold (the node may
+        take over the arm with it)."""
+        for _ in range(attempts):
+            answer = self.call(client, request)
+            if answer.success or "no joint state" not in answer.message:
+                break
+            self.spin_for(0.1, hold)
+        return answer
+
+    def reset_and_hold(self, q: np.ndarray | None = None) -> np.ndarray:
+        """Reset the arm (simulator) and hold it where it is with position commands."""
+        answer = self.call(self.reset_client, Trigger.Request())
+        if not answer.success:
+            raise RuntimeError(f"reset failed: {answer.message}")
+        self.q = None
+        self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
+        hold = self.q.copy() if q is None else q
+        self.spin_for(0.3, hold)
+        return hold
+
+
+ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
+TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
+               "compute_median_us")
+
+
+def _identify(client: _Client, out: Path, timeout: float) -> dict[str, Any]:
+    """Run the identification node on the shipped excitation; its summary (report.json)."""
+    excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names).trajectory
+    start = excitation.evaluate(0.0)[0]
+    hold = client.reset_and_hold()
+    client.node.create_subscription(DiagnosticStatus, "/identification_node/progress",
+                                    lambda m: setattr(client, "progress", m), 10)
+    start_client = client.node.create_client(Trigger, "/identification_node/start")
+    params = {"output_directory": str(out / "identification"), "periods": 3, "validation_periods": 1,
+              "use_sim_time": True, "settle_time": 0.5, "hold_time": 0.5}
+    args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
+    print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
+          f"1 validates) through the trajectory controller; start pose {_fmt(start)}")
+    began = time.monotonic()
+    with NodeProcess("identification_node", *args) as node:
+        client.wait_for(start_client.service_is_ready, 60.0, "the identification node", hold)
+        answer = client.call_when_ready(start_client, Trigger.Request(), hold)
+        if not answer.success:
+            raise RuntimeError(f"identification start refused: {answer.message}")
+        last_phase = ""
+
+        def finished() -> bool:
+            nonlocal last_phase
+            if node.process.poll() is not None:
+                raise RuntimeError(f"identification_node exited:\n{node.output()[-2000:]}")
+            values = {kv.key: kv.value for kv in client.progress.values} if client.progress else {}
+            phase = values.get("phase", "")
+            if phase != last_phase:
+                print(f"   {time.monotonic() - began:5.1f} s  phase {phase}")
+                last_phase = phase
+            if phase in ("failed", "aborted"):
+                raise RuntimeError(f"identification {phase}: {values.get('reason', '')}")
+            return phase == "done"
+
+        client.wait_for(finished, timeout, "the identification to finish")
+        output = Path({kv.key: kv.value for kv in client.progress.values}["output"])
+    report = json.loads((output / "report" / "report.json").read_text())
+    summary = report["summary"]
+    print(f"   done in {time.monotonic() - began:.0f} s: {output}/parameters.yaml; condition number "
+          f"{summary['condition_number']:.1f}; held-out relative torque error {100 * summary['relative_error']:.2f} % "
+          f"(nominal model {100 * summary['nominal_relative_error']:.1f} %, "
+          f"{summary['nominal_relative_error'] / summary['relative_error']:.0f}x better); per joint "
+          f"{np.round(100 * np.asarray(summary['joint_relative_errors']), 2).tolist()} %")
+    return {"output": str(output), "parameters": str(output / "parameters.yaml"), **summary}
+
+
+def _control_run(client: _Client, run: ControlRun, action: Callable[[_Client, np.ndarray], float],
+                 duration: float) -> tuple[float, float]:
+    """Start the controller, enable it holding the arm, run ``action`` (returns the start time of
+    the measured part), record for ``duration``; ``(start, end)`` on the client's clock."""
+    hold = client.reset_and_hold(HOME)
+    args = [a for k, v in {**run.parameters, "state_publish_decimation": 2, "diagnostics_period": 0.5}.items()
+            for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
+    enable = client.node.create_client(SetBool, f"/{run.executable}/enable")
+    subscription = client.node.create_subscription(
+        Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append((time.perf_counter(), list(m.data))),
+        1000)
+    try:
+        with NodeProcess(run.executable, *args) as node:
+            client.wait_for(enable.service_is_ready, 60.0, f"{run.executable}", hold)
+            client.spin_for(0.2, hold)
+            answer = client.call_when_ready(enable, SetBool.Request(data=True), hold)
+            if not answer.success:
+                raise RuntimeError(f"enable refused: {answer.message}")
+            client.spin_for(0.7)  # the torque ramp (0.5 s) and a moment of holding
+            client.run = run
+            start = action(client, hold)
+            client.spin_for(duration)
+            end = time.perf_counter()
+            client.run = None
+            client.call(enable, SetBool.Request(data=False))
+            if node.process.poll() is not None:
+                raise RuntimeError(f"{run.executable} exited:\n{node.output()[-2000:]}")
+    finally:
+        client.run = None
+        client.node.destroy_subscription(subscription)
+        client.node.destroy_client(enable)
+    return start, end
+
+
+def _timing(run: ControlRun) -> dict[str, float]:
+    """The controller's timing and, for comparison, the rate and missed cycles of the arm node's
+    joint-state loop over the same run (a cycle per joint state: the arm's misses are the loop's)."""
+    arm = combine_timing(run.arm_reports) if run.arm_reports else {}
+    return {**combine_timing(run.reports), **{f"arm_{k}": arm[k] for k in ("rate_hz", "missed_fraction") if k in arm}}
+
+
+def _regulation(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
+    goal = HOME + GOAL_STEP
+    results = []
+    for run in runs:
+        publisher = client.node.create_publisher(JointState, f"/{run.executable}/goal", 10)
+
+        def step(c: _Client, _hold: np.ndarray) -> float:
+            c.spin_for(0.1)
+            publisher.publish(JointState(name=list(c.arm.joint_names), position=goal.tolist()))
+            return time.perf_counter()
+
+        start, _ = _control_run(client, run, step, 2.3)
+        client.node.destroy_publisher(publisher)
+        t = np.array([r[0] for r in run.rows])
+        q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
+        reached = t[(t >= start) & np.all(np.abs(q_d - goal) < 1e-9, axis=1)]
+        if reached.size == 0:
+            raise RuntimeError(f"{run.label}: the goal was not taken (status of the node in its log)")
+        metrics = regulation_metrics(t, error, tau, float(reached[0]))
+        results.append({"label": run.label, **metrics, **_timing(run), "t": t - reached[0], "error": error, "tau": tau})
+    return results
+
+
+def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
+    results = []
+    duration = 2 * SEGMENT
+    for run in runs:
+        publisher = client.node.create_publisher(JointTrajectory, f"/{run.executable}/trajectory", 10)
+
+        def go(c: _Client, hold: np.ndarray) -> float:
+            c.spin_for(0.1)
+            msg = JointTrajectory(joint_names=list(c.arm.joint_names))
+            for k, q in enumerate((hold + STROKE, hold), start=1):
+                sec, frac = divmod(k * SEGMENT, 1.0)
+                msg.points.append(JointTrajectoryPoint(positions=q.tolist(), velocities=[0.0] * len(q),
+                                                       accelerations=[0.0] * len(q),
+                                                       time_from_start=Duration(sec=int(sec),
+                                                                                nanosec=int(round(frac * 1e9)))))
+            publisher.publish(msg)
+            return time.perf_counter()
+
+        start, _ = _control_run(client, run, go, duration + SETTLE_AFTER + 0.2)
+        client.node.destroy_publisher(publisher)
+        t = np.array([r[0] for r in run.rows])
+        q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
+        moving = t[(t >= start) & np.any(np.abs(q_d - HOME) > 0.0, axis=1)]
+        if moving.size == 0:
+            raise RuntimeError(f"{run.label}: the trajectory was not taken (status of the node in its log)")
+        t0 = float(moving[0])
+        metrics = tracking_metrics(t, error, tau, t0, t0 + duration + SETTLE_AFTER)
+        results.append({"label": run.label, **metrics, **_timing(run), "t": t - t0, "error": error, "tau": tau})
+    return results
+
+
+TIMING_COLUMNS = [("latency_median_ms", "lat. med [ms]", 1.0, 3), ("latency_p99_ms", "p99 [ms]", 1.0, 3),
+                  ("rate_hz", "rate [Hz]", 1.0, 0), ("missed_fraction", "missed [%]", 100.0, 2),
+                  ("arm_rate_hz", "arm: rate [Hz]", 1.0, 0), ("arm_missed_fraction", "missed [%]", 100.0, 2)]
+
+
+def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, Any],
+                    regulation: list[dict[str, Any]], tracking: list[dict[str, Any]]) -> dict[str, Any]:
+    print("\n   Regulation: goal step " + _fmt(GOAL_STEP) + " rad from the candle pose")
+    print(format_table(regulation, [("label", "controller", 1.0, 0), ("error_at", "|e| at 2 s [mrad]", 1e3, 3),
+                                    ("settling_time", "settling to 1 mrad [s]", 1.0, 2),
+                                    ("tau_rms", "torque RMS [N m]", 1.0, 2)] + TIMING_COLUMNS)
+          .replace("\n", "\n   ").join(["   ", ""]))
+    print(f"\n   Tracking: out and back by {_fmt(STROKE)} rad, segments of {SEGMENT:g} s (80 % of the "
+          "velocity limits), window: the motion and 0.3 s of holding")
+    print(format_table(tracking, [("label", "controller", 1.0, 0), ("rms_error", "RMS error [mrad]", 1e3, 3),
+                                  ("max_error", "max error [mrad]", 1e3, 2), ("tau_rms", "torque RMS [N m]", 1.0, 2)]
+                       + TIMING_COLUMNS).replace("\n", "\n   ").join(["   ", ""]))
+    plots = [plot_runs(out / "regulation.png", regulation, arm.joint_names, "Regulation: PD + gravity vs PD only"),
+             plot_runs(out / "tracking.png", tracking, arm.joint_names,
+                       "Tracking at 80 % of the velocity limits: computed torque identified / nominal, PD")]
+    strip = ("t", "error", "tau")
+    summary = {"identification": identification,
+               "regulation": [{k: v for k, v in r.items() if k not in strip} for r in regulation],
+               "tracking": [{k: v for k, v in r.items() if k not in strip} for r in tracking],
+               "plots": [str(p) for p in plots]}
+    ct, nominal = tracking[0], tracking[1]
+    goals = {
+        "pd_settles_1mrad_in_2s": max(regulation[0]["error_at"]) <= 1e-3,
+        "ct_rms_at_most_1mrad": max(ct["rms_error"]) <= 1e-3,
+        "ct_5x_better_than_nominal": bool(np.all(np.asarray(nominal["rms_error"]) >= 5 * np.asarray(ct["rms_error"]))),
+        "latency_p99_at_most_0.5ms": all(r["latency_p99_ms"] <= 0.5 for r in regulation + tracking),
+        "missed_below_0.1_percent": all(r["missed_fraction"] < 1e-3 for r in regulation + tracking),
+    }
+    summary["goals"] = goals
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    print("\n   Goals: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in goals.items()))
+    print(f"   Written: {out / 'summary.json'}, {plots[0]}, {plots[1]}")
+    return summary
+
+
+def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: float = 300.0) -> int:
+    """The main job against the simulator (``arm_kind`` ``sim``) or the driver on virtual drives
+    (``driver``); 0 on success (the goals are reported, not enforced)."""
+    executable, arm_args = ARMS[arm_kind]
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"6. The main job on '{executable}': identify, then regulate and track with the identified model "
+          f"(output in {out}):")
+    context = Context()
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    began = time.monotonic()
+    try:
+        client = _Client(context, arm, executable)
+        try:
+            initial = ["-p", f"initial_positions:={HOME.tolist()}"]
+            # identification on the simulated clock (/clock), robust to a loaded machine
+            with NodeProcess(executable, *arm_args, "-p", "publish_clock:=true", *initial) as arm_process:
+                client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
+                identification = _identify(client, out, timeout)
+            # control on the wall clock: a fresh arm process without /clock
+            with NodeProcess(executable, *arm_args, *initial) as arm_process:
+                client.q = None
+                client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
+                model = identification["parameters"]
+                regulation = _regulation(client, [
+                    ControlRun("PD + gravity (identified)", "pd_gravity_controller", {"model_file": model}),
+                    ControlRun("PD only", "pd_gravity_controller",
+                               {"model_file": model, "gravity_compensation": False, "friction_compensation": False})])
+                tracking = _tracking(client, [
+                    ControlRun("computed torque, identified", "computed_torque_controller", {"model_file": model}),
+                    ControlRun("computed torque, nominal", "computed_torque_controller",
+                               {"model_file": str(config_path("youbot_nominal_model.yaml"))}),
+                    ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
+                               {"model_file": model, "model_feedforward": False})])
+            _print_and_save(out, arm, identification, regulation, tracking)
+        except RuntimeError as exc:
+            print(f"   FAILED: {exc}")
+            if arm_process.process.poll() is not None:
+                print(arm_process.output()[-2000:])
+            return 1
+        finally:
+            client.node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    print(f"   main job done in {time.monotonic() - began:.0f} s\n")
+    return 0

@@ -1,0 +1,144 @@
+"""ROS 2 node: PD + gravity regulation of the youBot arm to a goal position (seed 002, (4.1)).
+
+``tau = Kp (q_d - q) - Kd q' + G(q) [+ t_f(q')]`` on the model of ``model_file``
+(:class:`youbot_dynamics.control.PDGravityController`), inside the safety guard of
+:mod:`.controller_node` (joint states, torque topic, ``~/enable``, ``~/state``, ``~/status``,
+diagnostics, faults: see there). Goals:
+
+* ``~/goal`` (``sensor_msgs/JointState``): the positions of the arm joints, picked by name;
+* ``~/goal_pose`` (``geometry_msgs/PoseStamped`` in ``base_frame``): the tool pose, solved by the
+  analytic IK (4 branches) in the planning thread; of the solutions inside the joint limits the one
+  closest (max-norm) to the measured position becomes the goal.
+
+A goal outside the joint limits, with NaN, unreachable, or sent while the controller is disabled
+is refused: the previous goal stays, the reason is logged and published on ``~/status``. Enabling
+holds the current position (the goal is reset to it); a step goal is approached as fast as the
+gains and the torque saturation allow.
+
+Default gains (``kp``, ``kd`` unset): ``Kp = max(m bandwidth^2, fc / static_accuracy)``,
+``Kd = 2 damping sqrt(Kp m)`` on the model's reference inertia ``m`` and Coulomb friction ``fc``.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+
+from ..control import PDGravityController
+from ..control.laws import PD_BANDWIDTH, STATIC_ACCURACY
+from ..ik import inverse_kinematics, sort_by_distance
+from ..kinematics import forward_kinematics
+from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
+from .conversions import joint_positions_from_state, pose_to_matrix
+
+__all__ = ["PDGravityControllerNode", "main"]
+
+NODE_NAME = "pd_gravity_controller"
+
+
+class PDGravityControllerNode(ControllerNode):
+    """PD + gravity regulation to goals on ``~/goal`` and ``~/goal_pose``; see the module docstring."""
+
+    LAW_NAME = "PD + gravity"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+
+    def _declare_parameters(self) -> None:
+        c = COMMON_PARAMETERS
+        self.declare_parameter('arm_description', *c['arm_description'])
+        self.declare_parameter('model_file', *c['model_file'])
+        self.declare_parameter('base_frame', *c['base_frame'])
+        self.declare_parameter('rate', *c['rate'])
+        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
+        self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
+        self.declare_parameter('command_topic', *c['command_topic'])
+        self.declare_parameter('kp', *c['kp'])
+        self.declare_parameter('kd', *c['kd'])
+        self.declare_parameter('bandwidth', PD_BANDWIDTH, descriptor(
+            "Natural frequency [rad/s] of the designed gains on each joint's reference inertia.", _D,
+            range_=(0.1, 1000.0)))
+        self.declare_parameter('damping', *c['damping'])
+        self.declare_parameter('static_accuracy', STATIC_ACCURACY, descriptor(
+            "Designed gains: Kp at least fc / static_accuracy [rad], so that static friction can hold a "
+            "joint at most this far from the goal.", _D, range_=(1e-6, 1.0)))
+        self.declare_parameter('friction_compensation', *c['friction_compensation'])
+        self.declare_parameter('friction_eps', *c['friction_eps'])
+        self.declare_parameter('gravity_compensation', True, descriptor(
+            "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", _B))
+        self.declare_parameter('state_timeout', *c['state_timeout'])
+        self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
+        self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
+        self.declare_parameter('torque_limit', *c['torque_limit'])
+        self.declare_parameter('limit_margin', *c['limit_margin'])
+        self.declare_parameter('limit_damping', *c['limit_damping'])
+        self.declare_parameter('ramp_time', *c['ramp_time'])
+        self.declare_parameter('bumpless_enable', *c['bumpless_enable'])
+        self.declare_parameter('enabled_on_start', *c['enabled_on_start'])
+        self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
+        self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
+        self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
+
+    def _create_law(self) -> PDGravityController:
+        return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),
+                                   bandwidth=self._param('bandwidth'), damping=self._param('damping'),
+                                   static_accuracy=self._param('static_accuracy'),
+                                   friction_compensation=self._param('friction_compensation'),
+                                   friction_eps=self._param('friction_eps'),
+                                   gravity_compensation=self._param('gravity_compensation'))
+
+    def _create_interfaces(self) -> None:
+        self.create_subscription(JointState, '~/goal', self._on_goal, QOS_DEPTH)
+        self.create_subscription(PoseStamped, '~/goal_pose', self._on_goal_pose, QOS_DEPTH)
+
+    def _hold(self, q: np.ndarray) -> None:
+        self.law.set_goal(q)
+
+    def desired_position(self, now: float) -> np.ndarray | None:
+        return self.law.goal
+
+    def _warm_up(self) -> None:
+        q = 0.5 * (self.arm.position_min + self.arm.position_max)
+        inverse_kinematics(self.arm, forward_kinematics(self.arm, q), q_current=q, include_outside_limits=False)
+
+    # -- goals ----------------------------------------------------------------------------------
+
+    def _on_goal(self, msg: JointState) -> None:
+        try:
+            q_goal = joint_positions_from_state(msg, self.arm.joint_names)
+        except ValueError as exc:
+            self.refuse("goal", exc)
+            return
+        self.apply("goal", lambda: self._install_goal(q_goal))
+
+    def _install_goal(self, q_goal: np.ndarray, detail: str = "") -> str:
+        self.law.set_goal(q_goal)  # TrajectoryError (limits, NaN): refused, the previous goal stays
+        return f"{np.round(self.law.goal, 4).tolist()}{detail}"
+
+    def _on_goal_pose(self, msg: PoseStamped) -> None:
+        try:
+            self.check_frame(msg.header.frame_id)
+            target = pose_to_matrix(msg.pose)
+        except ValueError as exc:
+            self.refuse("goal pose", exc)
+            return
+        q_now = self.measured_position()
+
+        def compute():  # planning thread: IK (IKError is a ValueError: refused)
+            solutions = inverse_kinematics(self.arm, target, q_current=q_now, include_outside_limits=False)
+            best = sort_by_distance(solutions, q_now)[0] if q_now is not None else solutions[0]
+            return lambda: self._install_goal(best.q, f" (IK branch {best.branch}, {len(solutions)} feasible)")
+
+        self.plan("goal pose", compute)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``pd_gravity_controller``; 1 if start-up fails."""
+    return run(PDGravityControllerNode, NODE_NAME, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
