@@ -226,8 +226,8 @@ def test_launch_description_builds(path):
         assert [a.name for a in description.get_launch_arguments()] == ["params_file"]
     if path.name == "youbot_arm.launch.py":
         assert [a.name for a in description.get_launch_arguments()] == [
-            "interface", "backend", "params_file", "kinematics_params_file", "identification",
-            "identification_params_file"]
+            "interface", "backend", "params_file", "kinematics_params_file", "controller",
+            "controller_params_file", "identification", "identification_params_file"]
     if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
         assert [a.name for a in description.get_launch_arguments()][:4] == [
             "active_controller", "controllers_file", "gz_args", "rviz"]

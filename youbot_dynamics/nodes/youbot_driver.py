@@ -330,9 +330,11 @@ class YoubotDriverNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point ``youbot_driver``: drive the arm until Ctrl-C; 1 if start-up fails (reason logged)."""
+    """Entry point ``youbot_driver``: drive the arm until Ctrl-C (then stop the motors and close the bus while
+    the context is valid); 1 if start-up fails (reason logged). ``realtime``: see :func:`.common.run_node`."""
     return run_node(NODE_NAME, YoubotDriverNode,
-                    (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args)
+                    (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
+                    realtime=True, before_spin=YoubotDriverNode.start, after_spin=YoubotDriverNode.stop)
 
 
 if __name__ == '__main__':
