@@ -157,6 +157,19 @@ def test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request():
     np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
 
 
+def test_calibration_waits_through_lost_frames():
+    bus, driver = make(DriverConfig(calibration_stall_time=0.05), motors_on=False, calibrated=False,
+                       initial_positions=NEAR_STOPS)
+    future = driver.request("calibrate")
+    run(driver, 300)
+    bus.drop_frames(80)  # longer than the stall window: stale inputs must not look like stalled joints
+    run(driver, 80)
+    while not future.done():
+        driver.cycle()
+    assert future.result() == (True, "done")
+    np.testing.assert_allclose(run(driver, 2).position, true_q(bus), atol=CALIBRATION_ATOL)
+
+
 def test_calibration_without_mailbox_keeps_the_offsets_in_the_driver():
     class NoMailbox(VirtualBus):
         def mailbox(self, slave, request):

@@ -42,7 +42,8 @@ cycle; the last point is held without timeout.
 * drive errors (:data:`~.process_data.ERROR_FLAGS`: over-current, voltages, temperature, hall,
   encoder, EtherCAT timeout, I2t, ...) or a lost commutation: all motors stop, the driver goes to
   *fault* and refuses commands until ``motors_on`` clears the flags;
-* stale bus: a lost frame (no answer or short working counter) is counted; after
+* stale bus: a lost frame (no answer or short working counter) is counted (the start-up and
+  calibration sequences wait for fresh inputs, so stale ones cannot look like a stalled joint); after
   ``max_lost_frames`` consecutive ones the motors are stopped and the driver reports the bus lost
   until ``reconnect`` re-opens it and runs the start-up again.
 """
@@ -357,7 +358,8 @@ class ArmDriver:
         self._handle_requests()
         if fresh:
             self._check_drives()
-        self._outputs = self._decide(now, q)
+        if fresh or self._sequence is None:  # a sequence (start-up, calibration) acts on fresh inputs only
+            self._outputs = self._decide(now, q)
         return self._publish(now, q, fresh)
 
     # -- internals: deciding the outputs ---------------------------------------------------------
