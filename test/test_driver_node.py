@@ -25,6 +25,7 @@ from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -62,7 +63,7 @@ class Harness:
                      for kind in ("effort", "position", "velocity")}
         self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: t.create_client(Trigger, f"/youbot_driver/{name}")
-                        for name in ("motors_on", "motors_off", "calibrate", "reconnect")}
+                        for name in ("motors_on", "motors_off", "calibrate", "reconnect", "reset")}
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.tester)
@@ -136,7 +137,10 @@ def test_joint_states_are_published_with_the_true_positions(harness):
     assert rate > 200.0  # loose: two shared cores, Python on both ends
     msg = h.states[-1]
     assert list(msg.name) == list(ARM.joint_names) and len(msg.position) == len(msg.velocity) == len(msg.effort) == 5
-    np.testing.assert_allclose(msg.position, h.true_q(), atol=0.02)  # the arm may be falling (motors off)
+    # motors off: the arm falls onto its stops; once it rests, the reported positions are the true ones
+    assert h.spin_until(lambda: np.max(np.abs(h.node.bus.sim.data.qvel)) < 1e-3, timeout=10.0)
+    h.spin_for(0.3)
+    np.testing.assert_allclose(h.states[-1].position, h.true_q(), atol=2e-3)
 
 
 def test_commands_are_refused_until_motors_on(harness):
@@ -233,16 +237,33 @@ def test_motors_off_and_diagnostics(harness):
     assert "INITIALIZED" in joint["flags"] and joint["mode"] == "MOTOR_STOP"
 
 
-def test_calibrate_service_zeroes_the_virtual_drives():
+def test_reset_service_puts_the_virtual_arm_back(harness):
+    h = harness
+    assert h.call("motors_on").success
+    h.hold("position", Q_START + 0.2, 0.8)
+    assert np.max(np.abs(h.true_q() - Q_START)) > 0.1
+    response = h.call("reset")
+    assert response.success, response.message
+    np.testing.assert_allclose(h.true_q(), Q_START, atol=0.01)  # at rest there, falling since
+    assert h.driver.state().interface is None and h.driver.state().enabled
+
+
+def test_calibrate_service_zeroes_the_virtual_drives_and_clock_is_published():
     with local_ros_domain("71"):
         h = Harness(virtual_initial_positions=NEAR_STOPS.tolist(), virtual_calibrated=False,
-                    calibration_velocity=0.3)
+                    calibration_velocity=0.3, publish_clock=True)
+        clocks = []
+        h.tester.create_subscription(Clock, "/clock", clocks.append, 100)
         try:
             h.wait_ready()
+            assert h.spin_until(lambda: len(clocks) > 5)
+            stamp = h.states[-1].header.stamp
+            assert stamp.sec < 60  # the virtual time since start-up, not the wall clock
+            assert clocks[-1].clock.sec < 60
             assert np.max(np.abs(np.asarray(h.states[-1].position) - (h.true_q() - NEAR_STOPS))) < 0.02
             response = h.call("calibrate")
             assert response.success, response.message
-            after = h.node.get_clock().now().nanoseconds  # joint states stamped before may still be queued
+            after = round(h.driver.state().time * 1e9)  # joint states stamped before may still be queued
 
             def first_after():
                 return next((m for m in h.states if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec

@@ -225,6 +225,7 @@ class ArmDriver:
         self._changed = threading.Condition(self._lock)
         self._pending: _Command | None = None
         self._requests: list[tuple[str, Future]] = []
+        self._calls: list[tuple[Callable[[], str], Future]] = []
         self._phase = Phase.DISCONNECTED
         self._enabled = False
         self._calibrated = False
@@ -288,6 +289,15 @@ class ArmDriver:
             if accelerations is not None:
                 accelerations = self._checked(accelerations, "trajectory accelerations", rows=k)
         self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
+
+    def run_in_cycle(self, function: Callable[[], str]) -> Future:
+        """Run ``function()`` on the cycle's thread before the next cycle's decision (e.g. reset the
+        virtual arm); the active command is dropped. The future gives ``(True, its message)``, or
+        ``(False, the error)`` if it raised ``ValueError``/``BusError``."""
+        future: Future = Future()
+        with self._lock:
+            self._calls.append((function, future))
+        return future
 
     def request(self, name: str) -> Future:
         """Ask the cycle to run ``name`` (one of :data:`REQUESTS`); the future gives ``(success, message)``."""
@@ -545,6 +555,13 @@ class ArmDriver:
     def _handle_requests(self) -> None:
         with self._lock:
             requests, self._requests = self._requests, []
+            calls, self._calls = self._calls, []
+        for function, future in calls:
+            self._active = _Active()
+            try:
+                future.set_result((True, function()))
+            except (ValueError, BusError) as exc:
+                future.set_result((False, str(exc)))
         for name, future in requests:
             if self._sequence is not None and name != "reconnect" and name != "motors_off":
                 future.set_result((False, f"busy ({self._phase.value}); try again when it is done"))
@@ -632,8 +649,9 @@ class ArmDriver:
     def _fail_all(self, message: str) -> None:
         self._finish_sequence(False, message)
         with self._lock:
-            requests, self._requests = self._requests, []
-        for _, future in requests:
+            pending = [future for _, future in self._requests + self._calls]
+            self._requests, self._calls = [], []
+        for future in pending:
             future.set_result((False, message))
 
     # -- internals: helpers ---------------------------------------------------------------------

@@ -244,6 +244,16 @@ class VirtualBus:
     def close(self) -> None:
         self._open = self._operational = False
 
+    def reset(self, positions: Any = None) -> None:
+        """Put the arm at rest at ``positions`` (default: the sim file's home), like ``sim_node``'s
+        reset; the drives stay powered (commutated, same encoder origin: the arm moved as if by
+        hand) and stop until their next set-point. Raises ``ValueError`` outside the stops."""
+        self.sim.reset(positions)
+        for drive in self._drives:
+            drive.enter(ControllerMode.MOTOR_STOP, 0.0)
+            drive.value = 0
+        self._measure()
+
     # -- test hooks -----------------------------------------------------------------------------
 
     def drop_frames(self, count: int) -> None:

@@ -13,7 +13,9 @@ Thin wrapper around :class:`youbot_dynamics.driver.ArmDriver` (all logic and saf
   is logged as a throttled error and changes nothing; streamed commands time out after
   ``command_timeout`` (motors stop);
 * services (``std_srvs/Trigger``) ``~/motors_on`` (also clears drive errors), ``~/motors_off``,
-  ``~/calibrate``, ``~/reconnect`` (after a lost bus);
+  ``~/calibrate``, ``~/reconnect`` (after a lost bus); with the virtual backend also ``~/reset``
+  (the virtual arm at rest at ``virtual_initial_positions``, as ``sim_node``) and, with
+  ``publish_clock``, the virtual time on ``/clock``;
 * ``/diagnostics`` every ``diagnostics_period``: the bus (phase, statistics, cycle timing) and
   each drive's decoded status/error flags and raw values.
 
@@ -37,6 +39,8 @@ from rclpy._rclpy_pybind11 import RCLError
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.time import Time as RosTime
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -148,6 +152,9 @@ class YoubotDriverNode(Node):
             "false = from the power-up pose, so only a calibration gives true angles.", b))
         self.declare_parameter('virtual_realism', True, _descriptor(
             "Virtual backend: friction, noise and quantization of the sim file; false = ideal arm.", b))
+        self.declare_parameter('publish_clock', False, _descriptor(
+            "Virtual backend: publish the virtual arm's time (cycles x cycle_period) on /clock and stamp the "
+            "joint states with it, like sim_node (for use_sim_time nodes on a loaded machine).", b))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -165,6 +172,9 @@ class YoubotDriverNode(Node):
         self._throttle = float(p['error_throttle_period'])
         self._request_timeout = float(p['request_timeout'])
         self.backend = p['backend']
+        self._publish_clock = bool(p['publish_clock'])
+        if self._publish_clock and self.backend != 'virtual':
+            raise ValueError("publish_clock needs backend 'virtual' (the real arm runs on the wall clock)")
         if self.backend == 'virtual':
             initial = p['virtual_initial_positions']
             bus = VirtualBus(self.arm, load_sim_config(p['virtual_sim_config'] or None, self.arm),
@@ -188,12 +198,16 @@ class YoubotDriverNode(Node):
         self._state_msg = JointState(name=list(self.arm.joint_names))
         self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
+        self.clock_pub = self.create_publisher(Clock, '/clock', QOS_DEPTH) if self._publish_clock else None
         for interface, name in COMMAND_TOPICS.items():
             self.create_subscription(Float64MultiArray, p[name],
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
         self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH)
         for name in SERVICES:
             self.create_service(Trigger, f'~/{name}', lambda req, res, what=name: self._on_request(what, res))
+        if self.backend == 'virtual':
+            self._initial_positions = initial
+            self.create_service(Trigger, '~/reset', self._on_reset)
         if p['diagnostics_period'] > 0.0:
             self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
         self.get_logger().info(
@@ -237,12 +251,15 @@ class YoubotDriverNode(Node):
                 continue
             next_publish = seen + self._publish_every
             msg = self._state_msg
-            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.header.stamp = (RosTime(nanoseconds=round(state.time * 1e9)).to_msg() if self._publish_clock
+                                else self.get_clock().now().to_msg())
             msg.position = state.position.tolist()
             msg.velocity = state.velocity.tolist()
             msg.effort = state.effort.tolist()
             try:
                 self.state_pub.publish(msg)
+                if self.clock_pub is not None:
+                    self.clock_pub.publish(Clock(clock=msg.header.stamp))
             except RCLError:
                 if self.context.ok():
                     raise
@@ -283,6 +300,22 @@ class YoubotDriverNode(Node):
         (self.get_logger().info if response.success else self.get_logger().warning)(f"{name}: {response.message}")
         return response
 
+    def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Virtual backend: the arm at rest at ``virtual_initial_positions`` (home when unset), as sim_node."""
+        initial = self._initial_positions
+        q = np.asarray(initial, dtype=float) if initial is not None and len(initial) else None
+
+        def reset() -> str:
+            self.bus.reset(q)
+            return f"virtual arm reset to {np.round(self.bus.sim.measure().position, 4).tolist()} (motors stopped " \
+                   "until the next command)"
+
+        try:
+            response.success, response.message = self.driver.run_in_cycle(reset).result(timeout=self._request_timeout)
+        except FutureTimeout:
+            response.success, response.message = False, "reset: no answer from the driver"
+        return response
+
     # -- diagnostics ----------------------------------------------------------------------------
 
     def _publish_diagnostics(self) -> None:
@@ -304,7 +337,8 @@ class YoubotDriverNode(Node):
             message = f"bus thread died: {loop.error!r}"
         values = {"backend": self.backend, "phase": state.phase.value, "enabled": str(state.enabled),
                   "interface": str(state.interface), "calibrated_this_run": str(state.calibrated),
-                  **{k: str(v) for k, v in stats.items()}, **{f"cycle_{k}": f"{v:.6g}" for k, v in timing.items()}}
+                  **{("total_cycles" if k == "cycles" else k): str(v) for k, v in stats.items()},
+                  **{k: f"{v:.6g}" for k, v in timing.items()}}  # the window's cycles, rate_hz, ... as sim_node
         statuses = [DiagnosticStatus(level=level, name=f"{self.get_name()}: EtherCAT bus", message=message,
                                      hardware_id=self.hardware_id,
                                      values=[KeyValue(key=k, value=v) for k, v in values.items()])]
