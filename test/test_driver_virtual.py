@@ -229,7 +229,24 @@ def test_trajectory_is_followed_to_its_last_point():
     assert np.all((progress > 0.3) & (progress < 0.8)), progress
     state = run(driver, 1200)  # no timeout: the last point is held
     assert state.interface == "trajectory"
+    assert all(m == ControllerMode.VELOCITY_CONTROL for m in state.modes)  # velocity mode + position feedback
     np.testing.assert_allclose(true_q(bus), goal, atol=3e-3)
+
+
+def test_fast_trajectory_is_not_limited_by_the_position_ramp():
+    bus, driver = make()
+    q0 = driver.state().position
+    goal = q0 + np.array([0.0, 0.0, 0.0, 0.0, -1.0])
+    driver.command_trajectory([1.3], goal[None, :])  # quintic: peak 1.875 x 1 rad / 1.3 s = 1.44 rad/s
+    errors = []
+    for k in range(1, 1301):
+        driver.cycle()
+        tau = min(k * 0.001 / 1.3, 1.0)  # the quintic rest-to-rest reference, written out
+        reference = q0[4] - 1.0 * (10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5)
+        errors.append(abs(reference - true_q(bus)[4]))
+    run(driver, 300)
+    np.testing.assert_allclose(true_q(bus), goal, atol=3e-3)
+    assert max(errors) < 0.02  # a reference limited to the drives' 1 rad/s position ramp would lag 0.15 rad
 
 
 def test_bad_commands_are_rejected():

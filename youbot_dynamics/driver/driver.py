@@ -29,8 +29,10 @@ keeps the offset in the driver instead.
 positions outside the limits, velocities above ``velocity_max``, an unknown interface, or motors
 off): ``effort`` [N m] -> CURRENT_MODE (mA), ``position`` [rad] -> POSITION_CONTROL (ticks; the
 drives' PID and ramp), ``velocity`` [rad/s] -> VELOCITY_CONTROL (motor rpm), ``trajectory`` ->
-interpolated here (:mod:`youbot_dynamics.interpolation`) and sent as position set-points every
-cycle; the last point is held without timeout.
+interpolated here (:mod:`youbot_dynamics.interpolation`) and executed every cycle in velocity mode
+with position feedback, ``v = v_ref + trajectory_gain (q_ref - q)`` (clipped to ``velocity_max``):
+the drives' position mode would limit the motion to its ramp generator's speed. The last point is
+held without timeout.
 
 **Safety**, every cycle:
 
@@ -117,11 +119,12 @@ class DriverConfig:
     current_limit_scale: float = 1.0  # [-] of max_current
     limit_margin: float = 0.02  # [rad]
     trajectory_interpolation: str = "quintic"
+    trajectory_gain: float = 20.0  # [1/s], position feedback of the trajectory execution
     enable_on_start: bool = False
 
     def __post_init__(self) -> None:
         positive = ("cycle_period", "command_timeout", "commutation_timeout", "calibration_velocity",
-                    "calibration_timeout", "calibration_stall_time")
+                    "calibration_timeout", "calibration_stall_time", "trajectory_gain")
         for name in positive:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -408,11 +411,12 @@ class ArmDriver:
             rpm = self._limit_monitor(units.rad_s_to_rpm(active.setpoint), q)
             return [DriveOutput(int(r), ControllerMode.VELOCITY_CONTROL) for r in rpm]
         if active.interface == "trajectory":
-            active.reference, _ = active.spline.evaluate(now - active.started)
-            target = active.reference
-        else:
-            target = active.setpoint
-        return [DriveOutput(int(t), ControllerMode.POSITION_CONTROL) for t in units.rad_to_ticks(target)]
+            active.reference, reference_velocity = active.spline.evaluate(now - active.started)
+            velocity = reference_velocity + self.config.trajectory_gain * (active.reference - q)
+            velocity = np.clip(velocity, -self.arm.velocity_max, self.arm.velocity_max)
+            rpm = self._limit_monitor(units.rad_s_to_rpm(velocity), q)
+            return [DriveOutput(int(r), ControllerMode.VELOCITY_CONTROL) for r in rpm]
+        return [DriveOutput(int(t), ControllerMode.POSITION_CONTROL) for t in units.rad_to_ticks(active.setpoint)]
 
     def _limit_monitor(self, motor_values: np.ndarray, q: Array) -> np.ndarray:
         """Zero the motor-side set-points (mA or rpm) that push a joint further towards a near limit."""

@@ -120,6 +120,9 @@ class YoubotDriverNode(Node):
             range_=(0.0, 0.5)))
         self.declare_parameter('trajectory_interpolation', dc.trajectory_interpolation, _descriptor(
             f"Interpolation of trajectory waypoints: one of {list(INTERPOLATIONS)}.", s))
+        self.declare_parameter('trajectory_gain', dc.trajectory_gain, _descriptor(
+            "Position feedback [1/s] of trajectory execution: v = v_ref + gain (q_ref - q), in velocity mode.", d,
+            range_=(0.1, 200.0)))
         self.declare_parameter('enable_on_start', dc.enable_on_start, _descriptor(
             "Accept commands right after start-up (else call ~/motors_on first).", b))
         self.declare_parameter('publish_rate', 1000.0, _descriptor(
@@ -133,7 +136,7 @@ class YoubotDriverNode(Node):
         self.declare_parameter('velocity_command_topic', '/arm_velocity_controller/commands', _descriptor(
             "std_msgs/Float64MultiArray joint velocities [rad/s], executed by the drives' velocity loop.", s))
         self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
-            "trajectory_msgs/JointTrajectory, interpolated by the driver, sent as position set-points.", s))
+            "trajectory_msgs/JointTrajectory, interpolated by the driver, executed in velocity mode.", s))
         self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
             f"Accepted command interfaces (of {list(INTERFACES)}).", sa))
         self.declare_parameter('request_timeout', 120.0, _descriptor(
