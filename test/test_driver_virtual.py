@@ -13,7 +13,7 @@ import pytest
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig, Phase,
                                     StatusFlag, VirtualBus, VirtualDriveConfig)
-from youbot_dynamics.driver.process_data import AxisParameter, TmclCommand
+from youbot_dynamics.driver.process_data import AxisParameter, DriveInput, DriveOutput, TmclCommand
 
 ARM = default_arm()
 N = ARM.n_joints
@@ -378,6 +378,34 @@ def test_motors_off_refuses_commands():
         driver.command("effort", np.zeros(5))
     with pytest.raises(ValueError, match="unknown request"):
         driver.request("explode")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_virtual_arm_on_a_wall_clock_keeps_real_time_and_times_out_on_late_frames():
+    clock = FakeClock()
+    bus = VirtualBus(initial_positions=Q_START, realism=False, clock=clock, commutated=True)
+    bus.open()
+    bus.to_operational(range(N))
+    stop = {j: DriveOutput(0, ControllerMode.MOTOR_STOP).encode() for j in range(N)}
+    bus.exchange(stop)
+    t0 = bus.sim.time
+    clock.now += 0.0055  # the master was 5.5 ms late: the arm did not wait
+    bus.exchange(stop)
+    assert bus.sim.time - t0 == pytest.approx(0.005)
+    clock.now += 0.0004  # early: still one step
+    bus.exchange(stop)
+    assert bus.sim.time - t0 == pytest.approx(0.006)
+    clock.now += 0.15  # a frame 150 ms late: the drives' 100 ms timeout tripped before it arrived
+    answer = bus.exchange(stop)
+    assert DriveInput.decode(answer[0]).flags & StatusFlag.TIMEOUT
+    assert bus.sim.time - t0 == pytest.approx(0.155)  # 155.9 ms of wall time since: locked to the clock
 
 
 def test_virtual_mailbox_parameters():

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -58,7 +58,14 @@ __all__ = ["VirtualDriveConfig", "VirtualBus", "mechanical_arm", "JOINT_SLAVE_NA
 JOINT_SLAVE_NAME = "TMCM-1610"
 BASE_SLAVE_NAME = "TMCM-1632"
 FIRMWARES = ("1.48", "2.00")
-_STOPPING = StatusFlag.TIMEOUT | StatusFlag.I2T_EXCEEDED
+# status bits as plain ints: the flags are assembled every step for every drive
+_TIMEOUT, _I2T = int(StatusFlag.TIMEOUT), int(StatusFlag.I2T_EXCEEDED)
+_STOPPING = _TIMEOUT | _I2T
+_INITIALIZED, _HALTED = int(StatusFlag.INITIALIZED), int(StatusFlag.MOTOR_HALTED)
+_REACHED = int(StatusFlag.POSITION_REACHED)
+_MODE_BITS = {mode: int(flag) for mode, flag in MODE_FLAGS.items()}
+#: most physics steps one exchange catches up after the master stalled (wall-clock mode)
+MAX_CATCH_UP = 200
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,8 @@ class _Drive:
         self.value = 0
         self.initialized = False
         self.commutation = 0.0  # [s] spent commutating
-        self.latched = StatusFlag(0)
-        self.injected = StatusFlag(0)
+        self.latched = 0  # TIMEOUT / I2T_EXCEEDED bits, until cleared by the mailbox
+        self.injected = 0  # error bits raised by a test
         self.i2t = 0.0
         self.pid: PositionPid | None = None
         self.ramp: Ramp | None = None
@@ -131,13 +138,16 @@ class VirtualBus:
     ``period`` [s] is the cycle (one physics step per exchange); ``initial_positions`` the joint
     positions at power-up (default: the home pose of ``config/sim.yaml``); ``sim_config`` and
     ``realism`` as for :class:`~youbot_dynamics.sim.ArmSimulator`. ``sim`` is the simulator (the
-    ground truth in tests). Test hooks: :meth:`drop_frames`, :meth:`inject`, :meth:`clear_injected`.
+    ground truth in tests). Time: without ``clock`` every exchange is one step of ``period`` (the
+    arm's time is the bus' time, as the simulator's); with ``clock`` (e.g. ``time.monotonic``) the
+    arm keeps real time like hardware: an exchange runs the steps since the previous one, the drives
+    holding their set-points, and frames later than the drives' timeout trip it. Test hooks: :meth:`drop_frames`, :meth:`inject`, :meth:`clear_injected`.
     """
 
     def __init__(self, arm: ArmDescription | None = None, sim_config: SimConfig | None = None, *,
                  period: float = 0.001, initial_positions: Any = None, calibrated: bool = True,
                  commutated: bool = False, realism: bool = True, config: VirtualDriveConfig = VirtualDriveConfig(),
-                 base_slaves: int = 0) -> None:
+                 base_slaves: int = 0, clock: Callable[[], float] | None = None) -> None:
         self.arm = arm if arm is not None else default_arm()
         self.config = config
         cfg = sim_config if sim_config is not None else load_sim_config(arm=self.arm)
@@ -160,6 +170,9 @@ class VirtualBus:
         self._names = [BASE_SLAVE_NAME] * base_slaves + [JOINT_SLAVE_NAME] * n
         self._first_joint = base_slaves
         self._timeout_cycles = self._cycles_of(config.timeout)
+        self._clock = clock
+        self._t0: float | None = None
+        self._done = 0
         self._since_frame = 0
         self._drop = 0
         self._open = False
@@ -190,22 +203,16 @@ class VirtualBus:
         lost = self._drop > 0
         if lost:
             self._drop -= 1
-            self._since_frame += 1
-            if self._since_frame >= self._timeout_cycles:
-                for d in self._drives:
-                    d.latched |= StatusFlag.TIMEOUT
-        else:
-            self._since_frame = 0
-            q = self._inputs_q()
-            for index, data in outputs.items():
-                j = index - self._first_joint
-                if 0 <= j < len(self._drives):
-                    out = DriveOutput.decode(data)
-                    drive = self._drives[j]
-                    drive.enter(out.mode, q[j])
-                    if out.mode != ControllerMode.NO_MORE_ACTION:
-                        drive.value = out.value
-        self._step()
+        steps = self._steps_due()
+        for k in range(steps):
+            if k == steps - 1 and not lost:  # the frame arrives at the last step (late if steps > 1)
+                self._check_watchdog()
+                self._since_frame = 0
+                self._apply(outputs)
+            else:
+                self._since_frame += 1
+                self._check_watchdog()
+            self._step()
         self.frames += 1
         if lost:
             return None
@@ -220,9 +227,9 @@ class VirtualBus:
         drive, cmd, value = self._drives[j], request.command, request.value
         status, answer = TmclStatus.NO_ERROR, value
         if cmd == TmclCommand.SAP and request.type_number == AxisParameter.CLEAR_TIMEOUT_FLAG:
-            drive.latched &= ~StatusFlag.TIMEOUT
+            drive.latched &= ~_TIMEOUT
         elif cmd == TmclCommand.SAP and request.type_number == AxisParameter.CLEAR_I2T_EXCEEDED_FLAG:
-            drive.latched &= ~StatusFlag.I2T_EXCEEDED
+            drive.latched &= ~_I2T
             drive.i2t = 0.0
         elif cmd == TmclCommand.SAP and request.type_number == AxisParameter.ACTUAL_POSITION:
             ticks = self._inputs[j].actual_position
@@ -262,10 +269,10 @@ class VirtualBus:
 
     def inject(self, joint: int, flags: StatusFlag) -> None:
         """Raise error conditions on drive ``joint`` (0-based) until :meth:`clear_injected`."""
-        self._drives[joint].injected |= StatusFlag(flags)
+        self._drives[joint].injected |= int(flags)
 
     def clear_injected(self, joint: int) -> None:
-        self._drives[joint].injected = StatusFlag(0)
+        self._drives[joint].injected = 0
 
     def drive_mode(self, joint: int) -> ControllerMode:
         return self._drives[joint].mode
@@ -281,8 +288,37 @@ class VirtualBus:
         if operational and not self._operational:
             raise BusError("the virtual slaves are not in OP")
 
-    def _inputs_q(self) -> np.ndarray:
-        return self.sim.measure().position
+    def _steps_due(self) -> int:
+        """Physics steps of this exchange: 1, or with a wall clock the steps of the time since the
+        previous exchange (at least 1, at most :data:`MAX_CATCH_UP`; beyond that the time is dropped)."""
+        if self._clock is None:
+            return 1
+        now = self._clock()
+        if self._t0 is None:
+            self._t0, self._done = now - self.dt, 0
+        due = int((now - self._t0) / self.dt) - self._done
+        if due > MAX_CATCH_UP:
+            self._t0 += (due - MAX_CATCH_UP) * self.dt
+            due = MAX_CATCH_UP
+        steps = max(1, due)
+        self._done += steps
+        return steps
+
+    def _check_watchdog(self) -> None:
+        if self._since_frame >= self._timeout_cycles:
+            for d in self._drives:
+                d.latched |= _TIMEOUT
+
+    def _apply(self, outputs: Mapping[int, bytes]) -> None:
+        q = self._last.position
+        for index, data in outputs.items():
+            j = index - self._first_joint
+            if 0 <= j < len(self._drives):
+                out = DriveOutput.decode(data)
+                drive = self._drives[j]
+                drive.enter(out.mode, q[j])
+                if out.mode != ControllerMode.NO_MORE_ACTION:
+                    drive.value = out.value
 
     def _torque(self, j: int, drive: _Drive, q: float, dq: float) -> float:
         if drive.latched & _STOPPING or drive.injected:
@@ -309,7 +345,7 @@ class VirtualBus:
         return 0.0
 
     def _step(self) -> None:
-        m = self.sim.measure()
+        m = self._last  # what the drives measured after the previous step
         for j, drive in enumerate(self._drives):
             self._tau[j] = self._torque(j, drive, m.position[j], m.velocity[j])
             if not drive.initialized and drive.commutation >= self.config.commutation_time:
@@ -319,7 +355,7 @@ class VirtualBus:
         self._measure(update_i2t=True)
 
     def _measure(self, update_i2t: bool = False) -> None:
-        m = self.sim.measure()
+        self._last = m = self.sim.measure()
         current = m.effort / self._nm_per_a * self._sign  # [A], motor current
         ticks = np.round(self._sign * (m.position - self._origin) * self._ticks_per_rad).astype(np.int64)
         rpm = np.round(self._sign * m.velocity * self._rpm_per_rad_s).astype(np.int64)
@@ -329,12 +365,12 @@ class VirtualBus:
                 continuous = self.config.i2t_continuous * self._i_max[j]
                 drive.i2t = max(0.0, drive.i2t + (current[j] ** 2 - continuous ** 2) * self.dt)
                 if drive.i2t > self._i2t_limit[j]:
-                    drive.latched |= StatusFlag.I2T_EXCEEDED
-            flags = drive.latched | drive.injected | MODE_FLAGS.get(drive.mode, StatusFlag(0))
+                    drive.latched |= _I2T
+            flags = drive.latched | drive.injected | _MODE_BITS.get(drive.mode, 0)
             if drive.initialized:
-                flags |= StatusFlag.INITIALIZED
+                flags |= _INITIALIZED
             if rpm[j] == 0:
-                flags |= StatusFlag.MOTOR_HALTED
+                flags |= _HALTED
             target_position = target_current = target_velocity = ramp_velocity = 0
             if drive.mode == ControllerMode.POSITION_CONTROL:
                 target_position = drive.value
@@ -342,11 +378,11 @@ class VirtualBus:
                                        * self._ticks_per_rad[j]))
                 ramp_velocity = int(round(self._sign[j] * drive.ramp.velocity[0] * self._rpm_per_rad_s[j]))
                 if ramp_ticks == drive.value and abs(drive.value - ticks[j]) <= self.config.position_window:
-                    flags |= StatusFlag.POSITION_REACHED
+                    flags |= _REACHED
             elif drive.mode == ControllerMode.VELOCITY_CONTROL:
                 target_velocity = drive.value
             elif drive.mode == ControllerMode.CURRENT_MODE:
                 target_current = drive.value
-            inputs.append(DriveInput(int(ticks[j]), int(round(current[j] * 1000.0)), int(rpm[j]), int(flags),
+            inputs.append(DriveInput(int(ticks[j]), int(round(current[j] * 1000.0)), int(rpm[j]), flags,
                                      target_position, target_current, target_velocity, ramp_velocity))
         self._inputs = inputs

@@ -156,8 +156,9 @@ class YoubotDriverNode(Node):
         self.declare_parameter('virtual_realism', True, _descriptor(
             "Virtual backend: friction, noise and quantization of the sim file; false = ideal arm.", b))
         self.declare_parameter('publish_clock', False, _descriptor(
-            "Virtual backend: publish the virtual arm's time (cycles x cycle_period) on /clock and stamp the "
-            "joint states with it, like sim_node (for use_sim_time nodes on a loaded machine).", b))
+            "Virtual backend: the virtual arm's time is the bus' (cycles x cycle_period), published on /clock "
+            "and in the joint state stamps, like sim_node (for use_sim_time nodes on a loaded machine); "
+            "false = the virtual arm keeps wall-clock time like the real one.", b))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -180,12 +181,14 @@ class YoubotDriverNode(Node):
             raise ValueError("publish_clock needs backend 'virtual' (the real arm runs on the wall clock)")
         if self.backend == 'virtual':
             initial = p['virtual_initial_positions']
+            # With /clock the virtual arm's time is the bus' (cycles x cycle_period, as sim_node's simulated
+            # time); else it keeps wall-clock time like the real arm, even when the bus thread is late.
+            clock = None if self._publish_clock else time.monotonic
             bus = VirtualBus(self.arm, load_sim_config(p['virtual_sim_config'] or None, self.arm),
                              period=config.cycle_period,
                              initial_positions=np.asarray(initial, dtype=float) if initial is not None and len(initial)
                              else None,
-                             calibrated=bool(p['virtual_calibrated']), realism=bool(p['virtual_realism']))
-            clock = None  # the virtual arm's time: cycles x cycle_period
+                             calibrated=bool(p['virtual_calibrated']), realism=bool(p['virtual_realism']), clock=clock)
             self.hardware_id = "virtual"
         elif self.backend == 'pysoem':
             bus = PysoemBus(p['interface'])
