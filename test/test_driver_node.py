@@ -212,12 +212,21 @@ def test_command_timeout_stops_the_motors(harness):
 def test_bad_commands_are_rejected(harness):
     h = harness
     assert h.call("motors_on").success
-    h.hold("position", Q_START, 0.3)
-    for values in (np.full(4, 2.0), np.r_[Q_START[:4], np.nan], ARM.position_max + 0.5):
-        h.hold("position", values, 0.1)
-        h.command("position", Q_START)
-    h.hold("position", Q_START, 0.5)
-    np.testing.assert_allclose(h.true_q(), Q_START, atol=5e-3)
+    goal = Q_START + np.array([0.1, 0.0, 0.0, 0.0, 0.0])
+    h.hold("position", goal, 1.0)
+    drives = h.node.bus._drives
+
+    def targets():  # the position set-points [ticks] the drives received
+        return [d.value for d in drives]
+
+    sent = targets()
+    for values in (np.full(4, 2.0), np.r_[goal[:4], np.nan], ARM.position_max + 0.5):
+        h.command("position", values)
+        h.spin_for(0.03)  # shorter than the command timeout: the goal stays active
+        assert targets() == sent and h.driver.state().interface == "position"
+        h.command("position", goal)
+        h.spin_for(0.01)
+    np.testing.assert_allclose(h.true_q(), goal, atol=5e-3)
 
 
 def test_motors_off_and_diagnostics(harness):
