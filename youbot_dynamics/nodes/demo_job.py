@@ -57,10 +57,23 @@ STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # [rad] tracking: out and back .
 SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 rad/s (80 %)
 SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
 HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
-#: the arm process: executable and parameters per --arm
-ARMS: dict[str, tuple[str, list[str]]] = {
-    "sim": ("sim_node", []),
-    "driver": ("youbot_driver", ["-p", "backend:=virtual"]),
+
+
+@dataclass(frozen=True)
+class ArmProcess:
+    """How the main job starts and resets an arm node."""
+    executable: str
+    parameters: tuple[str, ...]  # ros args
+    initial_positions: str  # the parameter naming the start pose
+    has_reset: bool  # a ~/reset service (the simulator); else the client drives the arm back
+    has_clock: bool  # can publish /clock (then the identification runs on the simulated time)
+
+
+#: the arm of the main job, per ``--robot``
+ARMS: dict[str, ArmProcess] = {
+    "sim": ArmProcess("sim_node", (), "initial_positions", True, True),
+    "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
+                         "virtual_initial_positions", False, False),
 }
 
 
@@ -82,9 +95,10 @@ class ControlRun:
 class _Client:
     """The user: position hold, services, goals and trajectories, recordings."""
 
-    def __init__(self, context: Context, arm: ArmDescription, arm_node: str) -> None:
+    def __init__(self, context: Context, arm: ArmDescription, arm_process: ArmProcess) -> None:
         self.arm = arm
-        self.arm_node = arm_node
+        self.arm_node = arm_node = arm_process.executable
+        self.has_reset = arm_process.has_reset
         self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
@@ -146,23 +160,27 @@ class _Client:
         return answer
 
     def reset_and_hold(self, q: np.ndarray | None = None) -> np.ndarray:
-        """Reset the arm (simulator) and hold it where it is with position commands."""
-        answer = self.call(self.reset_client, Trigger.Request())
-        if not answer.success:
-            raise RuntimeError(f"reset failed: {answer.message}")
-        self.q = None
-        self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
+        """Put the arm at ``q`` (the simulator: ``~/reset``; a real or virtual arm: position
+        commands until it is there and still) and hold it with position commands; the pose held."""
+        if self.has_reset:
+            answer = self.call(self.reset_client, Trigger.Request())
+            if not answer.success:
+                raise RuntimeError(f"reset failed: {answer.message}")
+            self.q = None
+            self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
+        elif q is not None:
+            self.wait_for(lambda: self.q is not None and np.max(np.abs(self.q - q)) < 2e-3, 20.0,
+                          f"the arm at {_fmt(q)}", q)
         hold = self.q.copy() if q is None else q
         self.spin_for(0.3, hold)
         return hold
-
 
 ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
 TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
                "compute_median_us")
 
 
-def _identify(client: _Client, out: Path, timeout: float) -> dict[str, Any]:
+def _identify(client: _Client, out: Path, timeout: float, sim_time: bool) -> dict[str, Any]:
     """Run the identification node on the shipped excitation; its summary (report.json)."""
     excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names).trajectory
     start = excitation.evaluate(0.0)[0]
@@ -171,7 +189,7 @@ def _identify(client: _Client, out: Path, timeout: float) -> dict[str, Any]:
                                     lambda m: setattr(client, "progress", m), 10)
     start_client = client.node.create_client(Trigger, "/identification_node/start")
     params = {"output_directory": str(out / "identification"), "periods": 3, "validation_periods": 1,
-              "use_sim_time": True, "settle_time": 0.5, "hold_time": 0.5}
+              "use_sim_time": sim_time, "settle_time": 0.5, "hold_time": 0.5}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 validates) through the trajectory controller; start pose {_fmt(start)}")
@@ -346,7 +364,8 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
 def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: float = 300.0) -> int:
     """The main job against the simulator (``arm_kind`` ``sim``) or the driver on virtual drives
     (``driver``); 0 on success (the goals are reported, not enforced)."""
-    executable, arm_args = ARMS[arm_kind]
+    arm_process = ARMS[arm_kind]
+    executable = arm_process.executable
     out.mkdir(parents=True, exist_ok=True)
     print(f"6. The main job on '{executable}': identify, then regulate and track with the identified model "
           f"(output in {out}):")
@@ -354,15 +373,16 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     began = time.monotonic()
     try:
-        client = _Client(context, arm, executable)
+        client = _Client(context, arm, arm_process)
+        arm_args = [*arm_process.parameters, "-p", f"{arm_process.initial_positions}:={HOME.tolist()}"]
+        clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
-            initial = ["-p", f"initial_positions:={HOME.tolist()}"]
-            # identification on the simulated clock (/clock), robust to a loaded machine
-            with NodeProcess(executable, *arm_args, "-p", "publish_clock:=true", *initial) as arm_process:
+            # identification on the simulated clock (/clock) if there is one: robust to a loaded machine
+            with NodeProcess(executable, *arm_args, *clock) as running:
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
-                identification = _identify(client, out, timeout)
+                identification = _identify(client, out, timeout, arm_process.has_clock)
             # control on the wall clock: a fresh arm process without /clock
-            with NodeProcess(executable, *arm_args, *initial) as arm_process:
+            with NodeProcess(executable, *arm_args) as running:
                 client.q = None
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                 model = identification["parameters"]
@@ -379,8 +399,8 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
             _print_and_save(out, arm, identification, regulation, tracking)
         except RuntimeError as exc:
             print(f"   FAILED: {exc}")
-            if arm_process.process.poll() is not None:
-                print(arm_process.output()[-2000:])
+            if running.process.poll() is not None:
+                print(running.output()[-2000:])
             return 1
         finally:
             client.node.destroy_node()
