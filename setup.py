@@ -39,7 +39,8 @@ setup(
     # rclpy and the message packages come from the ROS 2 install (system or wheels),
     # so they are deliberately not listed here.
     install_requires=['setuptools', 'numpy', 'scipy', 'sympy', 'PyYAML', 'numba', 'mujoco', 'cvxpy', 'clarabel',
-                      'scs', 'rosbags>=0.10,<0.12', 'matplotlib'],
+                      'scs', 'rosbags>=0.10,<0.12', 'matplotlib',
+                      'pysoem'],  # EtherCAT master of youbot_driver (manylinux wheels; imported only when used)
     zip_safe=True,
     maintainer='youbot_dynamics developers',
     maintainer_email='dev@example.com',
@@ -55,6 +56,7 @@ setup(
             'pd_gravity_controller = youbot_dynamics.nodes.pd_gravity_controller:main',
             'computed_torque_controller = youbot_dynamics.nodes.computed_torque_controller:main',
             'identification_node = youbot_dynamics.nodes.identification_node:main',
+            'youbot_driver = youbot_dynamics.nodes.youbot_driver:main',
         ],
     },
 )

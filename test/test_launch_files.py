@@ -193,6 +193,7 @@ NODE_PARAMETER_FILES = {
     "pd_gravity_controller": ("pd_gravity_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping"}),
     "computed_torque_controller": ("computed_torque_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping"}),
     "identification_node": ("identification_node.yaml", set()),
+    "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
 }
 
 
@@ -223,6 +224,10 @@ def test_launch_description_builds(path):
     assert description.entities
     if path.name == "kinematics.launch.py":
         assert [a.name for a in description.get_launch_arguments()] == ["params_file"]
+    if path.name == "youbot_arm.launch.py":
+        assert [a.name for a in description.get_launch_arguments()] == [
+            "interface", "backend", "params_file", "kinematics_params_file", "controller",
+            "controller_params_file", "identification", "identification_params_file"]
     if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
         assert [a.name for a in description.get_launch_arguments()][:4] == [
             "active_controller", "controllers_file", "gz_args", "rviz"]

@@ -1,0 +1,399 @@
+"""The driver logic (youbot_dynamics.driver.ArmDriver) on the virtual bus: the whole driver but the socket.
+
+Cycles are run synchronously (no thread), so the driver's clock is the bus' time (cycles x 1 ms).
+The ground truth is the MuJoCo arm behind the virtual drives (``bus.sim``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig, Phase,
+                                    StatusFlag, VirtualBus, VirtualDriveConfig)
+from youbot_dynamics.driver.process_data import AxisParameter, TmclCommand
+
+ARM = default_arm()
+N = ARM.n_joints
+Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
+
+
+def make(driver_config: DriverConfig = DriverConfig(), *, motors_on: bool = True, **bus_options):
+    options = {"initial_positions": Q_START, "realism": False, **bus_options}
+    bus = VirtualBus(**options)
+    driver = ArmDriver(bus, config=driver_config)
+    driver.connect()
+    run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
+    if motors_on:
+        assert request(driver, "motors_on") == (True, "motors on: commands accepted")
+    return bus, driver
+
+
+def run(driver, cycles: int):
+    state = None
+    for _ in range(cycles):
+        state = driver.cycle()
+    return state
+
+
+def run_until(driver, predicate, max_cycles: int):
+    for _ in range(max_cycles):
+        state = driver.cycle()
+        if predicate(state):
+            return state
+    raise AssertionError(f"not reached in {max_cycles} cycles: phase {state.phase}, faults {state.faults}")
+
+
+def request(driver, name: str, max_cycles: int = 5000):
+    future = driver.request(name)
+    for _ in range(max_cycles):
+        driver.cycle()
+        if future.done():
+            return future.result()
+    raise AssertionError(f"request {name} not done")
+
+
+def hold(driver, interface: str, values, cycles: int, every: int = 20, refused_ok: bool = False):
+    """Repeat a command every ``every`` cycles; ``refused_ok``: carry on when the driver refuses it."""
+    state = None
+    for k in range(cycles):
+        if k % every == 0:
+            try:
+                driver.command(interface, values)
+            except CommandError:
+                if not refused_ok:
+                    raise
+        state = driver.cycle()
+    return state
+
+
+def true_q(bus):
+    return bus.sim.data.qpos.copy()
+
+
+# -- start-up ---------------------------------------------------------------------------------------
+
+def test_startup_picks_the_arm_slaves_commutates_and_leaves_the_motors_off():
+    bus = VirtualBus(initial_positions=Q_START, realism=False, base_slaves=4)
+    driver = ArmDriver(bus)
+    driver.connect()
+    assert driver.slaves == [4, 5, 6, 7, 8] and driver.slave_names == ["TMCM-1610"] * 5
+    first = driver.cycle()
+    assert not any(f & StatusFlag.INITIALIZED for f in first.flags)  # power-up: not commutated
+    modes = set()
+    state = first
+    while state.phase != Phase.RUNNING:
+        state = driver.cycle()
+        modes |= {bus.drive_mode(j) for j in range(N)}
+        assert state.sequence < 1000
+    assert ControllerMode.VELOCITY_CONTROL in modes  # firmware 2.00 commutates in velocity mode
+    assert all(f & StatusFlag.INITIALIZED for f in state.flags)
+    assert not state.enabled and state.interface is None
+    state = run(driver, 5)
+    assert all(m == ControllerMode.MOTOR_STOP for m in state.modes)
+    with pytest.raises(CommandError, match="motors are off"):
+        driver.command("position", Q_START)
+    np.testing.assert_allclose(state.position, true_q(bus), atol=2e-4)  # virtual drives count from the stop
+
+
+def test_firmware_148_commutates_with_mode_initialize():
+    bus, driver = make(DriverConfig(firmware="1.48"), motors_on=False, config=VirtualDriveConfig(firmware="1.48"))
+    assert all(driver.state().flags[j] & StatusFlag.INITIALIZED for j in range(N))
+
+
+def test_commutation_that_never_completes_is_a_fault():
+    bus = VirtualBus(initial_positions=Q_START, realism=False)  # firmware 2.00 ignores INITIALIZE
+    driver = ArmDriver(bus, config=DriverConfig(firmware="1.48", commutation_timeout=0.1))
+    driver.connect()
+    state = run_until(driver, lambda s: s.phase == Phase.FAULT, 500)
+    assert "commutation failed" in state.faults[0]
+
+
+def test_too_few_joint_slaves_is_refused():
+    class FourJoints(VirtualBus):
+        def slaves(self):
+            return super().slaves()[:4]
+
+    driver = ArmDriver(FourJoints(realism=False))
+    with pytest.raises(Exception, match="found 4 arm joint slaves"):
+        driver.connect()
+
+
+def test_uncommutated_drive_gives_no_current():
+    bus = VirtualBus(initial_positions=Q_START, realism=False)
+    bus.open()
+    bus.to_operational(range(N))
+    from youbot_dynamics.driver.process_data import DriveInput, DriveOutput
+    out = {j: DriveOutput(-500, ControllerMode.CURRENT_MODE).encode() for j in range(N)}
+    answer = bus.exchange(out)
+    assert all(DriveInput.decode(answer[j]).actual_current == 0 for j in range(N))
+
+
+# -- calibration ------------------------------------------------------------------------------------
+
+NEAR_STOPS = np.array([0.12, 0.1, -0.1, 0.12, 0.2])  # close to the calibration stops (q = 0)
+# The stop is found while the drive pushes into it: the compliant MuJoCo stop yields up to ~0.4 mrad
+# on joint 5 (about 18 ticks), which the zero inherits, as a real stop's compliance would.
+CALIBRATION_ATOL = 1e-3
+
+
+def test_calibration_finds_the_stops_and_zeroes_the_drives():
+    bus, driver = make(DriverConfig(calibrate_on_start=True), motors_on=False, calibrated=False,
+                       initial_positions=NEAR_STOPS)
+    state = driver.state()
+    assert state.calibrated and state.phase == Phase.RUNNING and not state.enabled
+    np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
+    assert driver.units.offsets.tolist() == [0] * N  # the drives were zeroed by SAP 1
+
+
+def test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request():
+    bus, driver = make(motors_on=False, calibrated=False, initial_positions=NEAR_STOPS)
+    np.testing.assert_allclose(driver.state().position, true_q(bus) - NEAR_STOPS, atol=3e-4)
+    assert request(driver, "calibrate") == (True, "done")
+    state = run(driver, 2)
+    assert state.calibrated
+    np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
+
+
+def test_calibration_without_mailbox_keeps_the_offsets_in_the_driver():
+    class NoMailbox(VirtualBus):
+        def mailbox(self, slave, request):
+            raise BusError("no mailbox on this bus")
+
+    bus = NoMailbox(initial_positions=NEAR_STOPS, realism=False, calibrated=False)
+    driver = ArmDriver(bus, config=DriverConfig(calibrate_on_start=True))
+    driver.connect()
+    state = run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
+    assert driver.units.offsets.tolist() != [0] * N
+    assert driver.statistics.mailbox_errors >= N  # counted (and reported on /diagnostics)
+    np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
+
+
+# -- command modes ----------------------------------------------------------------------------------
+
+def test_position_command_reaches_the_goal():
+    bus, driver = make()
+    goal = Q_START + np.array([0.2, -0.15, 0.2, -0.2, 0.25])
+    state = hold(driver, "position", goal, 1500)
+    assert state.interface == "position" and all(m == ControllerMode.POSITION_CONTROL for m in state.modes)
+    np.testing.assert_allclose(true_q(bus), goal, atol=3e-3)
+    np.testing.assert_allclose(state.position, true_q(bus), atol=2e-4)
+
+
+def test_velocity_command_moves_at_the_velocity():
+    bus, driver = make()
+    v = np.array([0.3, 0.0, 0.0, 0.0, -0.4])
+    hold(driver, "velocity", v, 300)
+    q0 = true_q(bus)
+    state = hold(driver, "velocity", v, 500)
+    np.testing.assert_allclose((true_q(bus) - q0) / 0.5, v, atol=0.02)
+    np.testing.assert_allclose(state.velocity, v, atol=0.02)
+    assert all(m == ControllerMode.VELOCITY_CONTROL for m in state.modes)
+
+
+def test_effort_command_is_sent_as_current_and_applied():
+    bus, driver = make()
+    tau = np.array([1.0, 0.0, 0.0, 0.0, 0.0])  # joint 1 turns about the vertical: no gravity
+    state = hold(driver, "effort", tau, 50)
+    assert all(m == ControllerMode.CURRENT_MODE for m in state.modes)
+    assert state.current_ma[0] == -191  # 1 N m = 0.191 A, inverse-direction joint
+    # the arm gets 0.191 A x 0.0335 N m/A x 156 = 0.99815 N m on joint 1
+    assert bus.sim.measure().effort[0] == pytest.approx(0.99815, abs=1e-4)
+    assert state.effort[0] == pytest.approx(0.99815, abs=1e-4)
+    q0 = true_q(bus)
+    hold(driver, "effort", tau, 200)
+    assert true_q(bus)[0] > q0[0] + 0.005
+
+
+def test_trajectory_is_followed_to_its_last_point():
+    bus, driver = make()
+    goal = Q_START + np.array([-0.3, 0.2, -0.2, 0.2, -0.3])
+    driver.command_trajectory([0.5, 1.0], [(Q_START + goal) / 2, goal])
+    run(driver, 500)
+    progress = (true_q(bus) - Q_START) / (goal - Q_START)
+    assert np.all((progress > 0.3) & (progress < 0.8)), progress
+    state = run(driver, 1200)  # no timeout: the last point is held
+    assert state.interface == "trajectory"
+    np.testing.assert_allclose(true_q(bus), goal, atol=3e-3)
+
+
+def test_bad_commands_are_rejected():
+    bus, driver = make()
+    for interface, values, match in [
+            ("position", np.full(4, 2.0), "5 joint values"),
+            ("position", np.r_[Q_START[:4], np.nan], "NaN"),
+            ("position", ARM.position_max + 0.1, "outside the joint limits"),
+            ("velocity", np.full(5, 3.0), "velocity_max"),
+            ("effort", [[1.0] * 5] * 2, "expected shape"),
+            ("torque", np.zeros(5), "unknown interface")]:
+        with pytest.raises(CommandError, match=match):
+            driver.command(interface, values)
+    with pytest.raises(CommandError, match="increasing"):
+        driver.command_trajectory([0.5, 0.4], [Q_START, Q_START])
+    assert run(driver, 3).interface is None
+
+
+# -- safety -----------------------------------------------------------------------------------------
+
+def test_command_timeout_stops_the_motors():
+    bus, driver = make()
+    driver.command("position", Q_START)
+    state = run(driver, 95)
+    assert state.interface == "position"
+    state = run(driver, 10)
+    assert state.interface is None and all(m == ControllerMode.MOTOR_STOP for m in state.modes)
+    assert driver.statistics.command_timeouts == 1
+    assert state.enabled  # still on: the next command drives again
+    assert hold(driver, "position", Q_START, 5).interface == "position"
+
+
+def test_currents_are_clipped_to_the_limits_of_the_arm_description():
+    bus, driver = make(DriverConfig(current_limit_scale=0.5))
+    state = hold(driver, "effort", np.array([100.0, 0.0, 0.0, 0.0, -100.0]), 3)
+    sent = [bus._drives[j].value for j in range(N)]  # what the drives received
+    assert sent[0] == -2884 and sent[4] == 875  # 0.5 x 5768 mA (inverse joint), 0.5 x 1750 mA
+    assert driver.statistics.current_clamps > 0
+
+
+def test_limit_monitor_stops_torque_towards_a_limit():
+    near = Q_START.copy()
+    near[0] = ARM.position_min[0] + 0.01  # inside the 0.02 rad margin
+    bus, driver = make(initial_positions=near, realism=True)  # friction stops the coasting after commutation
+    run(driver, 200)
+    near = true_q(bus)
+    assert near[0] < ARM.position_min[0] + 0.02
+    push = np.array([-2.0, 0, 0, 0, 0])
+    hold(driver, "effort", push, 300)
+    assert abs(true_q(bus)[0] - near[0]) < 1e-3
+    assert bus._drives[0].value == 0 and driver.statistics.limit_interventions > 0
+    hold(driver, "effort", -push, 300)  # away from the limit: allowed
+    assert true_q(bus)[0] > near[0] + 0.01
+    assert bus._drives[0].value == -383  # 2 N m / (0.0335 N m/A x 156) = 0.3827 A, inverse-direction joint 1
+
+
+def test_limit_monitor_is_off_away_from_the_limits():
+    bus, driver = make(realism=True)
+    hold(driver, "effort", np.array([-2.0, 0, 0, 0, 0]), 300)
+    assert true_q(bus)[0] < Q_START[0] - 0.01 and driver.statistics.limit_interventions == 0
+
+
+def test_drive_error_stops_everything_until_cleared():
+    bus, driver = make()
+    hold(driver, "position", Q_START, 50)
+    bus.inject(1, StatusFlag.OVER_CURRENT)
+    state = run(driver, 3)
+    assert state.phase == Phase.FAULT and not state.enabled
+    assert "arm_joint_2: OVER_CURRENT" in state.faults[0]
+    assert all(m == ControllerMode.MOTOR_STOP for m in state.modes)
+    with pytest.raises(CommandError, match="OVER_CURRENT"):
+        driver.command("position", Q_START)
+    ok, message = request(driver, "motors_on")
+    assert not ok and "OVER_CURRENT" in message
+    bus.clear_injected(1)
+    assert request(driver, "motors_on") == (True, "done")
+    assert driver.state().phase == Phase.RUNNING and driver.state().enabled
+
+
+def test_i2t_trips_and_is_cleared_by_motors_on():
+    bus, driver = make(config=VirtualDriveConfig(i2t_capacity=0.02))
+    state = hold(driver, "effort", np.array([25.0, 0, 0, 0, 0]), 200, refused_ok=True)
+    assert state.phase == Phase.FAULT and "I2T_EXCEEDED" in state.faults[0]
+    assert request(driver, "motors_on") == (True, "done")
+    assert not driver.state().flags[0] & StatusFlag.I2T_EXCEEDED
+
+
+def test_a_few_lost_frames_are_counted_and_tolerated():
+    bus, driver = make()
+    bus.drop_frames(30)
+    state = hold(driver, "position", Q_START, 100)
+    assert state.phase == Phase.RUNNING and state.interface == "position"
+    assert driver.statistics.lost_frames == 30 and driver.statistics.max_consecutive_lost == 30
+
+
+def test_drive_timeout_flag_is_a_fault_cleared_by_motors_on():
+    bus, driver = make(config=VirtualDriveConfig(timeout=0.02))
+    bus.drop_frames(30)  # the drives time out after 20 cycles; the driver tolerates 100 lost frames
+    state = hold(driver, "position", Q_START, 40, refused_ok=True)
+    assert state.phase == Phase.FAULT and "TIMEOUT" in state.faults[0]
+    assert request(driver, "motors_on") == (True, "done")
+    assert hold(driver, "position", Q_START, 5).interface == "position"
+
+
+def test_lost_bus_stops_and_reconnects_on_request():
+    bus, driver = make()
+    bus.drop_frames(150)
+    state = hold(driver, "position", Q_START, 101, refused_ok=True)
+    assert state.phase == Phase.BUS_LOST and not state.fresh and "bus lost" in state.faults[0]
+    with pytest.raises(CommandError, match="bus lost"):
+        driver.command("position", Q_START)
+    state = run(driver, 100)  # frames are back, but the driver waits for a reconnect
+    assert state.phase == Phase.BUS_LOST and state.flags[0] & StatusFlag.TIMEOUT  # the drives timed out
+    ok, _ = request(driver, "motors_on")
+    assert not ok
+    assert request(driver, "reconnect") == (True, "done")
+    assert driver.statistics.reconnects == 1 and not driver.state().flags[0] & StatusFlag.TIMEOUT
+    assert request(driver, "motors_on")[0]
+    assert hold(driver, "position", Q_START, 5).interface == "position"
+
+
+def test_motors_off_refuses_commands():
+    bus, driver = make()
+    hold(driver, "position", Q_START, 10)
+    assert request(driver, "motors_off") == (True, "motors off")
+    state = run(driver, 2)
+    assert state.interface is None and all(m == ControllerMode.MOTOR_STOP for m in state.modes)
+    with pytest.raises(CommandError):
+        driver.command("effort", np.zeros(5))
+    with pytest.raises(ValueError, match="unknown request"):
+        driver.request("explode")
+
+
+def test_virtual_mailbox_parameters():
+    bus = VirtualBus(realism=False)
+    bus.open()
+    from youbot_dynamics.driver.process_data import MailboxRequest
+    assert bus.mailbox(0, MailboxRequest(TmclCommand.GGP, 90)).value == 100
+    assert bus.mailbox(0, MailboxRequest(TmclCommand.SGP, 90, 50)).ok
+    assert bus.mailbox(0, MailboxRequest(TmclCommand.GGP, 90)).value == 50
+    assert not bus.mailbox(0, MailboxRequest(TmclCommand.SAP, 200, 1)).ok
+    reply = bus.mailbox(0, MailboxRequest(TmclCommand.SAP, AxisParameter.ACTUAL_POSITION, 1234))
+    assert reply.ok and bus.mailbox(0, MailboxRequest(TmclCommand.GAP, AxisParameter.ACTUAL_POSITION)).value == 1234
+
+
+def test_config_is_validated():
+    for bad in ({"cycle_period": 0.0}, {"firmware": "3.0"}, {"current_limit_scale": 1.5}, {"max_lost_frames": 0},
+                {"trajectory_interpolation": "linear"}, {"command_timeout": float("nan")}):
+        with pytest.raises(ValueError):
+            DriverConfig(**bad)
+
+
+# -- the thread -------------------------------------------------------------------------------------
+
+def test_cyclic_loop_runs_in_its_thread_and_stops_the_motors():
+    bus = VirtualBus(initial_positions=Q_START, realism=False)
+    driver = ArmDriver(bus, config=DriverConfig(enable_on_start=True), clock=time.monotonic)
+    driver.connect()
+    loop = CyclicLoop(driver)
+    loop.start()
+    try:
+        first = driver.wait_state(0, timeout=2.0)
+        assert first is not None
+        deadline = time.monotonic() + 5.0
+        while driver.state().phase != Phase.RUNNING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        start = driver.state().sequence
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.5:
+            driver.command("position", Q_START)
+            time.sleep(0.02)
+        later = driver.state()
+        assert later.sequence - start > 150  # ~500 at 1 kHz; loose for a loaded machine
+        assert later.interface == "position"
+        assert loop.timing.report()["cycles"] > 0 and loop.error is None
+    finally:
+        loop.stop()
+    assert driver.phase == Phase.DISCONNECTED
+    with pytest.raises(BusError):
+        bus.exchange({})

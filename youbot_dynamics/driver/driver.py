@@ -1,0 +1,689 @@
+"""The youBot arm driver logic: one :meth:`ArmDriver.cycle` per bus cycle, no ROS, no threads of its own.
+
+:class:`ArmDriver` owns a :class:`~.bus.Bus` and, every cycle, sends the outputs decided in the
+previous cycle, decodes the drives' inputs into joint units (:class:`~.units.JointUnits`),
+publishes a :class:`DriverState` snapshot and decides the next outputs. :class:`~.loop.CyclicLoop`
+runs it in a dedicated thread; the ROS node (or a test) talks to it through thread-safe calls that
+never wait for the bus: :meth:`~ArmDriver.command`, :meth:`~ArmDriver.command_trajectory`,
+:meth:`~ArmDriver.state`, :meth:`~ArmDriver.wait_state`, and :meth:`~ArmDriver.request` (a
+``concurrent.futures.Future`` for ``motors_on``, ``motors_off``, ``calibrate``, ``reconnect``).
+
+**Start-up** (:meth:`connect`, then cyclically): the arm's joint slaves are picked by name
+(``TMCM-KR-841`` / ``TMCM-1610``, in bus order; a base's slaves are skipped) and brought to OP;
+the timeout and I2t flags are cleared (SAP 158, SAP 29); the drives are commutated (firmware 2.00:
+velocity mode at ``commutation_rpm`` until status bit 15, then 0 mA current mode; firmware 1.48:
+mode INITIALIZE until bit 15); optionally calibrated; then the motors stay off
+(``enable_on_start``) until :meth:`request` ``("motors_on")``.
+
+**Calibration** (youBot driver procedure): every joint moves at ``calibration_velocity`` at the
+output towards its stop (``calibration_direction``); a joint is at the stop when its current
+exceeds ``calibration_current`` while it moves at less than half the commanded speed, or when it
+has not moved 10 % of the commanded distance in ``calibration_stall_time`` (a drive that cannot
+reach the calibration current against its stop, e.g. joint 5 with the simulated gains). The tick
+count at that moment is the stop; the joint gets 0 mA, and after ``calibration_settle`` its actual
+position is set (SAP 1) to the ticks travelled since the stop, so the drive counts from the stop
+(q = 0, the seed convention) even if the joint moved while it settled. A bus without a mailbox
+keeps the offset in the driver instead.
+
+**Commands** (validated on the caller's thread; :class:`CommandError` on a wrong length, NaN,
+positions outside the limits, velocities above ``velocity_max``, an unknown interface, or motors
+off): ``effort`` [N m] -> CURRENT_MODE (mA), ``position`` [rad] -> POSITION_CONTROL (ticks; the
+drives' PID and ramp), ``velocity`` [rad/s] -> VELOCITY_CONTROL (motor rpm), ``trajectory`` ->
+interpolated here (:mod:`youbot_dynamics.interpolation`) and sent as position set-points every
+cycle; the last point is held without timeout.
+
+**Safety**, every cycle:
+
+* command timeout: a streamed command (effort, position, velocity) older than
+  ``command_timeout`` stops the motors (MOTOR_STOP), like the simulator;
+* currents are clipped to ``current_limit_scale * max_current`` of the arm description;
+* joint-limit monitor (current and velocity modes; the drives' position loop has its own range):
+  within ``limit_margin`` of a limit, a current or velocity pushing further towards it is set to 0;
+* drive errors (:data:`~.process_data.ERROR_FLAGS`: over-current, voltages, temperature, hall,
+  encoder, EtherCAT timeout, I2t, ...) or a lost commutation: all motors stop, the driver goes to
+  *fault* and refuses commands until ``motors_on`` clears the flags;
+* stale bus: a lost frame (no answer or short working counter) is counted; after
+  ``max_lost_frames`` consecutive ones the motors are stopped and the driver reports the bus lost
+  until ``reconnect`` re-opens it and runs the start-up again.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription, check_joint_values, default_arm
+from ..interpolation import INTERPOLATIONS, HermiteSpline, waypoint_velocities
+from .bus import Bus, BusError
+from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
+                           StatusFlag, TmclCommand, decode_flags)
+from .units import JointUnits
+
+__all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "Phase",
+           "DriverConfig", "DriverState", "ArmDriver"]
+
+Array = NDArray[np.float64]
+Outputs = list[DriveOutput]
+
+JOINT_SLAVE_NAMES = ("TMCM-KR-841", "TMCM-1610")
+INTERFACES = ("effort", "position", "velocity", "trajectory")
+REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
+FIRMWARES = ("1.48", "2.00")
+_STREAMED = ("effort", "position", "velocity")
+
+
+class DriverError(RuntimeError):
+    """Start-up, commutation or calibration failed (the reason is in the message)."""
+
+
+class CommandError(ValueError):
+    """A command was rejected; nothing changed."""
+
+
+class Phase(str, enum.Enum):
+    """What the driver is doing."""
+
+    DISCONNECTED = "disconnected"
+    STARTING = "starting"  # clearing flags, commutating
+    CALIBRATING = "calibrating"
+    RUNNING = "running"  # motors on or off, see DriverState.enabled
+    FAULT = "fault"  # a drive reported an error: motors stopped
+    BUS_LOST = "bus_lost"
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Driver settings (the node's parameters of the same names)."""
+
+    cycle_period: float = 0.001  # [s]
+    command_timeout: float = 0.1  # [s]
+    max_lost_frames: int = 100
+    firmware: str = "2.00"
+    commutation_rpm: int = 100  # [motor rpm], firmware 2.00
+    commutation_timeout: float = 2.0  # [s]
+    calibrate_on_start: bool = False
+    calibration_velocity: float = 2.0 * math.pi / 60.0  # [rad/s] at the output: 1 rpm
+    calibration_timeout: float = 60.0  # [s]
+    calibration_settle: float = 0.1  # [s] at 0 mA before the position is set
+    calibration_stall_time: float = 0.25  # [s]
+    current_limit_scale: float = 1.0  # [-] of max_current
+    limit_margin: float = 0.02  # [rad]
+    trajectory_interpolation: str = "quintic"
+    enable_on_start: bool = False
+
+    def __post_init__(self) -> None:
+        positive = ("cycle_period", "command_timeout", "commutation_timeout", "calibration_velocity",
+                    "calibration_timeout", "calibration_stall_time")
+        for name in positive:
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not self.calibration_settle >= 0:
+            raise ValueError(f"calibration_settle must be >= 0, got {self.calibration_settle!r}")
+        if not (isinstance(self.max_lost_frames, int) and self.max_lost_frames >= 1):
+            raise ValueError(f"max_lost_frames must be an integer >= 1, got {self.max_lost_frames!r}")
+        if self.firmware not in FIRMWARES:
+            raise ValueError(f"firmware must be one of {FIRMWARES}, got {self.firmware!r}")
+        if not (isinstance(self.commutation_rpm, int) and self.commutation_rpm > 0):
+            raise ValueError(f"commutation_rpm must be a positive integer, got {self.commutation_rpm!r}")
+        if not 0.0 < self.current_limit_scale <= 1.0:
+            raise ValueError(f"current_limit_scale must be in (0, 1], got {self.current_limit_scale!r}")
+        if not (math.isfinite(self.limit_margin) and self.limit_margin >= 0.0):
+            raise ValueError(f"limit_margin must be >= 0, got {self.limit_margin!r}")
+        if self.trajectory_interpolation not in INTERPOLATIONS:
+            raise ValueError(f"trajectory_interpolation must be one of {INTERPOLATIONS}, "
+                             f"got {self.trajectory_interpolation!r}")
+
+
+@dataclass(frozen=True)
+class DriverState:
+    """One cycle's snapshot: joint units (rad, rad/s, N m) and the raw drive data behind them."""
+
+    sequence: int  # cycle counter
+    time: float  # [s] driver clock
+    position: Array
+    velocity: Array
+    effort: Array
+    ticks: tuple[int, ...]
+    current_ma: tuple[int, ...]
+    rpm: tuple[int, ...]
+    flags: tuple[int, ...]  # errorFlags per drive
+    modes: tuple[ControllerMode, ...]  # the mode sent to each drive
+    phase: Phase
+    enabled: bool  # motors on: commands accepted
+    interface: str | None  # active command interface, None = motors stopped
+    calibrated: bool  # calibrated in this run (else the drives' own zero is trusted)
+    faults: tuple[str, ...]
+    fresh: bool  # the inputs of this cycle arrived (False: the values are the last received)
+
+    def flag_names(self, joint: int) -> tuple[str, ...]:
+        return decode_flags(self.flags[joint])
+
+
+@dataclass
+class BusStatistics:
+    """Counters since start (the node reports them on /diagnostics)."""
+
+    cycles: int = 0
+    lost_frames: int = 0
+    consecutive_lost: int = 0
+    max_consecutive_lost: int = 0
+    bus_errors: int = 0
+    mailbox_errors: int = 0  # TMCL requests that failed or were refused (flag clearing, zeroing)
+    reconnects: int = 0
+    command_timeouts: int = 0
+    limit_interventions: int = 0  # cycles in which the limit monitor zeroed a joint's set-point
+    current_clamps: int = 0  # cycles in which a current was clipped to its limit
+    faults: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+@dataclass
+class _Command:
+    interface: str
+    values: Any  # (n,) array, or the trajectory tuple (times, positions, velocities, accelerations)
+    time: float
+
+
+@dataclass
+class _Active:
+    interface: str | None = None
+    setpoint: Array | None = None
+    time: float = 0.0
+    spline: HermiteSpline | None = None
+    reference: Array | None = None  # last position reference sent by the trajectory
+    started: float = 0.0
+
+
+class ArmDriver:
+    """The driver logic on a bus; see the module docstring. ``clock`` gives the time [s] used for the
+    command timeout and the sequences; default: cycles x ``cycle_period`` (the bus' time, right for
+    the virtual bus); pass ``time.monotonic`` on hardware."""
+
+    def __init__(self, bus: Bus, arm: ArmDescription | None = None, config: DriverConfig = DriverConfig(),
+                 clock: Callable[[], float] | None = None) -> None:
+        self.bus = bus
+        self.arm = arm if arm is not None else default_arm()
+        self.config = config
+        self.units = JointUnits(self.arm)
+        self.n = self.arm.n_joints
+        self._clock = clock if clock is not None else (lambda: self.statistics.cycles * config.cycle_period)
+        self.statistics = BusStatistics()
+        self.slaves: list[int] = []
+        self.slave_names: list[str] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._pending: _Command | None = None
+        self._requests: list[tuple[str, Future]] = []
+        self._phase = Phase.DISCONNECTED
+        self._enabled = False
+        self._calibrated = False
+        self._faults: tuple[str, ...] = ()
+        self._active = _Active()
+        self._sequence: Generator[Outputs, None, None] | None = None
+        self._sequence_future: Future | None = None
+        self._outputs: Outputs = [STOP] * self.n
+        self._inputs: list[DriveInput] = [DriveInput(0, 0, 0, 0)] * self.n
+        self._current_limit = np.floor(self.units.max_current_ma * config.current_limit_scale).astype(np.int64)
+        self._state: DriverState | None = None
+        self._last_state_time = 0.0
+
+    # -- thread-safe interface ------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    def state(self) -> DriverState | None:
+        """The latest snapshot (None before the first cycle)."""
+        with self._lock:
+            return self._state
+
+    def wait_state(self, after: int, timeout: float) -> DriverState | None:
+        """The first snapshot with ``sequence > after``, waiting up to ``timeout`` s (else None)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._state is not None and self._state.sequence > after, timeout):
+                return None
+            return self._state
+
+    def command(self, interface: str, values: Any) -> None:
+        """A streamed set-point: ``effort`` [N m], ``position`` [rad] or ``velocity`` [rad/s], one per joint."""
+        if interface not in _STREAMED:
+            raise CommandError(f"unknown interface {interface!r}; streamed interfaces: {', '.join(_STREAMED)} "
+                               "(trajectories go through command_trajectory)")
+        values = self._checked(values, f"{interface} command")
+        if interface == "position":
+            self._check_limits(values, "position command")
+        elif interface == "velocity":
+            self._check_velocities(values, "velocity command")
+        self._submit(_Command(interface, values, self._clock()))
+
+    def command_trajectory(self, times: Any, positions: Any, velocities: Any = None,
+                           accelerations: Any = None) -> None:
+        """Waypoints reached ``times`` [s] after now, as :meth:`ArmSimulator.command_trajectory`; an
+        empty ``times`` holds the current position."""
+        try:
+            times = np.asarray(times, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(f"trajectory times must be numbers ({exc})") from None
+        k = times.size
+        if k:
+            if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
+                raise CommandError(f"trajectory times must be finite, positive and increasing, got {times.tolist()}")
+            positions = self._checked(positions, "trajectory positions", rows=k)
+            self._check_limits(positions, "trajectory positions")
+            if velocities is not None:
+                velocities = self._checked(velocities, "trajectory velocities", rows=k)
+                self._check_velocities(velocities, "trajectory velocities")
+            if accelerations is not None:
+                accelerations = self._checked(accelerations, "trajectory accelerations", rows=k)
+        self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
+
+    def request(self, name: str) -> Future:
+        """Ask the cycle to run ``name`` (one of :data:`REQUESTS`); the future gives ``(success, message)``."""
+        if name not in REQUESTS:
+            raise ValueError(f"unknown request {name!r}; known: {', '.join(REQUESTS)}")
+        future: Future = Future()
+        with self._lock:
+            self._requests.append((name, future))
+        return future
+
+    # -- start and stop (the cycle's thread) ----------------------------------------------------
+
+    def connect(self) -> None:
+        """Open the bus, pick the arm's joint slaves by name, bring them to OP and start the start-up
+        sequence (raises :class:`DriverError` / :class:`BusError`)."""
+        self._phase = Phase.DISCONNECTED
+        self.bus.open()
+        found = self.bus.slaves()
+        joints = [s for s in found if s.name in JOINT_SLAVE_NAMES]
+        if len(joints) < self.n:
+            self.bus.close()
+            raise DriverError(f"found {len(joints)} arm joint slaves ({' or '.join(JOINT_SLAVE_NAMES)}), "
+                              f"need {self.n}; slaves on the bus: {[s.name for s in found]}")
+        self.slaves = [s.index for s in joints[:self.n]]
+        self.slave_names = [s.name for s in joints[:self.n]]
+        self.bus.to_operational(self.slaves)
+        self._outputs = [STOP] * self.n
+        self._start_sequence(self._startup(), Phase.STARTING)
+
+    def shutdown(self) -> None:
+        """Stop the motors (a few MOTOR_STOP frames) and close the bus."""
+        if self._phase != Phase.DISCONNECTED:
+            for _ in range(3):
+                try:
+                    self.bus.exchange(self._frames([STOP] * self.n))
+                except BusError:
+                    break
+        self.bus.close()
+        self._phase = Phase.DISCONNECTED
+        self._enabled = False
+        self._fail_all("driver shut down")
+
+    # -- the cycle ------------------------------------------------------------------------------
+
+    def cycle(self) -> DriverState:
+        """One bus cycle (see the module docstring); returns the new snapshot."""
+        stats = self.statistics
+        fresh = False
+        if self._phase != Phase.DISCONNECTED:
+            try:
+                answer = self.bus.exchange(self._frames(self._outputs))
+            except BusError:
+                stats.bus_errors += 1
+                answer = None
+            fresh = answer is not None
+            if fresh:
+                self._inputs = [DriveInput.decode(answer[i]) for i in self.slaves]
+                stats.consecutive_lost = 0
+            else:
+                stats.lost_frames += 1
+                stats.consecutive_lost += 1
+                stats.max_consecutive_lost = max(stats.max_consecutive_lost, stats.consecutive_lost)
+                if stats.consecutive_lost >= self.config.max_lost_frames and self._phase != Phase.BUS_LOST:
+                    self._bus_lost()
+        stats.cycles += 1
+        now = self._clock()
+        q = self.units.ticks_to_rad([i.actual_position for i in self._inputs])
+        self._handle_requests()
+        if fresh:
+            self._check_drives()
+        self._outputs = self._decide(now, q)
+        return self._publish(now, q, fresh)
+
+    # -- internals: deciding the outputs ---------------------------------------------------------
+
+    def _decide(self, now: float, q: Array) -> Outputs:
+        if self._sequence is not None:
+            try:
+                return next(self._sequence)
+            except StopIteration:
+                self._finish_sequence(True, "done")
+            except (DriverError, BusError) as exc:
+                self._finish_sequence(False, str(exc))
+                self._fault(str(exc))
+        if self._phase != Phase.RUNNING or not self._enabled:
+            self._take_pending()  # discard: commands are refused while off
+            self._active = _Active()
+            return [STOP] * self.n
+        self._activate(self._take_pending(), q, now)
+        active = self._active
+        if active.interface in _STREAMED and now - active.time > self.config.command_timeout:
+            self.statistics.command_timeouts += 1
+            self._active = _Active()
+        return self._outputs_for(self._active, q, now)
+
+    def _outputs_for(self, active: _Active, q: Array, now: float) -> Outputs:
+        units, n = self.units, self.n
+        if active.interface is None:
+            return [STOP] * n
+        if active.interface == "effort":
+            current = units.nm_to_ma(active.setpoint)
+            clipped = np.clip(current, -self._current_limit, self._current_limit)
+            self.statistics.current_clamps += bool(np.any(clipped != current))
+            current = self._limit_monitor(clipped, q)
+            return [DriveOutput(int(c), ControllerMode.CURRENT_MODE) for c in current]
+        if active.interface == "velocity":
+            rpm = self._limit_monitor(units.rad_s_to_rpm(active.setpoint), q)
+            return [DriveOutput(int(r), ControllerMode.VELOCITY_CONTROL) for r in rpm]
+        if active.interface == "trajectory":
+            active.reference, _ = active.spline.evaluate(now - active.started)
+            target = active.reference
+        else:
+            target = active.setpoint
+        return [DriveOutput(int(t), ControllerMode.POSITION_CONTROL) for t in units.rad_to_ticks(target)]
+
+    def _limit_monitor(self, motor_values: np.ndarray, q: Array) -> np.ndarray:
+        """Zero the motor-side set-points (mA or rpm) that push a joint further towards a near limit."""
+        joint_direction = self.units.sign * np.sign(motor_values)  # sign of the joint torque / velocity
+        margin = self.config.limit_margin
+        towards = (((q <= self.arm.position_min + margin) & (joint_direction < 0))
+                   | ((q >= self.arm.position_max - margin) & (joint_direction > 0)))
+        if np.any(towards):
+            self.statistics.limit_interventions += 1
+            motor_values = np.where(towards, 0, motor_values)
+        return motor_values
+
+    def _activate(self, command: _Command | None, q: Array, now: float) -> None:
+        if command is None:
+            return
+        active = self._active
+        if command.interface != "trajectory":
+            self._active = _Active(command.interface, command.values, command.time)
+            return
+        times, positions, velocities, accelerations = command.values
+        if active.interface == "trajectory" and active.reference is not None:
+            start_q, start_dq = active.spline.evaluate(now - active.started)
+        else:
+            start_q, start_dq = q, np.zeros(self.n)
+        if times.size == 0:  # hold here
+            times, positions = np.array([self.config.cycle_period]), start_q[None, :]
+        all_times = np.concatenate([[0.0], times])
+        all_q = np.vstack([start_q, positions])
+        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
+        all_dq[0] = start_dq
+        all_ddq = np.zeros_like(all_q)
+        if accelerations is not None:
+            all_ddq[1:] = accelerations
+        spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        self._active = _Active("trajectory", None, command.time, spline, start_q, now)
+
+    # -- internals: sequences -------------------------------------------------------------------
+
+    def _start_sequence(self, sequence: Generator[Outputs, None, None], phase: Phase,
+                        future: Future | None = None) -> None:
+        self._sequence, self._sequence_future, self._phase = sequence, future, phase
+        self._enabled = False
+        self._active = _Active()
+
+    def _finish_sequence(self, success: bool, message: str) -> None:
+        future, self._sequence, self._sequence_future = self._sequence_future, None, None
+        if future is not None and not future.done():
+            future.set_result((success, message))
+
+    def _startup(self) -> Generator[Outputs, None, None]:
+        self._clear_flags()
+        for _ in range(5):  # fresh frames so the drives report the cleared flags
+            yield [STOP] * self.n
+        errors = self._drive_errors()
+        if errors:
+            raise DriverError(f"drive errors after clearing the flags: {'; '.join(errors)}")
+        yield from self._commutate()
+        if self.config.calibrate_on_start:
+            yield from self._calibrate()
+        self._phase = Phase.RUNNING
+        self._enabled = self.config.enable_on_start
+
+    def _commutate(self) -> Generator[Outputs, None, None]:
+        start = self._clock()
+        while True:
+            pending = [j for j, i in enumerate(self._inputs) if not i.flags & StatusFlag.INITIALIZED]
+            if not pending:
+                break
+            if self._clock() - start > self.config.commutation_timeout:
+                names = ", ".join(self.arm.joint_names[j] for j in pending)
+                raise DriverError(f"commutation failed: {names} not initialized after "
+                                  f"{self.config.commutation_timeout} s (firmware {self.config.firmware})")
+            if self.config.firmware == "2.00":
+                yield [DriveOutput(self.config.commutation_rpm, ControllerMode.VELOCITY_CONTROL) if j in pending
+                       else DriveOutput(0, ControllerMode.CURRENT_MODE) for j in range(self.n)]
+            else:
+                yield [DriveOutput(0, ControllerMode.INITIALIZE) if j in pending else STOP for j in range(self.n)]
+        yield [DriveOutput(0, ControllerMode.CURRENT_MODE)] * self.n
+
+    def _calibrate(self) -> Generator[Outputs, None, None]:
+        cfg, units, n = self.config, self.units, self.n
+        self._phase, self._calibrated = Phase.CALIBRATING, False
+        toward = np.where(np.array(self.arm.calibration_direction) == "negative", -1.0, 1.0)
+        rpm = units.rad_s_to_rpm(toward * cfg.calibration_velocity)
+        limit_ma = 1e3 * self.arm.calibration_current
+        stall_ticks = 0.1 * cfg.calibration_velocity * cfg.calibration_stall_time / units.rad_per_tick
+        start = self._clock()
+        window = [(start, i.actual_position) for i in self._inputs]
+        hit: list[tuple[float, int] | None] = [None] * n
+        done = [False] * n
+        moving = [False] * n  # reached half the speed: from then on a high current at low speed is the stop
+        offsets = units.offsets.copy()
+        while not all(done):
+            now = self._clock()
+            if now - start > cfg.calibration_timeout:
+                names = ", ".join(self.arm.joint_names[j] for j in range(n) if hit[j] is None)
+                raise DriverError(f"calibration timed out after {cfg.calibration_timeout} s: {names} did not "
+                                  "reach the stop")
+            outputs = []
+            for j, inp in enumerate(self._inputs):
+                if hit[j] is None:
+                    t0, ticks0 = window[j]
+                    slow = 2 * abs(inp.actual_velocity) < abs(rpm[j])
+                    moving[j] |= not slow
+                    blocked = moving[j] and slow and abs(inp.actual_current) > limit_ma[j]
+                    stalled = (now - t0 >= cfg.calibration_stall_time
+                               and abs(inp.actual_position - ticks0) < stall_ticks[j])
+                    if blocked or stalled:
+                        hit[j] = (now, inp.actual_position)
+                    elif now - t0 >= cfg.calibration_stall_time:
+                        window[j] = (now, inp.actual_position)
+                elif not done[j] and now - hit[j][0] >= cfg.calibration_settle:
+                    travelled = inp.actual_position - hit[j][1]
+                    offsets[j] = 0 if self._mailbox(j, TmclCommand.SAP, AxisParameter.ACTUAL_POSITION,
+                                                    travelled) else hit[j][1]
+                    done[j] = True
+                outputs.append(DriveOutput(int(rpm[j]), ControllerMode.VELOCITY_CONTROL) if hit[j] is None
+                               else DriveOutput(0, ControllerMode.CURRENT_MODE))
+            yield outputs
+        units.set_offsets(offsets)
+        self._calibrated = True
+        yield [STOP] * n  # one frame so the next inputs are in the new zero
+        self._phase = Phase.RUNNING
+
+    def _recover(self) -> Generator[Outputs, None, None]:
+        self._clear_flags()
+        for _ in range(5):
+            yield [STOP] * self.n
+        errors = self._drive_errors()
+        if errors:
+            raise DriverError(f"drive errors remain after clearing the flags: {'; '.join(errors)}")
+        if any(not i.flags & StatusFlag.INITIALIZED for i in self._inputs):
+            yield from self._commutate()
+        self._faults = ()
+        self._phase = Phase.RUNNING
+        self._enabled = True
+
+    # -- internals: requests, faults, bus ---------------------------------------------------------
+
+    def _handle_requests(self) -> None:
+        with self._lock:
+            requests, self._requests = self._requests, []
+        for name, future in requests:
+            if self._sequence is not None and name != "reconnect" and name != "motors_off":
+                future.set_result((False, f"busy ({self._phase.value}); try again when it is done"))
+            elif name == "motors_off":
+                if self._sequence is not None:
+                    self._finish_sequence(False, "aborted by motors_off")
+                    self._phase = Phase.RUNNING if self._phase != Phase.BUS_LOST else self._phase
+                self._enabled = False
+                self._active = _Active()
+                future.set_result((True, "motors off"))
+            elif name == "motors_on":
+                if self._phase == Phase.BUS_LOST:
+                    future.set_result((False, "the bus is lost: call reconnect first"))
+                elif self._phase == Phase.FAULT:
+                    self._start_sequence(self._recover(), Phase.STARTING, future)
+                elif self._phase == Phase.RUNNING:
+                    self._enabled = True
+                    future.set_result((True, "motors on: commands accepted"))
+                else:
+                    future.set_result((False, f"not ready ({self._phase.value})"))
+            elif name == "calibrate":
+                if self._phase != Phase.RUNNING:
+                    future.set_result((False, f"cannot calibrate while {self._phase.value}"))
+                else:
+                    self._start_sequence(self._calibrate(), Phase.CALIBRATING, future)
+            elif name == "reconnect":
+                self._finish_sequence(False, "aborted by reconnect")
+                try:
+                    self.bus.close()
+                    self.connect()
+                except (BusError, DriverError) as exc:
+                    self._phase = Phase.BUS_LOST
+                    future.set_result((False, f"reconnect failed: {exc}"))
+                    continue
+                self.statistics.reconnects += 1
+                self.statistics.consecutive_lost = 0
+                self._faults = ()
+                self._sequence_future = future
+
+    def _check_drives(self) -> None:
+        if self._phase not in (Phase.RUNNING, Phase.CALIBRATING):
+            return
+        errors = self._drive_errors()
+        lost = [self.arm.joint_names[j] for j, i in enumerate(self._inputs) if not i.flags & StatusFlag.INITIALIZED]
+        if lost:
+            errors.append(f"not commutated: {', '.join(lost)}")
+        if errors:
+            self._finish_sequence(False, "; ".join(errors))
+            self._fault("; ".join(errors))
+
+    def _drive_errors(self) -> list[str]:
+        return [f"{self.arm.joint_names[j]}: {', '.join(i.errors)}" for j, i in enumerate(self._inputs)
+                if i.error_flags & int(ERROR_FLAGS)]
+
+    def _fault(self, reason: str) -> None:
+        self.statistics.faults += 1
+        self._phase = Phase.FAULT
+        self._enabled = False
+        self._active = _Active()
+        self._sequence = None
+        self._faults = (reason,)
+
+    def _bus_lost(self) -> None:
+        self._finish_sequence(False, "bus lost")
+        self._phase = Phase.BUS_LOST
+        self._enabled = False
+        self._active = _Active()
+        self._faults = (f"bus lost: {self.statistics.consecutive_lost} consecutive frames without answer",)
+        self.statistics.faults += 1
+
+    def _clear_flags(self) -> None:
+        for j in range(self.n):
+            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_TIMEOUT_FLAG, 1)
+            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_I2T_EXCEEDED_FLAG, 1)
+
+    def _mailbox(self, joint: int, command: TmclCommand, parameter: int, value: int) -> bool:
+        """One TMCL request to a joint drive; False (counted in ``mailbox_errors``) if it failed."""
+        try:
+            ok = self.bus.mailbox(self.slaves[joint], MailboxRequest(command, int(parameter), int(value))).ok
+        except (BusError, NotImplementedError):
+            ok = False
+        self.statistics.mailbox_errors += not ok
+        return ok
+
+    def _fail_all(self, message: str) -> None:
+        self._finish_sequence(False, message)
+        with self._lock:
+            requests, self._requests = self._requests, []
+        for _, future in requests:
+            future.set_result((False, message))
+
+    # -- internals: helpers ---------------------------------------------------------------------
+
+    def _frames(self, outputs: Sequence[DriveOutput]) -> dict[int, bytes]:
+        return {slave: out.encode() for slave, out in zip(self.slaves, outputs)}
+
+    def _submit(self, command: _Command) -> None:
+        if self._phase != Phase.RUNNING or not self._enabled:
+            reason = ", ".join(self._faults) if self._faults else self._phase.value
+            raise CommandError(f"motors are off ({reason}); call motors_on first")
+        with self._lock:
+            self._pending = command
+
+    def _take_pending(self) -> _Command | None:
+        with self._lock:
+            command, self._pending = self._pending, None
+        return command
+
+    def _publish(self, now: float, q: Array, fresh: bool) -> DriverState:
+        inputs = self._inputs
+        state = DriverState(
+            sequence=self.statistics.cycles, time=now, position=q,
+            velocity=self.units.rpm_to_rad_s([i.actual_velocity for i in inputs]),
+            effort=self.units.ma_to_nm([i.actual_current for i in inputs]),
+            ticks=tuple(i.actual_position for i in inputs), current_ma=tuple(i.actual_current for i in inputs),
+            rpm=tuple(i.actual_velocity for i in inputs), flags=tuple(i.error_flags for i in inputs),
+            modes=tuple(o.mode for o in self._outputs), phase=self._phase, enabled=self._enabled,
+            interface=self._active.interface, calibrated=self._calibrated, faults=self._faults, fresh=fresh)
+        with self._changed:
+            self._state = state
+            self._changed.notify_all()
+        return state
+
+    def _checked(self, values: Any, name: str, rows: int | None = None) -> Array:
+        try:
+            arr = check_joint_values(values, self.n, name)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        shape = (self.n,) if rows is None else (rows, self.n)
+        if arr.shape != shape:
+            raise CommandError(f"{name}: expected shape {shape}, got {arr.shape}")
+        return arr
+
+    def _check_limits(self, q: Array, name: str) -> None:
+        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
+        if np.any(outside):
+            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(outside)[-1]})
+            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)}")
+
+    def _check_velocities(self, v: Array, name: str) -> None:
+        over = np.abs(v) > self.arm.velocity_max
+        if np.any(over):
+            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(over)[-1]})
+            raise CommandError(f"{name}: |velocity| above velocity_max at {', '.join(joints)}")

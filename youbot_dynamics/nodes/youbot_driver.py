@@ -1,0 +1,341 @@
+"""ROS 2 node: the real youBot arm over EtherCAT (pysoem), or its virtual twin, behind the sim's topic contract.
+
+Thin wrapper around :class:`youbot_dynamics.driver.ArmDriver` (all logic and safety live there):
+
+* the driver's cycle runs in its own thread (:class:`~youbot_dynamics.driver.CyclicLoop`, every
+  ``cycle_period``); ROS callbacks only hand commands and requests over, they never touch the bus;
+* ``sensor_msgs/JointState`` on ``joint_states_topic`` (``arm_joint_1..5``: position [rad],
+  velocity [rad/s], effort = the current-derived joint torque [N m]) at ``publish_rate``, from a
+  publisher thread woken by the cycle;
+* ``std_msgs/Float64MultiArray`` on the effort (current mode), position and velocity topics and
+  ``trajectory_msgs/JointTrajectory`` on the trajectory topic, as ``sim_node``; a rejected command
+  (wrong length, NaN, outside the limits, interface not in ``command_interfaces``, motors off)
+  is logged as a throttled error and changes nothing; streamed commands time out after
+  ``command_timeout`` (motors stop);
+* services (``std_srvs/Trigger``) ``~/motors_on`` (also clears drive errors), ``~/motors_off``,
+  ``~/calibrate``, ``~/reconnect`` (after a lost bus);
+* ``/diagnostics`` every ``diagnostics_period``: the bus (phase, statistics, cycle timing) and
+  each drive's decoded status/error flags and raw values.
+
+``backend: virtual`` replaces the EtherCAT master by :class:`~youbot_dynamics.driver.VirtualBus`
+(drives with the firmware's behaviour on the MuJoCo arm): the whole driver runs without hardware.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterType
+from rclpy._rclpy_pybind11 import RCLError
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..arm import ArmDescriptionError, load_arm
+from ..driver import (INTERFACES, ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
+                      VirtualBus)
+from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
+from ..interpolation import INTERPOLATIONS
+from ..sim import SimConfigError, load_sim_config
+from .common import parameter_descriptor, run_node
+from .conversions import trajectory_arrays
+
+__all__ = ["YoubotDriverNode", "main", "BACKENDS"]
+
+NODE_NAME = "youbot_driver"
+QOS_DEPTH = 10
+BACKENDS = ("pysoem", "virtual")
+COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
+                  "velocity": "velocity_command_topic"}
+SERVICES = ("motors_on", "motors_off", "calibrate", "reconnect")
+
+_descriptor = partial(parameter_descriptor, read_only=True)
+
+
+class YoubotDriverNode(Node):
+    """The youBot arm driver node; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._running = False  # set first: destroy_node() may run on a half-built node
+        self._publisher: threading.Thread | None = None
+        self.loop: CyclicLoop | None = None
+        super().__init__(NODE_NAME, **kwargs)
+        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
+        i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
+                     ParameterType.PARAMETER_DOUBLE_ARRAY)
+        dc = DriverConfig()
+        self.declare_parameter('backend', 'pysoem', _descriptor(
+            "EtherCAT backend: 'pysoem' (the real arm on 'interface') or 'virtual' (drives on the MuJoCo arm).", s))
+        self.declare_parameter('interface', 'eth0', _descriptor(
+            "Network interface of the youBot's EtherCAT port (see `ip link`); pysoem backend only.", s))
+        self.declare_parameter('arm_description', '', _descriptor(
+            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
+        self.declare_parameter('cycle_period', dc.cycle_period, _descriptor(
+            "Bus cycle [s] (the youBot driver's EtherCATUpdateRate: 1 ms).", d, range_=(1e-4, 0.1)))
+        self.declare_parameter('command_timeout', dc.command_timeout, _descriptor(
+            "A streamed effort/position/velocity command older than this [s] stops the motors.", d,
+            range_=(0.001, 10.0)))
+        self.declare_parameter('max_lost_frames', dc.max_lost_frames, _descriptor(
+            "Consecutive lost frames after which the bus counts as lost (motors stopped, ~/reconnect).", i,
+            int_range=(1, 100000)))
+        self.declare_parameter('firmware', dc.firmware, _descriptor(
+            "Drive firmware, selects the commutation procedure: '2.00' (velocity mode) or '1.48' (INITIALIZE).", s))
+        self.declare_parameter('commutation_rpm', dc.commutation_rpm, _descriptor(
+            "Motor speed [rpm] of the firmware 2.00 commutation.", i, int_range=(1, 1000)))
+        self.declare_parameter('commutation_timeout', dc.commutation_timeout, _descriptor(
+            "Time [s] the drives get to report commutation (status bit 15).", d, range_=(0.01, 60.0)))
+        self.declare_parameter('calibrate_on_start', dc.calibrate_on_start, _descriptor(
+            "Drive every joint to its calibration stop at start-up and zero it there (else trust the drives' "
+            "zero from an earlier calibration in this power cycle; ~/calibrate does it on request).", b))
+        self.declare_parameter('calibration_velocity', dc.calibration_velocity, _descriptor(
+            "Joint speed [rad/s] towards the calibration stops (0.1047 = 1 rpm at the output).", d,
+            range_=(0.001, 0.5)))
+        self.declare_parameter('calibration_timeout', dc.calibration_timeout, _descriptor(
+            "Time [s] the calibration may take before it fails.", d, range_=(0.1, 600.0)))
+        self.declare_parameter('calibration_settle', dc.calibration_settle, _descriptor(
+            "Time [s] at 0 mA after reaching a stop before the position is set.", d, range_=(0.0, 5.0)))
+        self.declare_parameter('calibration_stall_time', dc.calibration_stall_time, _descriptor(
+            "A calibrating joint that moved less than 10 % of the commanded distance in this time [s] is at "
+            "its stop.", d, range_=(0.01, 10.0)))
+        self.declare_parameter('current_limit_scale', dc.current_limit_scale, _descriptor(
+            "Fraction (0, 1] of each drive's max_current (arm description) that current commands may use.", d,
+            range_=(0.01, 1.0)))
+        self.declare_parameter('limit_margin', dc.limit_margin, _descriptor(
+            "Within this distance [rad] of a joint limit, current/velocity towards the limit is set to 0.", d,
+            range_=(0.0, 0.5)))
+        self.declare_parameter('trajectory_interpolation', dc.trajectory_interpolation, _descriptor(
+            f"Interpolation of trajectory waypoints: one of {list(INTERPOLATIONS)}.", s))
+        self.declare_parameter('enable_on_start', dc.enable_on_start, _descriptor(
+            "Accept commands right after start-up (else call ~/motors_on first).", b))
+        self.declare_parameter('publish_rate', 1000.0, _descriptor(
+            "Joint state rate [Hz]; must divide the cycle rate.", d, range_=(1.0, 10000.0)))
+        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+            "sensor_msgs/JointState output topic.", s))
+        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray joint torques [N m], sent as currents (drive current mode).", s))
+        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray joint positions [rad], executed by the drives' position loop.", s))
+        self.declare_parameter('velocity_command_topic', '/arm_velocity_controller/commands', _descriptor(
+            "std_msgs/Float64MultiArray joint velocities [rad/s], executed by the drives' velocity loop.", s))
+        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+            "trajectory_msgs/JointTrajectory, interpolated by the driver, sent as position set-points.", s))
+        self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
+            f"Accepted command interfaces (of {list(INTERFACES)}).", sa))
+        self.declare_parameter('request_timeout', 120.0, _descriptor(
+            "Longest wait [s] of a service call for the driver (a calibration takes up to calibration_timeout).",
+            d, range_=(0.1, 3600.0)))
+        self.declare_parameter('error_throttle_period', 1.0, _descriptor(
+            "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
+        self.declare_parameter('diagnostics_period', 1.0, _descriptor(
+            "Period [s] of the /diagnostics report; 0 = none.", d, range_=(0.0, 3600.0)))
+        self.declare_parameter('virtual_sim_config', '', _descriptor(
+            "Virtual backend: simulated robot file; '' = the package's config/sim.yaml.", s))
+        self.declare_parameter('virtual_initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
+            "Virtual backend: joint positions [rad] at power-up; unset = the home pose of the sim file.", da))
+        self.declare_parameter('virtual_calibrated', True, _descriptor(
+            "Virtual backend: the drives count from the calibration stops (as after an earlier calibration); "
+            "false = from the power-up pose, so only a calibration gives true angles.", b))
+        self.declare_parameter('virtual_realism', True, _descriptor(
+            "Virtual backend: friction, noise and quantization of the sim file; false = ideal arm.", b))
+
+        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        self.arm = load_arm(p['arm_description'] or None)
+        config = DriverConfig(**{f.name: p[f.name] for f in dataclasses.fields(DriverConfig)})
+        interfaces = tuple(p['command_interfaces'])
+        unknown = sorted(set(interfaces) - set(INTERFACES))
+        if unknown:
+            raise ValueError(f"command_interfaces: unknown {unknown}; known: {list(INTERFACES)}")
+        self._interfaces = interfaces
+        cycle_rate = 1.0 / config.cycle_period
+        ratio = cycle_rate / p['publish_rate']
+        self._publish_every = int(round(ratio))
+        if self._publish_every < 1 or abs(ratio - self._publish_every) > 1e-6 * ratio:
+            raise ValueError(f"publish_rate {p['publish_rate']} Hz must divide the cycle rate {cycle_rate:g} Hz")
+        self._throttle = float(p['error_throttle_period'])
+        self._request_timeout = float(p['request_timeout'])
+        self.backend = p['backend']
+        if self.backend == 'virtual':
+            initial = p['virtual_initial_positions']
+            bus = VirtualBus(self.arm, load_sim_config(p['virtual_sim_config'] or None, self.arm),
+                             period=config.cycle_period,
+                             initial_positions=np.asarray(initial, dtype=float) if initial is not None and len(initial)
+                             else None,
+                             calibrated=bool(p['virtual_calibrated']), realism=bool(p['virtual_realism']))
+            clock = None  # the virtual arm's time: cycles x cycle_period
+            self.hardware_id = "virtual"
+        elif self.backend == 'pysoem':
+            bus = PysoemBus(p['interface'])
+            clock = time.monotonic
+            self.hardware_id = p['interface']
+        else:
+            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
+        self.bus = bus
+        self.driver = ArmDriver(bus, self.arm, config, clock=clock)
+        self.driver.connect()
+        self.loop = CyclicLoop(self.driver)
+
+        self._state_msg = JointState(name=list(self.arm.joint_names))
+        self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
+        for interface, name in COMMAND_TOPICS.items():
+            self.create_subscription(Float64MultiArray, p[name],
+                                     lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
+        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH)
+        for name in SERVICES:
+            self.create_service(Trigger, f'~/{name}', lambda req, res, what=name: self._on_request(what, res))
+        if p['diagnostics_period'] > 0.0:
+            self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
+        self.get_logger().info(
+            f"youBot arm driver ({self.backend}{'' if self.backend == 'virtual' else ' on ' + p['interface']}): "
+            f"joint slaves {self.driver.slaves}, cycle {1e3 * config.cycle_period:g} ms, joint states on "
+            f"{p['joint_states_topic']} at {p['publish_rate']:g} Hz; motors "
+            f"{'on at start' if config.enable_on_start else 'off until ~/motors_on'}")
+
+    # -- threads --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the bus thread and the joint state publisher (idempotent)."""
+        if self._publisher is None:
+            self._running = True
+            self.loop.start()
+            self._publisher = threading.Thread(target=self._publish_states, name="joint_states", daemon=True)
+            self._publisher.start()
+
+    def stop(self) -> None:
+        """Stop the publisher, then the bus thread (motors stopped, bus closed)."""
+        self._running = False
+        if self._publisher is not None:
+            self._publisher.join()
+            self._publisher = None
+        if self.loop is not None:
+            self.loop.stop()
+            self.loop = None
+
+    def destroy_node(self) -> None:
+        self.stop()
+        super().destroy_node()
+
+    def _publish_states(self) -> None:
+        seen = next_publish = 0
+        while self._running and self.context.ok():
+            state = self.driver.wait_state(seen, timeout=0.1)
+            if state is None:
+                continue
+            seen = state.sequence
+            if seen < next_publish:
+                continue
+            next_publish = seen + self._publish_every
+            msg = self._state_msg
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.position = state.position.tolist()
+            msg.velocity = state.velocity.tolist()
+            msg.effort = state.effort.tolist()
+            try:
+                self.state_pub.publish(msg)
+            except RCLError:
+                if self.context.ok():
+                    raise
+                break  # rclpy shut down (Ctrl-C) before the node was destroyed
+
+    # -- commands and services ------------------------------------------------------------------
+
+    def _reject(self, what: str, exc: Exception) -> None:
+        self.get_logger().error(f"{what} rejected: {exc}", throttle_duration_sec=self._throttle)
+
+    def _check_interface(self, interface: str) -> None:
+        if interface not in self._interfaces:
+            raise CommandError(f"interface {interface!r} is not enabled (command_interfaces: "
+                               f"{', '.join(self._interfaces)})")
+
+    def _on_command(self, interface: str, msg: Float64MultiArray) -> None:
+        try:
+            self._check_interface(interface)
+            self.driver.command(interface, np.asarray(msg.data, dtype=float))
+        except ValueError as exc:  # CommandError is a ValueError
+            self._reject(f"{interface} command", exc)
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            self._check_interface("trajectory")
+            times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
+            self.driver.command_trajectory(times, positions, velocities, accelerations)
+        except ValueError as exc:
+            self._reject("trajectory", exc)
+
+    def _on_request(self, name: str, response: Trigger.Response) -> Trigger.Response:
+        future = self.driver.request(name)
+        try:
+            response.success, response.message = future.result(timeout=self._request_timeout)
+        except FutureTimeout:
+            response.success = False
+            response.message = f"{name}: no answer from the driver in {self._request_timeout} s"
+        (self.get_logger().info if response.success else self.get_logger().warning)(f"{name}: {response.message}")
+        return response
+
+    # -- diagnostics ----------------------------------------------------------------------------
+
+    def _publish_diagnostics(self) -> None:
+        state = self.driver.state()
+        loop = self.loop
+        if state is None or loop is None:
+            return
+        timing = loop.timing.report()
+        stats = self.driver.statistics.as_dict()
+        level = DiagnosticStatus.OK
+        if state.faults or loop.error is not None:
+            level = DiagnosticStatus.ERROR
+        elif state.phase.value != "running" or stats["consecutive_lost"]:
+            level = DiagnosticStatus.WARN
+        message = "; ".join(state.faults) if state.faults else (
+            f"{state.phase.value}, motors {'on' if state.enabled else 'off'}"
+            + (f", {state.interface}" if state.interface else ""))
+        if loop.error is not None:
+            message = f"bus thread died: {loop.error!r}"
+        values = {"backend": self.backend, "phase": state.phase.value, "enabled": str(state.enabled),
+                  "interface": str(state.interface), "calibrated_this_run": str(state.calibrated),
+                  **{k: str(v) for k, v in stats.items()}, **{f"cycle_{k}": f"{v:.6g}" for k, v in timing.items()}}
+        statuses = [DiagnosticStatus(level=level, name=f"{self.get_name()}: EtherCAT bus", message=message,
+                                     hardware_id=self.hardware_id,
+                                     values=[KeyValue(key=k, value=v) for k, v in values.items()])]
+        for j, joint in enumerate(self.arm.joint_names):
+            flags = state.flags[j]
+            errors = decode_flags(flags & int(ERROR_FLAGS))
+            joint_level = (DiagnosticStatus.ERROR if errors else DiagnosticStatus.OK
+                           if flags & StatusFlag.INITIALIZED else DiagnosticStatus.WARN)
+            joint_values = {"flags": ", ".join(decode_flags(flags)), "error_flags": f"{flags:#010x}",
+                            "mode": state.modes[j].name, "ticks": str(state.ticks[j]),
+                            "current_mA": str(state.current_ma[j]), "velocity_rpm": str(state.rpm[j]),
+                            "position_rad": f"{state.position[j]:.5f}", "effort_Nm": f"{state.effort[j]:.4f}",
+                            "temperature": "not in the process data"}
+            statuses.append(DiagnosticStatus(
+                level=joint_level, name=f"{self.get_name()}: {joint}",
+                message=", ".join(errors) if errors else ("ok" if joint_level == DiagnosticStatus.OK
+                                                          else "not commutated"),
+                hardware_id=f"{self.driver.slave_names[j]} slave {self.driver.slaves[j]}",
+                values=[KeyValue(key=k, value=v) for k, v in joint_values.items()]))
+        msg = DiagnosticArray(status=statuses)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics_pub.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``youbot_driver``: drive the arm until Ctrl-C (then stop the motors and close the bus while
+    the context is valid); 1 if start-up fails (reason logged). ``realtime``: see :func:`.common.run_node`."""
+    return run_node(NODE_NAME, YoubotDriverNode,
+                    (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
+                    realtime=True, before_spin=YoubotDriverNode.start, after_spin=YoubotDriverNode.stop)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
