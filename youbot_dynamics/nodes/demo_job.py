@@ -47,6 +47,7 @@ from ..control.evaluation import combine_timing, format_table, plot_runs, regula
     tracking_metrics
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
+from .conversions import JointStateReader
 from .demo_sim import NodeProcess
 
 __all__ = ["ARMS", "run_job"]
@@ -106,6 +107,7 @@ class _Client:
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.q: np.ndarray | None = None
+        self._reader = JointStateReader(arm.joint_names, require_velocity=False)
         self.node.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
         self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
         self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
@@ -114,8 +116,10 @@ class _Client:
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
     def _on_joint_state(self, msg: JointState) -> None:
-        index = [list(msg.name).index(name) for name in self.arm.joint_names]
-        self.q = np.asarray(msg.position, dtype=float)[index]
+        try:
+            self.q = self._reader.read(msg)[0]
+        except ValueError:  # not the arm's joints, NaN: wait for a good one
+            pass
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         run = self.run
@@ -316,7 +320,11 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
         client.node.destroy_publisher(publisher)
         t = np.array([r[0] for r in run.rows])
         q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
-        moving = t[(t >= start) & np.any(np.abs(q_d - HOME) > 0.0, axis=1)]
+        after = t >= start
+        if not after.any():
+            raise RuntimeError(f"{run.label}: no ~/state after the trajectory was sent")
+        held = q_d[after][0]  # the hold the trajectory starts from
+        moving = t[after][np.any(np.abs(q_d[after] - held) > 1e-6, axis=1)]
         if moving.size == 0:
             raise RuntimeError(f"{run.label}: the trajectory was not taken (status of the node in its log)")
         t0 = float(moving[0])
@@ -382,11 +390,11 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
         clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
             # identification on the simulated clock (/clock) if there is one: robust to a loaded machine
-            with NodeProcess(executable, *arm_args, *clock) as running:
+            with NodeProcess(executable, *arm_args, *clock):
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                 identification = _identify(client, out, timeout, arm_process)
             # control on the wall clock: a fresh arm process without /clock
-            with NodeProcess(executable, *arm_args) as running:
+            with NodeProcess(executable, *arm_args):
                 client.q = None
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                 model = identification["parameters"]
@@ -401,12 +409,11 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
                     ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
                                {"model_file": model, "model_feedforward": False})])
             _print_and_save(out, arm, identification, regulation, tracking)
-        except RuntimeError as exc:
-            print(f"   FAILED: {exc}")
-            if running.process.poll() is not None:
-                print(running.output()[-2000:])
+        except (RuntimeError, ValueError, KeyError, OSError) as exc:
+            print(f"   FAILED: {exc!r}")
             return 1
         finally:
+            client.executor.shutdown()
             client.node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
