@@ -5,8 +5,9 @@ A run is the controller's ``~/state`` stream - times ``t`` [s] and rows ``[q_d, 
 
 * :func:`regulation_metrics`: error ``e = q_d - q`` after a step of the goal at ``t_goal``:
   the largest ``|e|`` over ``[t_goal + at - window, t_goal + at]`` (default: the 100 ms before
-  2 s, the issue's "settles within 1 mrad in 2 s"), the settling time (the last time ``|e|``
-  was above ``band``, from ``t_goal``), and the torque RMS.
+  2 s, the issue's "settles within 1 mrad in 2 s"), the settling time (from ``t_goal`` to the
+  first sample after the last one with ``|e|`` above ``band``, over the whole recording), and the
+  torque RMS.
 * :func:`tracking_metrics`: RMS and largest ``|e|`` per joint and the torque RMS over a window.
 * :func:`combine_timing`: one figure per run from several timing windows of the node: cycles and
   missed cycles summed exactly, the rate as cycles over time, the latency median as the median of
@@ -49,7 +50,8 @@ def regulation_metrics(t: Any, error: Any, tau: Any, t_goal: float, *, at: float
     """Figures of a step response (see the module docstring); every value is per joint.
 
     ``error_at``: ``max |e|`` over ``[t_goal + at - window, t_goal + at]`` [rad];
-    ``settling_time``: ``t - t_goal`` of the last sample with ``|e| > band`` (0 if none) [s],
+    ``settling_time``: ``t - t_goal`` of the sample after the last one with ``|e| > band`` (0 if
+    none; over the whole recording after ``t_goal``) [s],
     ``inf`` if the last sample is still outside the band; ``tau_rms`` over ``[t_goal, t_goal + at]``.
     """
     t, error, tau = (np.asarray(x, dtype=float) for x in (t, error, tau))

@@ -18,9 +18,10 @@ desired one is zero).
 feedforward whose sign changes where the reference reverses.
 
 **Baselines** (what the model buys, measured by ``make demo``): ``gravity_compensation=False``
-drops ``G(q)`` from (4.1) (PD only); ``model_feedforward=False`` replaces (4.8) by a PD on the
+drops ``G(q)`` from (4.1) (with ``friction_compensation=False`` too: PD only);
+``model_feedforward=False`` replaces (4.8) by a PD on the
 same error dynamics scaled by the model's constant reference inertia ``m`` (diagonal), without
-``M(q)``, ``C``, ``G``, ``q''_d`` or friction::
+``M(q)``, ``C``, ``G``, ``q''_d`` or friction (``friction_compensation`` is then ignored)::
 
     tau = m (Kd (q'_d - q') + Kp (q_d - q))
 
@@ -139,7 +140,6 @@ class ComputedTorqueController(_Controller):
                  friction_eps: float = FRICTION_EPS, model_feedforward: bool = True) -> None:
         super().__init__(model, arm, kp, kd, lambda terms: bandwidth_gains(bandwidth, damping), friction_compensation,
                          friction_eps)
-        self.model_feedforward = bool(model_feedforward)
         self.inertia = None if model_feedforward else reference_inertia(model, arm)
         self.trajectory: JointTrajectory | None = None
         self.start_time = 0.0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from typing import Callable
 
@@ -29,6 +30,10 @@ def parameter_descriptor(description: str, type_: int, *, read_only: bool,
     return d
 
 
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
              args: list[str] | None = None, *, realtime: bool = False,
              before_spin: Callable[[Node], None] | None = None,
@@ -38,8 +43,8 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     Returns 1 (the reason logged as fatal) if ``create`` raises one of ``start_up_errors``, else 0.
     ``before_spin(node)`` runs just before spinning (e.g. start a physics thread);
     ``after_spin(node)`` after it (stop the arm, close a recording), while the context is still
-    valid: rclpy's signal handler is off, so SIGINT raises ``KeyboardInterrupt`` in the spinning
-    thread instead of shutting the context down first.
+    valid: rclpy's signal handler is off, so SIGINT (and SIGTERM, mapped to it) raises
+    ``KeyboardInterrupt`` in the spinning thread instead of shutting the context down first.
 
     ``realtime`` (the control loops): move the start-up heap (numpy, MuJoCo, the model) out of
     Python's garbage collector with ``gc.freeze()`` - a full collection of it stalls the process
@@ -48,6 +53,7 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     5 ms against the loop.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # ros2 launch escalates to SIGTERM
     try:
         node = create()
     except start_up_errors as exc:

@@ -47,6 +47,7 @@ from ..control.evaluation import combine_timing, format_table, plot_runs, regula
     tracking_metrics
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
+from .conversions import JointStateReader
 from .demo_sim import NodeProcess
 
 __all__ = ["ARMS", "run_job"]
@@ -57,10 +58,26 @@ STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # [rad] tracking: out and back .
 SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 rad/s (80 %)
 SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
 HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
-#: the arm process: executable and parameters per --arm
-ARMS: dict[str, tuple[str, list[str]]] = {
-    "sim": ("sim_node", []),
-    "driver": ("youbot_driver", ["-p", "backend:=virtual"]),
+
+
+@dataclass(frozen=True)
+class ArmProcess:
+    """How the main job starts and resets an arm node."""
+    executable: str
+    parameters: tuple[str, ...]  # ros args
+    initial_positions: str  # the parameter naming the start pose
+    has_reset: bool  # a ~/reset service (the simulator); else the client drives the arm back
+    has_clock: bool  # can publish /clock (then the identification runs on the simulated time)
+    identification: tuple[tuple[str, Any], ...] = ()  # identification_node parameters for this arm
+
+
+#: the arm of the main job, per ``--robot``
+ARMS: dict[str, ArmProcess] = {
+    "sim": ArmProcess("sim_node", (), "initial_positions", True, True),
+    # the drives' position mode follows the trajectory through their 1 rad/s ramp: it lags the
+    # 1.4 rad/s excitation by 0.1 to 0.3 rad (the recorded data are what counts)
+    "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
+                         "virtual_initial_positions", False, False, (("max_tracking_error", 1.0),)),
 }
 
 
@@ -82,13 +99,15 @@ class ControlRun:
 class _Client:
     """The user: position hold, services, goals and trajectories, recordings."""
 
-    def __init__(self, context: Context, arm: ArmDescription, arm_node: str) -> None:
+    def __init__(self, context: Context, arm: ArmDescription, arm_process: ArmProcess) -> None:
         self.arm = arm
-        self.arm_node = arm_node
+        self.arm_node = arm_node = arm_process.executable
+        self.has_reset = arm_process.has_reset
         self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.q: np.ndarray | None = None
+        self._reader = JointStateReader(arm.joint_names, require_velocity=False)
         self.node.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
         self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
         self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
@@ -97,8 +116,10 @@ class _Client:
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
     def _on_joint_state(self, msg: JointState) -> None:
-        index = [list(msg.name).index(name) for name in self.arm.joint_names]
-        self.q = np.asarray(msg.position, dtype=float)[index]
+        try:
+            self.q = self._reader.read(msg)[0]
+        except ValueError:  # not the arm's joints, NaN: wait for a good one
+            pass
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         run = self.run
@@ -108,8 +129,8 @@ class _Client:
             values = {kv.key: kv.value for kv in status.values}
             if status.name.startswith(run.executable + ":"):
                 run.reports.append({k: float(v) for k, v in values.items() if k in TIMING_KEYS})
-            elif status.name.startswith(self.arm_node + ":"):
-                run.arm_reports.append({k: float(v) for k, v in values.items() if k in ARM_TIMING_KEYS})
+            elif status.name.startswith(self.arm_node + ":") and all(k in values for k in ARM_TIMING_KEYS):
+                run.arm_reports.append({k: float(values[k]) for k in ARM_TIMING_KEYS})
 
     def spin_for(self, seconds: float, hold: np.ndarray | None = None) -> None:
         """Spin; with ``hold``, publish it as a position command at :data:`HOLD_RATE`."""
@@ -146,23 +167,27 @@ class _Client:
         return answer
 
     def reset_and_hold(self, q: np.ndarray | None = None) -> np.ndarray:
-        """Reset the arm (simulator) and hold it where it is with position commands."""
-        answer = self.call(self.reset_client, Trigger.Request())
-        if not answer.success:
-            raise RuntimeError(f"reset failed: {answer.message}")
-        self.q = None
-        self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
+        """Put the arm at ``q`` (the simulator: ``~/reset``; a real or virtual arm: position
+        commands until it is there and still) and hold it with position commands; the pose held."""
+        if self.has_reset:
+            answer = self.call(self.reset_client, Trigger.Request())
+            if not answer.success:
+                raise RuntimeError(f"reset failed: {answer.message}")
+            self.q = None
+            self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
+        elif q is not None:
+            self.wait_for(lambda: self.q is not None and np.max(np.abs(self.q - q)) < 2e-3, 20.0,
+                          f"the arm at {_fmt(q)}", q)
         hold = self.q.copy() if q is None else q
         self.spin_for(0.3, hold)
         return hold
-
 
 ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
 TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
                "compute_median_us")
 
 
-def _identify(client: _Client, out: Path, timeout: float) -> dict[str, Any]:
+def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProcess) -> dict[str, Any]:
     """Run the identification node on the shipped excitation; its summary (report.json)."""
     excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names).trajectory
     start = excitation.evaluate(0.0)[0]
@@ -171,7 +196,8 @@ def _identify(client: _Client, out: Path, timeout: float) -> dict[str, Any]:
                                     lambda m: setattr(client, "progress", m), 10)
     start_client = client.node.create_client(Trigger, "/identification_node/start")
     params = {"output_directory": str(out / "identification"), "periods": 3, "validation_periods": 1,
-              "use_sim_time": True, "settle_time": 0.5, "hold_time": 0.5}
+              "use_sim_time": arm_process.has_clock, "settle_time": 0.5, "hold_time": 0.5,
+              **dict(arm_process.identification)}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 validates) through the trajectory controller; start pose {_fmt(start)}")
@@ -294,7 +320,11 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
         client.node.destroy_publisher(publisher)
         t = np.array([r[0] for r in run.rows])
         q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
-        moving = t[(t >= start) & np.any(np.abs(q_d - HOME) > 0.0, axis=1)]
+        after = t >= start
+        if not after.any():
+            raise RuntimeError(f"{run.label}: no ~/state after the trajectory was sent")
+        held = q_d[after][0]  # the hold the trajectory starts from
+        moving = t[after][np.any(np.abs(q_d[after] - held) > 1e-6, axis=1)]
         if moving.size == 0:
             raise RuntimeError(f"{run.label}: the trajectory was not taken (status of the node in its log)")
         t0 = float(moving[0])
@@ -346,7 +376,8 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
 def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: float = 300.0) -> int:
     """The main job against the simulator (``arm_kind`` ``sim``) or the driver on virtual drives
     (``driver``); 0 on success (the goals are reported, not enforced)."""
-    executable, arm_args = ARMS[arm_kind]
+    arm_process = ARMS[arm_kind]
+    executable = arm_process.executable
     out.mkdir(parents=True, exist_ok=True)
     print(f"6. The main job on '{executable}': identify, then regulate and track with the identified model "
           f"(output in {out}):")
@@ -354,15 +385,16 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     began = time.monotonic()
     try:
-        client = _Client(context, arm, executable)
+        client = _Client(context, arm, arm_process)
+        arm_args = [*arm_process.parameters, "-p", f"{arm_process.initial_positions}:={HOME.tolist()}"]
+        clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
-            initial = ["-p", f"initial_positions:={HOME.tolist()}"]
-            # identification on the simulated clock (/clock), robust to a loaded machine
-            with NodeProcess(executable, *arm_args, "-p", "publish_clock:=true", *initial) as arm_process:
+            # identification on the simulated clock (/clock) if there is one: robust to a loaded machine
+            with NodeProcess(executable, *arm_args, *clock):
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
-                identification = _identify(client, out, timeout)
+                identification = _identify(client, out, timeout, arm_process)
             # control on the wall clock: a fresh arm process without /clock
-            with NodeProcess(executable, *arm_args, *initial) as arm_process:
+            with NodeProcess(executable, *arm_args):
                 client.q = None
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                 model = identification["parameters"]
@@ -377,12 +409,11 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
                     ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
                                {"model_file": model, "model_feedforward": False})])
             _print_and_save(out, arm, identification, regulation, tracking)
-        except RuntimeError as exc:
-            print(f"   FAILED: {exc}")
-            if arm_process.process.poll() is not None:
-                print(arm_process.output()[-2000:])
+        except (RuntimeError, ValueError, KeyError, OSError) as exc:
+            print(f"   FAILED: {exc!r}")
             return 1
         finally:
+            client.executor.shutdown()
             client.node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

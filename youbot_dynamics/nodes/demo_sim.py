@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -48,8 +49,9 @@ class NodeProcess:
     def __enter__(self) -> "NodeProcess":
         env = dict(os.environ)
         env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-        self.process = subprocess.Popen(self.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True)
+        # a file, not a pipe: a long-running child must never block on a full pipe
+        self._log = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(self.command, env=env, stdout=self._log, stderr=subprocess.STDOUT, text=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -64,7 +66,8 @@ class NodeProcess:
 
     def output(self) -> str:
         assert self.process is not None and self.process.poll() is not None
-        return self.process.stdout.read() if self.process.stdout else ""
+        self._log.seek(0)
+        return self._log.read()
 
 
 class _Client:
