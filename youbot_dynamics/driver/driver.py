@@ -54,15 +54,15 @@ from __future__ import annotations
 import enum
 import math
 import threading
-import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Generator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, check_joint_values, default_arm
+from ..arm import ArmDescription, default_arm
+from ..commands import CommandChecker, CommandError
 from ..interpolation import INTERPOLATIONS, HermiteSpline, waypoint_velocities
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
@@ -84,10 +84,6 @@ _STREAMED = ("effort", "position", "velocity")
 
 class DriverError(RuntimeError):
     """Start-up, commutation or calibration failed (the reason is in the message)."""
-
-
-class CommandError(ValueError):
-    """A command was rejected; nothing changed."""
 
 
 class Phase(str, enum.Enum):
@@ -220,6 +216,7 @@ class ArmDriver:
         self.config = config
         self.units = JointUnits(self.arm)
         self.n = self.arm.n_joints
+        self._commands = CommandChecker(self.arm)
         self._clock = clock if clock is not None else (lambda: self.statistics.cycles * config.cycle_period)
         self.statistics = BusStatistics()
         self.slaves: list[int] = []
@@ -265,32 +262,15 @@ class ArmDriver:
         if interface not in _STREAMED:
             raise CommandError(f"unknown interface {interface!r}; streamed interfaces: {', '.join(_STREAMED)} "
                                "(trajectories go through command_trajectory)")
-        values = self._checked(values, f"{interface} command")
-        if interface == "position":
-            self._check_limits(values, "position command")
-        elif interface == "velocity":
-            self._check_velocities(values, "velocity command")
+        values = self._commands.set_point(interface, values)
         self._submit(_Command(interface, values, self._clock()))
 
     def command_trajectory(self, times: Any, positions: Any, velocities: Any = None,
                            accelerations: Any = None) -> None:
         """Waypoints reached ``times`` [s] after now, as :meth:`ArmSimulator.command_trajectory`; an
         empty ``times`` holds the current position."""
-        try:
-            times = np.asarray(times, dtype=float).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(f"trajectory times must be numbers ({exc})") from None
-        k = times.size
-        if k:
-            if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
-                raise CommandError(f"trajectory times must be finite, positive and increasing, got {times.tolist()}")
-            positions = self._checked(positions, "trajectory positions", rows=k)
-            self._check_limits(positions, "trajectory positions")
-            if velocities is not None:
-                velocities = self._checked(velocities, "trajectory velocities", rows=k)
-                self._check_velocities(velocities, "trajectory velocities")
-            if accelerations is not None:
-                accelerations = self._checked(accelerations, "trajectory accelerations", rows=k)
+        times, positions, velocities, accelerations = self._commands.trajectory(
+            np.ravel(times), positions, velocities, accelerations, allow_empty=True)
         self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
 
     def run_in_cycle(self, function: Callable[[], str]) -> Future:
@@ -689,25 +669,3 @@ class ArmDriver:
             self._state = state
             self._changed.notify_all()
         return state
-
-    def _checked(self, values: Any, name: str, rows: int | None = None) -> Array:
-        try:
-            arr = check_joint_values(values, self.n, name)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
-        shape = (self.n,) if rows is None else (rows, self.n)
-        if arr.shape != shape:
-            raise CommandError(f"{name}: expected shape {shape}, got {arr.shape}")
-        return arr
-
-    def _check_limits(self, q: Array, name: str) -> None:
-        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
-        if np.any(outside):
-            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(outside)[-1]})
-            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)}")
-
-    def _check_velocities(self, v: Array, name: str) -> None:
-        over = np.abs(v) > self.arm.velocity_max
-        if np.any(over):
-            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(over)[-1]})
-            raise CommandError(f"{name}: |velocity| above velocity_max at {', '.join(joints)}")

@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
+from ..commands import CommandChecker, CommandError
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
 from ..interpolation import HermiteSpline, waypoint_velocities
@@ -54,10 +55,6 @@ Array = NDArray[np.float64]
 
 INTERFACES = ("effort", "position", "velocity", "trajectory")
 _PID_MODES = ("position", "trajectory")
-
-
-class CommandError(ValueError):
-    """A command was rejected (wrong length, NaN, out of range, interface not enabled)."""
 
 
 @dataclass
@@ -104,6 +101,7 @@ class ArmSimulator:
     def __init__(self, arm: ArmDescription | None = None, config: SimConfig | None = None, *,
                  enabled_interfaces: Iterable[str] = INTERFACES, realism: bool | Realism = True) -> None:
         self.arm = arm if arm is not None else default_arm()
+        self._commands = CommandChecker(self.arm)
         self.config = config if config is not None else load_sim_config(arm=self.arm)
         n = self.arm.n_joints
         if self.config.n_joints != n or not self.arm.within_limits(self.config.home, tolerance=0.0):
@@ -184,8 +182,8 @@ class ArmSimulator:
 
     def reset(self, q: Any = None) -> None:
         """Put the arm at rest at ``q`` (default: ``sim.home``), motors off, controllers and time cleared."""
-        q = self.config.home if q is None else self._checked(q, "reset position")
-        self._check_limits(q, "reset position")
+        q = self.config.home if q is None else self._commands.values(q, "reset position")
+        self._commands.limits(q, "reset position")
         mujoco.mj_resetData(self.model, self.data)
         self.data.qpos[:] = q
         mujoco.mj_forward(self.model, self.data)
@@ -208,11 +206,7 @@ class ArmSimulator:
         self._check_interface(interface)
         if interface == "trajectory":
             raise CommandError("trajectory commands go through command_trajectory(times, positions, ...)")
-        values = self._checked(values, f"{interface} command")
-        if interface == "position":
-            self._check_limits(values, "position command")
-        elif interface == "velocity":
-            self._check_velocities(values, "velocity command")
+        values = self._commands.set_point(interface, values)
         if interface != self._mode:
             self._enter(interface)
         self._setpoint[:] = values
@@ -229,24 +223,8 @@ class ArmSimulator:
         (no timeout in this mode).
         """
         self._check_interface("trajectory")
-        try:
-            times = np.asarray(times, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(f"trajectory times must be numbers ({exc})") from None
-        if times.ndim != 1 or times.size == 0:
-            raise CommandError(f"trajectory times must be a non-empty 1-D sequence, got shape {times.shape}")
-        if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
-            raise CommandError("trajectory times must be finite, positive and strictly increasing, "
-                               f"got {times.tolist()}")
-        k = times.size
-        positions = self._checked(positions, "trajectory positions", rows=k)
-        self._check_limits(positions, "trajectory positions")
-        if velocities is not None:
-            velocities = self._checked(velocities, "trajectory velocities", rows=k)
-            self._check_velocities(velocities, "trajectory velocities")
-        if accelerations is not None:
-            accelerations = self._checked(accelerations, "trajectory accelerations", rows=k)
-
+        times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
+                                                                               accelerations)
         start_q, start_dq = self._current_reference()
         all_times = np.concatenate([[0.0], times])
         all_q = np.vstack([start_q, positions])
@@ -326,30 +304,3 @@ class ArmSimulator:
         if interface not in self.enabled_interfaces:
             enabled = ", ".join(self.enabled_interfaces)
             raise CommandError(f"interface {interface!r} is not enabled (enabled: {enabled})")
-
-    def _checked(self, values: Any, name: str, rows: int | None = None) -> Array:
-        n = self.n_joints
-        shape = (n,) if rows is None else (rows, n)
-        try:
-            arr = np.array(values, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(f"{name}: expected numbers ({exc})") from None
-        if arr.shape != shape:
-            raise CommandError(f"{name}: expected shape {shape} (one value per joint), got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise CommandError(f"{name}: contains NaN or infinite values: {arr.tolist()}")
-        return arr
-
-    def _check_limits(self, q: Array, name: str) -> None:
-        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
-        if np.any(outside):
-            joints = sorted({self.joint_names[j] for j in np.nonzero(outside)[-1]})
-            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)} "
-                               f"(limits [{self.arm.position_min.tolist()}, {self.arm.position_max.tolist()}])")
-
-    def _check_velocities(self, v: Array, name: str) -> None:
-        over = np.abs(v) > self.arm.velocity_max
-        if np.any(over):
-            joints = sorted({self.joint_names[j] for j in np.nonzero(over)[-1]})
-            raise CommandError(f"{name}: |velocity| above velocity_max {self.arm.velocity_max.tolist()} "
-                               f"at {', '.join(joints)}")

@@ -1,0 +1,96 @@
+"""Validation of arm commands, shared by the simulator (:mod:`youbot_dynamics.sim`) and the
+EtherCAT driver (:mod:`youbot_dynamics.driver`), so both refuse the same commands with the same
+reasons: a wrong number of values, NaN or infinity, positions outside the joint limits,
+velocities above ``velocity_max``, trajectory times that are not positive and increasing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .arm import ArmDescription
+
+__all__ = ["CommandError", "CommandChecker"]
+
+Array = NDArray[np.float64]
+Trajectory = tuple[Array, Array | None, Array | None, Array | None]
+
+
+class CommandError(ValueError):
+    """A command was rejected (wrong length, NaN, out of range, interface not enabled)."""
+
+
+class CommandChecker:
+    """Checks commands against ``arm``; every method raises :class:`CommandError` with the reason."""
+
+    def __init__(self, arm: ArmDescription) -> None:
+        self.arm = arm
+
+    def values(self, values: Any, name: str, rows: int | None = None) -> Array:
+        """Finite values of shape (n,) (``rows is None``) or (rows, n)."""
+        n = self.arm.n_joints
+        shape = (n,) if rows is None else (rows, n)
+        try:
+            arr = np.array(values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(f"{name}: expected numbers ({exc})") from None
+        if arr.shape != shape:
+            raise CommandError(f"{name}: expected shape {shape} ({n} joint values per row), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise CommandError(f"{name}: contains NaN or infinite values: {arr.tolist()}")
+        return arr
+
+    def limits(self, q: Array, name: str) -> None:
+        """Positions inside ``[position_min, position_max]``."""
+        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
+        if np.any(outside):
+            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(outside)[-1]})
+            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)} "
+                               f"(limits [{self.arm.position_min.tolist()}, {self.arm.position_max.tolist()}])")
+
+    def velocities(self, v: Array, name: str) -> None:
+        """``|v| <= velocity_max``."""
+        over = np.abs(v) > self.arm.velocity_max
+        if np.any(over):
+            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(over)[-1]})
+            raise CommandError(f"{name}: |velocity| above velocity_max {self.arm.velocity_max.tolist()} "
+                               f"at {', '.join(joints)}")
+
+    def set_point(self, interface: str, values: Any) -> Array:
+        """A streamed ``effort``, ``position`` (within the limits) or ``velocity`` (within
+        ``velocity_max``) set-point."""
+        values = self.values(values, f"{interface} command")
+        if interface == "position":
+            self.limits(values, "position command")
+        elif interface == "velocity":
+            self.velocities(values, "velocity command")
+        return values
+
+    def trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None, *,
+                   allow_empty: bool = False) -> Trajectory:
+        """``(times, positions, velocities, accelerations)`` of waypoints reached ``times`` [s] from
+        now (finite, > 0, strictly increasing); positions within the limits, velocities within
+        ``velocity_max``. ``allow_empty``: no waypoints at all is accepted (positions etc. then
+        returned as given)."""
+        try:
+            times = np.asarray(times, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(f"trajectory times must be numbers ({exc})") from None
+        if times.ndim != 1 or (times.size == 0 and not allow_empty):
+            raise CommandError(f"trajectory times must be a non-empty 1-D sequence, got shape {times.shape}")
+        k = times.size
+        if k == 0:
+            return times, positions, velocities, accelerations
+        if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
+            raise CommandError("trajectory times must be finite, positive and strictly increasing, "
+                               f"got {times.tolist()}")
+        positions = self.values(positions, "trajectory positions", rows=k)
+        self.limits(positions, "trajectory positions")
+        if velocities is not None:
+            velocities = self.values(velocities, "trajectory velocities", rows=k)
+            self.velocities(velocities, "trajectory velocities")
+        if accelerations is not None:
+            accelerations = self.values(accelerations, "trajectory accelerations", rows=k)
+        return times, positions, velocities, accelerations
