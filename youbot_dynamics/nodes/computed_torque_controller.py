@@ -89,6 +89,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
         self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
+        self.declare_parameter('realtime_priority', *c['realtime_priority'])
         self.declare_parameter('line_duration', 2.0, descriptor(
             "Duration [s] of a Cartesian straight line on ~/line (rest to rest); a line too fast for the "
             "joint velocity or acceleration limits is refused.", _D, range_=(0.01, 3600.0)))

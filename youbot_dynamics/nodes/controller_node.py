@@ -91,7 +91,7 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from ..timing import LoopStatistics
-from .common import parameter_descriptor, run_node
+from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import JointStateReader
 
 __all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
@@ -177,6 +177,7 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "Period [s] of the timing report on /diagnostics; 0 = none.", _D, range_=(0.0, 3600.0))),
     'log_throttle_period': (1.0, descriptor(
         "Minimum period [s] between repeated warnings (rejected joint states).", _D, range_=(0.0, 3600.0))),
+    'realtime_priority': realtime_priority_parameter(REALTIME_PRIORITY),
 }
 
 

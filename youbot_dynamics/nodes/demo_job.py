@@ -47,6 +47,7 @@ from ..control.evaluation import combine_timing, format_table, plot_runs, regula
     tracking_metrics
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
+from .common import REALTIME_PRIORITY
 from .conversions import JointStateReader
 from .demo_sim import NodeProcess
 
@@ -58,6 +59,7 @@ STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # [rad] tracking: out and back .
 SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 rad/s (80 %)
 SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
 HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
+REST_VELOCITY = 0.01  # [rad/s] at rest before each phase (the identification needs < 0.05)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class ArmProcess:
 
 #: the arm of the main job, per ``--robot``
 ARMS: dict[str, ArmProcess] = {
-    "sim": ArmProcess("sim_node", (), "initial_positions", True, True),
+    "sim": ArmProcess("sim_node", ("-p", f"realtime_priority:={REALTIME_PRIORITY}"), "initial_positions", True, True),
     "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
                          "virtual_initial_positions", True, True),
 }
@@ -105,6 +107,7 @@ class _Client:
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.q: np.ndarray | None = None
+        self.dq: np.ndarray | None = None
         self._reader = JointStateReader(arm.joint_names, require_velocity=False)
         self.node.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
         self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
@@ -115,7 +118,7 @@ class _Client:
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
-            self.q = self._reader.read(msg)[0]
+            self.q, self.dq, _ = self._reader.read(msg)
         except ValueError:  # not the arm's joints, NaN: wait for a good one
             pass
 
@@ -147,6 +150,11 @@ class _Client:
                 raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
             self.spin_for(0.02, hold)
 
+    def wait_matched(self, publisher: Any, timeout: float = 10.0) -> None:
+        """Wait until ``publisher`` has a subscriber (a message published before is lost)."""
+        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout, f"a subscriber of {publisher.topic_name}")
+        self.spin_for(0.05)
+
     def call(self, client: Any, request: Any, timeout: float = 20.0, hold: np.ndarray | None = None) -> Any:
         self.wait_for(client.service_is_ready, timeout, f"service {client.srv_name}", hold)
         future = client.call_async(request)
@@ -171,6 +179,7 @@ class _Client:
             answer = self.call(self.reset_client, Trigger.Request())
             if not answer.success:
                 raise RuntimeError(f"reset failed: {answer.message}")
+            self.spin_for(0.05)  # a joint state from before the reset may still be on its way
             self.q = None
             self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
         elif q is not None:
@@ -178,7 +187,15 @@ class _Client:
                           f"the arm at {_fmt(q)}", q)
         hold = self.q.copy() if q is None else q
         self.spin_for(0.3, hold)
+        # the arm may still be settling into the hold: on a loaded machine the arm's clock runs
+        # behind the wall clock, so wait for rest (the identification refuses to start otherwise)
+        self.wait_for(lambda: self.at_rest(hold), 30.0, f"the arm at rest at {_fmt(hold)}", hold)
         return hold
+
+    def at_rest(self, q: np.ndarray) -> bool:
+        """The last joint state at ``q`` (2 mrad) and still (:data:`REST_VELOCITY`)."""
+        return (self.q is not None and np.max(np.abs(self.q - q)) < 2e-3
+                and (self.dq is None or np.max(np.abs(self.dq)) < REST_VELOCITY))
 
 ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
 TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
@@ -280,7 +297,7 @@ def _regulation(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]
         publisher = client.node.create_publisher(JointState, f"/{run.executable}/goal", 10)
 
         def step(c: _Client, _hold: np.ndarray) -> float:
-            c.spin_for(0.1)
+            c.wait_matched(publisher)
             publisher.publish(JointState(name=list(c.arm.joint_names), position=goal.tolist()))
             return time.perf_counter()
 
@@ -303,7 +320,7 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
         publisher = client.node.create_publisher(JointTrajectory, f"/{run.executable}/trajectory", 10)
 
         def go(c: _Client, hold: np.ndarray) -> float:
-            c.spin_for(0.1)
+            c.wait_matched(publisher)
             msg = JointTrajectory(joint_names=list(c.arm.joint_names))
             for k, q in enumerate((hold + STROKE, hold), start=1):
                 sec, frac = divmod(k * SEGMENT, 1.0)

@@ -81,6 +81,7 @@ class PDGravityControllerNode(ControllerNode):
         self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
         self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
+        self.declare_parameter('realtime_priority', *c['realtime_priority'])
 
     def _create_law(self) -> PDGravityController:
         return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),

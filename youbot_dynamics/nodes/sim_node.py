@@ -46,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..arm import ArmDescriptionError, load_arm
 from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
 from ..timing import LoopStatistics
-from .common import parameter_descriptor, run_node
+from .common import parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import trajectory_arrays
 
 __all__ = ["SimNode", "main"]
@@ -113,6 +113,7 @@ class SimNode(Node):
             "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
         self.declare_parameter('diagnostics_period', 1.0, _descriptor(
             "Period [s] of the rate/jitter report on /diagnostics; 0 = none.", d, range_=(0.0, 3600.0)))
+        self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -132,6 +133,9 @@ class SimNode(Node):
             raise ValueError(f"publish_rate {p['publish_rate']} Hz must divide the physics rate "
                              f"{1.0 / self.sim.timestep:g} Hz")
         self._real_time_factor = float(p['real_time_factor'])
+        if p['realtime_priority'] > 0 and self._real_time_factor == 0.0:
+            raise ValueError("realtime_priority needs real_time_factor > 0: as fast as possible, the physics "
+                             "thread never sleeps and would starve the machine")
         self._publish_clock = bool(p['publish_clock'])
         self._throttle = float(p['error_throttle_period'])
         self.sim.reset(self._initial_positions())
@@ -282,7 +286,7 @@ class SimNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
     return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
-                    before_spin=SimNode.start)
+                    realtime=True, before_spin=SimNode.start)
 
 
 if __name__ == '__main__':

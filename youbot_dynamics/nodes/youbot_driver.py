@@ -52,7 +52,7 @@ from ..driver import (INTERFACES, ArmDriver, BusError, CommandError, CyclicLoop,
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
-from .common import parameter_descriptor, run_node
+from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import trajectory_arrays
 
 __all__ = ["YoubotDriverNode", "main", "BACKENDS"]
@@ -146,6 +146,7 @@ class YoubotDriverNode(Node):
             "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
         self.declare_parameter('diagnostics_period', 1.0, _descriptor(
             "Period [s] of the /diagnostics report; 0 = none.", d, range_=(0.0, 3600.0)))
+        self.declare_parameter('realtime_priority', *realtime_priority_parameter(REALTIME_PRIORITY))
         self.declare_parameter('virtual_sim_config', '', _descriptor(
             "Virtual backend: simulated robot file; '' = the package's config/sim.yaml.", s))
         self.declare_parameter('virtual_initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
