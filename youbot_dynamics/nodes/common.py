@@ -17,7 +17,8 @@ from rclpy.signals import SignalHandlerOptions
 __all__ = ["REALTIME_PRIORITY", "SWITCH_INTERVAL", "parameter_descriptor", "realtime_priority_parameter",
            "run_node", "set_realtime_priority"]
 
-SWITCH_INTERVAL = 5e-4  # [s] Python thread switch interval of real-time nodes (default 5 ms)
+SWITCH_INTERVAL = 1e-4  # [s] Python thread switch interval of real-time nodes (default 5 ms)
+SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
 REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50)
 
 
@@ -108,7 +109,10 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
             _apply_realtime_priority(node)
         if before_spin is not None:
             before_spin(node)
-        executor.spin()
+        while executor.context.ok():
+            # a signal is handled when this thread is back in Python: wake up now and then even
+            # if the node has no timer (rclpy's own handler is off; see above)
+            executor.spin_once(timeout_sec=SIGNAL_WAKEUP)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

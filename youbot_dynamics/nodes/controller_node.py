@@ -271,8 +271,10 @@ class ControllerNode(Node):
         self._warm_up()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self._period, self._on_timer, clock=steady)
-        if self._param('diagnostics_period') > 0.0:
-            self.create_timer(self._param('diagnostics_period'), self._publish_diagnostics, clock=steady)
+        # the timing report goes out right after a cycle's torque, in the slack before the next
+        # joint state (a timer of its own could fire just when a state arrives and delay that cycle)
+        self._diagnostics_period = float(self._param('diagnostics_period'))
+        self._diagnostics_due = time.perf_counter() + self._diagnostics_period
         self.get_logger().info(
             f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, joint states on "
             f"{self.joint_states_topic}, torques on {self.command_topic}; Kp = {np.round(self.law.kp, 4).tolist()}, "
@@ -516,6 +518,9 @@ class ControllerNode(Node):
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
             self._publish_state(start if stamp is None else stamp, q, tau)
+        if self._diagnostics_period > 0.0 and end >= self._diagnostics_due:
+            self._diagnostics_due = max(self._diagnostics_due + self._diagnostics_period, end)
+            self._publish_diagnostics()
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints

@@ -155,8 +155,9 @@ class SimNode(Node):
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
         self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
-        if p['diagnostics_period'] > 0.0:
-            self.create_timer(p['diagnostics_period'], self._publish_diagnostics)
+        # published by the physics thread right after a joint state, in the slack before the next
+        # (a timer on the executor thread would hold the interpreter when a step is due)
+        self._diagnostics_period = float(p['diagnostics_period'])
         self.get_logger().info(
             f"simulated '{self.arm.name}' at {1.0 / self.sim.timestep:g} Hz (real time x{self._real_time_factor:g}), "
             f"joint states on {p['joint_states_topic']} at {p['publish_rate']:g} Hz, interfaces {list(interfaces)}")
@@ -185,24 +186,28 @@ class SimNode(Node):
         period = self._steps_per_publish * self.sim.timestep
         wall_period = period / self._real_time_factor if self._real_time_factor > 0.0 else 0.0
         deadline = time.perf_counter()
+        diagnostics_due = deadline + self._diagnostics_period
         while self._running and self.context.ok():
-            if self._paused:
-                time.sleep(0.01)
-                deadline = time.perf_counter()
-                continue
-            with self._lock:
-                self.sim.step(self._steps_per_publish)
-                measurement = self.sim.measure()
             try:
-                self._publish_state(measurement)
+                if self._paused:
+                    time.sleep(0.01)
+                    deadline = time.perf_counter()
+                else:
+                    with self._lock:
+                        self.sim.step(self._steps_per_publish)
+                        measurement = self.sim.measure()
+                    self._publish_state(measurement)
+                    self.statistics.tick(time.perf_counter())
+                if self._diagnostics_period > 0.0 and time.perf_counter() >= diagnostics_due:
+                    diagnostics_due = max(diagnostics_due + self._diagnostics_period, time.perf_counter())
+                    self._publish_diagnostics()
             except RCLError:
                 if self.context.ok():
                     raise
                 break  # rclpy was shut down (Ctrl-C) before the node was destroyed
-            now = time.perf_counter()
-            self.statistics.tick(now)
-            if wall_period == 0.0:
+            if wall_period == 0.0 or self._paused:
                 continue
+            now = time.perf_counter()
             deadline += wall_period
             if now - deadline > 10.0 * wall_period:  # far behind (e.g. the machine stalled): resynchronise
                 self.statistics.resync()
