@@ -215,9 +215,14 @@ class Controller:
         return self.node.measured_position().copy()
 
     def state_rows(self, since: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        """Arrival times and ``~/state`` data as (k, 4, n): q_d, q, e, tau."""
-        rows = [(t, np.asarray(m.data).reshape(4, -1)) for t, m in self.states if t >= since]
-        return np.array([t for t, _ in rows]), np.array([r for _, r in rows])
+        """``~/state`` since ``since`` [s, perf_counter]: the controller's times (k,) and the data
+        as (k, 4, n): q_d, q, e, tau."""
+        rows = np.array([np.asarray(m.data).reshape(5, -1) for _, m in self.states])
+        if rows.size == 0:
+            return np.zeros(0), np.zeros((0, 4, self.h.arm.n_joints))
+        np.testing.assert_array_equal(rows[:, 4], rows[:, 4, :1] * np.ones(rows.shape[2]))  # t per joint
+        keep = rows[:, 4, 0] >= since
+        return rows[keep, 4, 0], rows[keep, :4]
 
     def close(self) -> None:
         self.node.stop_commanding()
@@ -343,8 +348,10 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     assert report["rate_hz"] > 300.0 and report["latency_median_ms"] < 5.0
     assert c.node.guard.state is GuardState.ENABLED
     # ~/state: [q_d, q, e, tau] with e = q_d - q, the desired position the goal
-    _, rows = c.state_rows(since=time.perf_counter() - 0.2)
+    now = time.perf_counter()
+    times, rows = c.state_rows(since=now - 0.2)
     assert rows.shape[1:] == (4, 5)
+    assert np.all(np.diff(times) > 0) and now - 0.2 <= times[0] and times[-1] <= now  # the steady clock
     np.testing.assert_allclose(rows[-1, 0], goal)
     np.testing.assert_allclose(rows[-1, 2], rows[-1, 0] - rows[-1, 1])
 

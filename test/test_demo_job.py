@@ -51,11 +51,11 @@ def test_tracking_metrics_and_state_rows():
     np.testing.assert_allclose(m["rms_error"], [2e-3, 1e-3 / np.sqrt(2)], rtol=2e-3)
     np.testing.assert_allclose(m["max_error"], [2e-3, 1e-3], rtol=1e-4)
     np.testing.assert_allclose(m["tau_rms"], [1.0, 0.0])
-    rows = np.arange(20.0).reshape(1, 20)
-    q_d, q, e, tau5 = split_state(rows, 5)
-    assert q_d.tolist() == [[0, 1, 2, 3, 4]] and tau5.tolist() == [[15, 16, 17, 18, 19]]
-    with pytest.raises(ValueError, match="4 x 5"):
-        split_state(np.zeros((3, 19)), 5)
+    rows = np.r_[np.arange(20.0), np.full(5, 7.5)].reshape(1, 25)
+    t5, q_d, q, e, tau5 = split_state(rows, 5)
+    assert q_d.tolist() == [[0, 1, 2, 3, 4]] and tau5.tolist() == [[15, 16, 17, 18, 19]] and t5.tolist() == [7.5]
+    with pytest.raises(ValueError, match="5 x 5"):
+        split_state(np.zeros((3, 20)), 5)
 
 
 def test_combine_timing_sums_windows_exactly():

@@ -1,7 +1,8 @@
 """Figures of a closed-loop run, from what a controller node publishes (no ROS here).
 
-A run is the controller's ``~/state`` stream - times ``t`` [s] and rows ``[q_d, q, e, tau]``
-(:mod:`youbot_dynamics.nodes.controller_node`) - and its timing reports on ``/diagnostics``.
+A run is the controller's ``~/state`` stream - rows ``[q_d, q, e, tau, t]``, ``t`` [s] the
+steady-clock time of each state (:mod:`youbot_dynamics.nodes.controller_node`) - and its timing
+reports on ``/diagnostics``.
 
 * :func:`regulation_metrics`: error ``e = q_d - q`` after a step of the goal at ``t_goal``:
   the largest ``|e|`` over ``[t_goal + at - window, t_goal + at]`` (default: the 100 ms before
@@ -29,12 +30,14 @@ __all__ = ["split_state", "regulation_metrics", "tracking_metrics", "combine_tim
 Array = NDArray[np.float64]
 
 
-def split_state(rows: Any, n_joints: int) -> tuple[Array, Array, Array, Array]:
-    """``(q_d, q, e, tau)``, each (k, n), from ``~/state`` rows (k, 4 n); ``ValueError`` on a wrong width."""
+def split_state(rows: Any, n_joints: int) -> tuple[Array, Array, Array, Array, Array]:
+    """``(t, q_d, q, e, tau)`` from ``~/state`` rows (k, 5 n): ``t`` (k,) [s], the others (k, n);
+    ``ValueError`` on a wrong width."""
     rows = np.asarray(rows, dtype=float)
-    if rows.ndim != 2 or rows.shape[1] != 4 * n_joints:
-        raise ValueError(f"~/state rows must have 4 x {n_joints} values, got shape {rows.shape}")
-    return tuple(rows[:, k * n_joints:(k + 1) * n_joints] for k in range(4))  # type: ignore[return-value]
+    if rows.ndim != 2 or rows.shape[1] != 5 * n_joints:
+        raise ValueError(f"~/state rows must have 5 x {n_joints} values, got shape {rows.shape}")
+    q_d, q, e, tau, t = (rows[:, k * n_joints:(k + 1) * n_joints] for k in range(5))
+    return t[:, 0], q_d, q, e, tau
 
 
 def _window(t: Array, start: float, end: float) -> NDArray[np.bool_]:

@@ -40,12 +40,14 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     free for other commanders. On shutdown an enabled node publishes zero effort once;
 
 * publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
-  ``std_msgs/Float64MultiArray`` of 4 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n)]``
-  ([rad], [rad], [rad], [N m]; ``tau`` as published, zero when nothing is commanded; ``q_d`` NaN
-  without a reference, ``q`` NaN before the first joint state; ``q_d`` at the arrival time of the
-  state ``q``, the time the law used: so ``e`` is not inflated by the state's wait for the
-  cycle, but still includes its transport from the arm); ``layout.dim`` labels the two
-  dimensions (``quantity``: ``q_desired|q|error|tau``, ``joint``: the joint names);
+  ``std_msgs/Float64MultiArray`` of 5 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n),
+  t (n)]`` ([rad], [rad], [rad], [N m], [s]; ``tau`` as published, zero when nothing is
+  commanded; ``q_d`` NaN without a reference, ``q`` NaN before the first joint state; ``t`` the
+  arrival time of the state ``q`` on the steady clock (``CLOCK_MONOTONIC``, Python's
+  ``time.perf_counter()`` on Linux: comparable across processes), repeated per joint; ``q_d`` at
+  that time, the time the law used: so ``e`` is not inflated by the state's wait for the cycle,
+  but still includes its transport from the arm); ``layout.dim`` labels the two dimensions
+  (``quantity``: ``q_desired|q|error|tau|time``, ``joint``: the joint names);
 * publishes events (enable, disable, faults, accepted and refused goals with the reason) on
   ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
   :attr:`ControllerNode.last_refusal`;
@@ -101,7 +103,7 @@ QOS_DEPTH = 10
 JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
-STATE_QUANTITIES = ("q_desired", "q", "error", "tau")
+STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
 
 Array = np.ndarray
@@ -527,7 +529,7 @@ class ControllerNode(Node):
         desired = self.desired_position(now)
         q_d = np.full(n, np.nan) if desired is None else desired
         q_m = np.full(n, np.nan) if q is None else q
-        self._state_msg.data = np.concatenate([q_d, q_m, q_d - q_m, tau]).tolist()
+        self._state_msg.data = np.concatenate([q_d, q_m, q_d - q_m, tau, np.full(n, now)]).tolist()
         self.state_pub.publish(self._state_msg)
 
     # -- timing and diagnostics -----------------------------------------------------------------

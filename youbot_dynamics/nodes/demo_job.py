@@ -91,7 +91,7 @@ class ControlRun:
     label: str
     executable: str
     parameters: dict[str, Any]
-    rows: list[tuple[float, list[float]]] = field(default_factory=list)
+    rows: list[list[float]] = field(default_factory=list)  # ~/state: [q_d, q, e, tau, t]
     reports: list[dict[str, float]] = field(default_factory=list)
     arm_reports: list[dict[str, float]] = field(default_factory=list)  # the arm node's loop
 
@@ -258,8 +258,7 @@ def _control_run(client: _Client, run: ControlRun, action: Callable[[_Client, np
             for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     enable = client.node.create_client(SetBool, f"/{run.executable}/enable")
     subscription = client.node.create_subscription(
-        Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append((time.perf_counter(), list(m.data))),
-        1000)
+        Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append(list(m.data)), 1000)
     try:
         with NodeProcess(run.executable, *args) as node:
             client.wait_for(enable.service_is_ready, 60.0, f"{run.executable}", hold)
@@ -272,6 +271,8 @@ def _control_run(client: _Client, run: ControlRun, action: Callable[[_Client, np
             start = action(client, hold)
             client.spin_for(duration)
             end = time.perf_counter()
+            # the rows carry the controller's times: a late client waits for those up to the end
+            client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
             client.run = None
             client.call(enable, SetBool.Request(data=False))
             if node.process.poll() is not None:
@@ -303,8 +304,7 @@ def _regulation(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]
 
         start, _ = _control_run(client, run, step, 2.3)
         client.node.destroy_publisher(publisher)
-        t = np.array([r[0] for r in run.rows])
-        q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
+        t, q_d, _, error, tau = split_state(run.rows, client.arm.n_joints)
         reached = t[(t >= start) & np.all(np.abs(q_d - goal) < 1e-9, axis=1)]
         if reached.size == 0:
             raise RuntimeError(f"{run.label}: the goal was not taken (status of the node in its log)")
@@ -333,8 +333,7 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
 
         start, _ = _control_run(client, run, go, duration + SETTLE_AFTER + 0.2)
         client.node.destroy_publisher(publisher)
-        t = np.array([r[0] for r in run.rows])
-        q_d, _, error, tau = split_state([r[1] for r in run.rows], client.arm.n_joints)
+        t, q_d, _, error, tau = split_state(run.rows, client.arm.n_joints)
         after = t >= start
         if not after.any():
             raise RuntimeError(f"{run.label}: no ~/state after the trajectory was sent")
