@@ -44,13 +44,17 @@ POLICIES = """
 def test_set_realtime_priority_covers_every_thread_or_says_why_not():
     out = _run(POLICIES + """
     import json, threading, rclpy
-    from youbot_dynamics.nodes.common import set_realtime_priority
+    from youbot_dynamics.nodes.common import normal_priority, set_realtime_priority
     rclpy.init()  # the middleware's threads exist from here on
     before = policies()
     reason = set_realtime_priority(17)
     late = []
     t = threading.Thread(target=lambda: late.append(policies())); t.start(); t.join()
-    print(json.dumps({"before": before, "after": policies(), "reason": reason, "late": late[0]}))
+    helper = []  # a planning thread puts itself back on the normal scheduler
+    t = threading.Thread(target=lambda: (normal_priority(), helper.append(os.sched_getscheduler(0))))
+    t.start(); t.join()
+    print(json.dumps({"before": before, "after": policies(), "reason": reason, "late": late[0],
+                      "helper": helper[0]}))
     rclpy.shutdown()
     """)
     assert out.returncode == 0, out.stderr
@@ -59,6 +63,7 @@ def test_set_realtime_priority_covers_every_thread_or_says_why_not():
     if result["reason"] is None:
         assert result["after"] == [[os.SCHED_FIFO, 17]]  # every thread, the middleware's too
         assert result["late"] == [[os.SCHED_FIFO, 17]]  # and threads started afterwards
+        assert result["helper"] == os.SCHED_OTHER
     else:
         assert not FIFO_ALLOWED, result["reason"]
         assert "permission" in result["reason"] and result["after"] == result["before"]

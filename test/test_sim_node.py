@@ -156,6 +156,10 @@ def test_position_command_moves_the_arm_to_the_goal(reset):
     h = reset
     goal = Q_START + np.array([0.3, -0.2, 0.25, -0.3, 0.4])
     h.hold("position", goal, 2.5)
+    for _ in range(20):  # on a loaded machine the simulated time runs behind the wall clock
+        if np.all(np.abs(h.q() - goal) < 4e-3):
+            break
+        h.hold("position", goal, 0.5)
     error = np.abs(h.q() - goal)
     assert h.node.sim.mode == "position"
     assert np.all(error < 5e-3), error

@@ -5,6 +5,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 from typing import Callable
 
 import rclpy
@@ -14,8 +15,8 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-__all__ = ["REALTIME_PRIORITY", "SWITCH_INTERVAL", "parameter_descriptor", "realtime_priority_parameter",
-           "run_node", "set_realtime_priority"]
+__all__ = ["REALTIME_PRIORITY", "SWITCH_INTERVAL", "normal_priority", "parameter_descriptor",
+           "realtime_priority_parameter", "run_node", "set_realtime_priority"]
 
 SWITCH_INTERVAL = 1e-4  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
@@ -63,6 +64,14 @@ def set_realtime_priority(priority: int) -> str | None:
     except OSError as exc:
         return str(exc)
     return None
+
+
+def normal_priority() -> None:
+    """Put the calling thread back on the normal scheduler (always allowed): for CPU-bound helper
+    threads of a real-time node (planning), which would otherwise inherit SCHED_FIFO and hold a
+    core against the control loop and the simulator."""
+    if hasattr(os, "sched_setscheduler"):
+        os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER, os.sched_param(0))
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -93,7 +93,8 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from ..timing import LoopStatistics
-from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
+from .common import REALTIME_PRIORITY, normal_priority, parameter_descriptor, realtime_priority_parameter, \
+    run_node
 from .conversions import JointStateReader
 
 __all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
@@ -245,7 +246,8 @@ class ControllerNode(Node):
         self.last_status: str = ""
         self.ramp_end = 0.0  # [s, perf_counter] end of the current enable ramp
         # references computed off the control thread (IK, lines, limit checks: 1-40 ms each)
-        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{node_name}_planner")
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{node_name}_planner",
+                                           initializer=normal_priority)  # planning is not real-time
         self._planned: queue.SimpleQueue = queue.SimpleQueue()
         self._reference_id = 0  # changes with every new reference, enable and disable
 
