@@ -26,7 +26,6 @@ from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -40,7 +39,7 @@ from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.kinematics import forward_kinematics  # noqa: E402
 from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode  # noqa: E402
-from youbot_dynamics.nodes.common import SWITCH_INTERVAL  # noqa: E402
+from youbot_dynamics.nodes.common import SWITCH_INTERVAL, create_executor  # noqa: E402
 from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.conversions import JointStateReader, matrix_to_pose  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
@@ -79,7 +78,7 @@ class Harness:
         self._publishers: list = []
         self.sim_clients = {name: self.tester.create_client(Trigger, f"/sim_node/{name}")
                             for name in ("reset", "pause", "resume")}
-        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor = create_executor(realtime=True, context=self.context)  # as the executables
         self.executor.add_node(self.sim)
         self.executor.add_node(self.tester)
         gc.collect()
@@ -227,6 +226,7 @@ class Controller:
     def close(self) -> None:
         self.node.stop_commanding()
         self.h.executor.remove_node(self.node)
+        self.h.spin_for(0.05)  # the events executor still dispatches the events queued before the removal
         self.node.destroy_node()
         self.h.tester.destroy_client(self.enable_client)
 

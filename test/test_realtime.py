@@ -1,5 +1,7 @@
 """Real-time scheduling of the loop nodes (``nodes/common.py``): ``realtime_priority`` puts every
-thread of the process under SCHED_FIFO, or warns and carries on when the system refuses.
+thread of the process under SCHED_FIFO, or warns and carries on when the system refuses; the
+executor the loop nodes spin (the events executor, or the single-threaded one by choice); the
+controller executable's watchdog with either.
 
 Each case runs in a subprocess (a SCHED_FIFO pytest would outrank everything else on the machine),
 on DDS domain 64, localhost only. Where the system refuses SCHED_FIFO (no root, no CAP_SYS_NICE),
@@ -12,10 +14,21 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
+import numpy as np
 import pytest
 
-pytest.importorskip("rclpy")
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+
+from youbot_dynamics.arm import load_arm  # noqa: E402
+from youbot_dynamics.nodes.common import EXECUTOR_VARIABLE, create_executor  # noqa: E402
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
 ENV = dict(os.environ, ROS_DOMAIN_ID="64", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
@@ -121,3 +134,104 @@ def test_set_realtime_priority_says_why_when_refused():
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert "no permission" in result["reason"] and result["after"] == [[os.SCHED_OTHER, 0]]
+
+
+@pytest.fixture
+def context(monkeypatch):
+    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE"):
+        monkeypatch.setenv(key, ENV[key])
+    ctx = Context()
+    rclpy.init(context=ctx, signal_handler_options=SignalHandlerOptions.NO)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+def test_create_executor_events_for_the_loops_unless_told_otherwise(context, monkeypatch):
+    monkeypatch.delenv(EXECUTOR_VARIABLE, raising=False)
+    assert type(create_executor(True, context)).__name__ == "EventsExecutor"  # Kilted has it
+    assert isinstance(create_executor(False, context), SingleThreadedExecutor)
+    monkeypatch.setenv(EXECUTOR_VARIABLE, "single")
+    assert isinstance(create_executor(True, context), SingleThreadedExecutor)
+    monkeypatch.setenv(EXECUTOR_VARIABLE, "events")
+    assert type(create_executor(False, context)).__name__ == "EventsExecutor"
+    monkeypatch.setenv(EXECUTOR_VARIABLE, "multi")
+    with pytest.raises(ValueError, match=f"{EXECUTOR_VARIABLE} must be one of"):
+        create_executor(True, context)
+
+
+def test_executable_refuses_an_unknown_executor():
+    out = subprocess.run([sys.executable, "-m", "youbot_dynamics.nodes.pd_gravity_controller"],
+                         env=dict(ENV, **{EXECUTOR_VARIABLE: "multi"}), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert f"cannot start: {EXECUTOR_VARIABLE} must be one of" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("executor", ["events", "single"])
+def test_controller_watchdog_faults_and_commands_zero_when_joint_states_stop(context, executor):
+    """The executable fed by this test at 200 Hz: enabled at the first state, then the states stop:
+    the watchdog timer (restarted by every state) detects it within the timeout and the node
+    publishes zero effort every 1.5 periods; it never fires while states flow."""
+    arm = load_arm()
+    rate, timeout = 200.0, 0.1
+    args = ["-p", "joint_states_topic:=/wd/joint_states", "-p", "command_topic:=/wd/commands", "-p", f"rate:={rate}",
+            "-p", f"state_timeout:={timeout}", "-p", "enabled_on_start:=true", "-p", "ramp_time:=0.0",
+            "-p", "realtime_priority:=0", "-p", "diagnostics_period:=0.0"]
+    node = rclpy.create_node("watchdog_tester", context=context)
+    spinner = SingleThreadedExecutor(context=context)
+    spinner.add_node(node)
+    commands: list[tuple[float, list[float]]] = []
+    status: list[str] = []
+    node.create_subscription(Float64MultiArray, "/wd/commands", lambda m: commands.append((time.monotonic(), m.data)),
+                             1000)
+    node.create_subscription(String, "/pd_gravity_controller/status", lambda m: status.append(m.data), 100)
+    states = node.create_publisher(JointState, "/wd/joint_states", 10)
+    q = [2.95, 1.0, -2.0, 1.8, 2.9]
+    msg = JointState(name=list(arm.joint_names), position=q, velocity=[0.0] * 5)
+
+    sent = [0]
+
+    def spin(seconds: float, feed: bool) -> None:
+        """Spin; with ``feed`` publish a joint state every period."""
+        now = time.monotonic()
+        end, due = now + seconds, now
+        while now < end:
+            if feed and now >= due:
+                states.publish(msg)
+                sent[0] += 1
+                due = max(due + 1.0 / rate, now)
+            spinner.spin_once(timeout_sec=max(min(due, end) - now, 0.0))
+            now = time.monotonic()
+
+    proc = subprocess.Popen([sys.executable, "-m", "youbot_dynamics.nodes.pd_gravity_controller", "--ros-args", *args],
+                            env=dict(ENV, **{EXECUTOR_VARIABLE: executor}), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        started = time.monotonic()
+        while not (states.get_subscription_count() and node.count_publishers("/pd_gravity_controller/status")):
+            assert proc.poll() is None and time.monotonic() - started < 60.0, "the controller did not come up"
+            spin(0.05, feed=False)
+        while not commands:  # enabled at the first joint state
+            assert time.monotonic() - started < 60.0, "no torque commands"
+            spin(0.05, feed=True)
+        commands.clear()
+        sent[0] = 0
+        spin(1.0, feed=True)
+        fed = [t for t, _ in commands]
+        stopped = time.monotonic()
+        spin(1.0, feed=False)
+    finally:
+        proc.send_signal(2)
+        out = proc.communicate(timeout=20)[0]
+    assert proc.returncode == 0, out
+    assert not any("fault" in s for s in status if "stale" not in s), status
+    # while fed, one torque per joint state (the watchdog adds no cycles)
+    assert 0.9 * sent[0] <= len(fed) <= sent[0] + 2, (len(fed), sent[0])
+    assert all(np.any(data) for t, data in commands if t < stopped)  # gravity torques
+    fault = [s for s in status if s.startswith("fault")]
+    assert fault and "stale" in fault[0], status
+    after = [(t, data) for t, data in commands if t > stopped + timeout + 0.05]
+    assert after and all(not np.any(data) for _, data in after)  # zero effort, every cycle
+    rate_after = (len(after) - 1) / (after[-1][0] - after[0][0])
+    print(f"\n{executor}: {len(fed)} commands for {sent[0]} joint states in 1 s; after the states stopped: {fault[0]}; "
+          f"zero effort at {rate_after:.0f} Hz")
+    assert 0.5 * rate / 1.5 < rate_after < 1.2 * rate / 1.5

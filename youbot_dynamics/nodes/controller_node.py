@@ -10,8 +10,9 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   checked against ``state_timeout`` is time since arrival);
 * runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
   joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
-  half period), so the torque leaves as soon as the state is in, and a timer at ``rate`` runs a
-  cycle whenever no joint state came for 1.5 periods (the watchdog that detects stale states);
+  half period), so the torque leaves as soon as the state is in, and a watchdog timer, restarted
+  by every joint state, runs a cycle whenever no joint state came for 1.5 periods (and then every
+  1.5 periods: the cycles that detect stale states and command the fault behaviour);
   with ``cycle_trigger: timer`` the timer alone runs the cycles on the newest state (which is then
   on average half a period old). A cycle calls the guard
   (:class:`~youbot_dynamics.control.SafetyGuard`) with the control law and publishes the torque as
@@ -63,9 +64,8 @@ Computing a new reference (IK of a pose, a Cartesian line, the exact limit check
 takes 1-40 ms, longer than a cycle: it runs in a planning thread (:meth:`ControllerNode.plan`)
 on copies of what it needs, and the control thread installs the result at its next cycle. The
 executables (:func:`run`) run as real-time nodes (:func:`~youbot_dynamics.nodes.common.run_node`:
-single-threaded executor, start-up heap frozen out of the garbage collector, 0.5 ms thread switch
-interval). ``state_timeout`` must exceed the
-control period.
+rclpy's events executor, start-up heap frozen out of the garbage collector, 0.1 ms thread switch
+interval, SCHED_FIFO). ``state_timeout`` must exceed the control period.
 """
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ QOS_DEPTH = 10
 JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
+WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
 
@@ -134,7 +135,7 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     'rate': (1000.0, descriptor(
         "Control rate [Hz] (steady clock): of the timer with cycle_trigger 'timer'; with 'joint_states' the "
         "nominal rate (set it to the joint-state rate): cycles closer than half a period are skipped, and the "
-        "timer runs a cycle when no joint state came for 1.5 periods.", _D, range_=(1.0, 10000.0))),
+        "watchdog timer runs a cycle when no joint state came for 1.5 periods (then every 1.5 periods).", _D, range_=(1.0, 10000.0))),
     'cycle_trigger': ('joint_states', descriptor(
         "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
         "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
@@ -213,6 +214,7 @@ class ControllerNode(Node):
         if self.cycle_trigger not in CYCLE_TRIGGERS:
             raise ValueError(f"cycle_trigger must be one of {CYCLE_TRIGGERS}, got '{self.cycle_trigger}'")
         self._period = 1.0 / self.rate
+        self._watchdog = self.cycle_trigger == 'joint_states'
         if not 1.0 / self.rate < self._param('state_timeout'):
             raise ValueError(f"state_timeout ({self._param('state_timeout')} s) must exceed the control period "
                              f"1 / rate = {1.0 / self.rate:g} s")
@@ -274,7 +276,10 @@ class ControllerNode(Node):
         self._create_interfaces()
         self._warm_up()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(self._period, self._on_timer, clock=steady)
+        # with cycle_trigger 'joint_states' the timer is a watchdog, restarted by every joint state:
+        # it only fires (and wakes the executor) when a state is half a period late
+        self._timer = self.create_timer(self._period * (WATCHDOG_PERIODS if self._watchdog else 1.0),
+                                        self._on_timer, clock=steady)
         # the timing report goes out right after a cycle's torque, in the slack before the next
         # joint state (a timer of its own could fire just when a state arrives and delay that cycle)
         self._diagnostics_period = float(self._param('diagnostics_period'))
@@ -410,11 +415,14 @@ class ControllerNode(Node):
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
         self._state = (arrival, q, dq, effort)
-        if self.cycle_trigger == 'joint_states' and arrival - self._last_cycle >= 0.5 * self._period:
-            self._cycle()
+        if self._watchdog:
+            self._timer.reset()
+            if arrival - self._last_cycle >= 0.5 * self._period:
+                self._cycle()
 
     def _on_timer(self) -> None:
-        if self.cycle_trigger == 'timer' or time.perf_counter() - self._last_cycle >= 1.5 * self._period:
+        # as a watchdog: no joint state for WATCHDOG_PERIODS periods (unless one just ran a cycle)
+        if not self._watchdog or time.perf_counter() - self._last_cycle >= self._period:
             self._cycle()
 
     # -- enable / disable -----------------------------------------------------------------------
