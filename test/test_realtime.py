@@ -57,17 +57,17 @@ POLICIES = """
 def test_set_realtime_priority_covers_every_thread_or_says_why_not():
     out = _run(POLICIES + """
     import json, threading, rclpy
-    from youbot_dynamics.nodes.common import normal_priority, set_realtime_priority
+    from youbot_dynamics.nodes.common import background_worker, set_realtime_priority
     rclpy.init()  # the middleware's threads exist from here on
     before = policies()
     reason = set_realtime_priority(17)
     late = []
     t = threading.Thread(target=lambda: late.append(policies())); t.start(); t.join()
-    helper = []  # a planning thread puts itself back on the normal scheduler
-    t = threading.Thread(target=lambda: (normal_priority(), helper.append(os.sched_getscheduler(0))))
-    t.start(); t.join()
+    # a helper thread (planning, reports) drops to the lowest real-time priority
+    helper = background_worker("helper").submit(
+        lambda: [os.sched_getscheduler(0), os.sched_getparam(0).sched_priority]).result()
     print(json.dumps({"before": before, "after": policies(), "reason": reason, "late": late[0],
-                      "helper": helper[0]}))
+                      "helper": helper}))
     rclpy.shutdown()
     """)
     assert out.returncode == 0, out.stderr
@@ -76,10 +76,11 @@ def test_set_realtime_priority_covers_every_thread_or_says_why_not():
     if result["reason"] is None:
         assert result["after"] == [[os.SCHED_FIFO, 17]]  # every thread, the middleware's too
         assert result["late"] == [[os.SCHED_FIFO, 17]]  # and threads started afterwards
-        assert result["helper"] == os.SCHED_OTHER
+        assert result["helper"] == [os.SCHED_FIFO, 1]  # BACKGROUND_PRIORITY
     else:
         assert not FIFO_ALLOWED, result["reason"]
         assert "permission" in result["reason"] and result["after"] == result["before"]
+        assert result["helper"] == [os.SCHED_OTHER, 0]  # unchanged
 
 
 @pytest.mark.parametrize("priority", [0, 23])

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import rclpy
@@ -16,12 +17,14 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-__all__ = ["EXECUTOR_VARIABLE", "REALTIME_PRIORITY", "SWITCH_INTERVAL", "create_executor", "normal_priority",
-           "parameter_descriptor", "realtime_priority_parameter", "run_node", "set_realtime_priority"]
+__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "REALTIME_PRIORITY", "SWITCH_INTERVAL", "background_priority",
+           "background_worker", "create_executor", "parameter_descriptor", "realtime_priority_parameter", "run_node",
+           "set_realtime_priority"]
 
-SWITCH_INTERVAL = 1e-4  # [s] Python thread switch interval of real-time nodes (default 5 ms)
+SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
 REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50)
+BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
 EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides the executor of real-time nodes
 EXECUTORS = ("events", "single")
 
@@ -69,12 +72,24 @@ def set_realtime_priority(priority: int) -> str | None:
     return None
 
 
-def normal_priority() -> None:
-    """Put the calling thread back on the normal scheduler (always allowed): for CPU-bound helper
-    threads of a real-time node (planning), which would otherwise inherit SCHED_FIFO and hold a
-    core against the control loop and the simulator."""
-    if hasattr(os, "sched_setscheduler"):
-        os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER, os.sched_param(0))
+def background_priority() -> None:
+    """For the helper threads of a real-time node (planning, status reports): a thread that runs
+    under SCHED_FIFO (inherited from the loop) drops to :data:`BACKGROUND_PRIORITY`, the lowest
+    real-time priority (always allowed). The loops of every process preempt it, so its 1-40 ms of
+    planning cannot hold a core against them; ordinary processes cannot preempt it, so it is never
+    descheduled for a time slice while it holds the interpreter lock the loop is waiting for (the
+    priority inversion a helper on the normal scheduler suffers on a busy machine). Without
+    real-time scheduling nothing changes."""
+    if hasattr(os, "sched_getscheduler"):
+        tid = threading.get_native_id()
+        if os.sched_getscheduler(tid) == os.SCHED_FIFO:
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(BACKGROUND_PRIORITY))
+
+
+def background_worker(name: str) -> ThreadPoolExecutor:
+    """A single helper thread (started at the first job, after the node went real-time) running
+    jobs in order at :func:`background_priority`."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=background_priority)
 
 
 def create_executor(realtime: bool, context: Context | None = None) -> Executor:

@@ -39,14 +39,14 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
 from ..timing import LoopStatistics
-from .common import parameter_descriptor, realtime_priority_parameter, run_node
+from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import trajectory_arrays
 
 __all__ = ["SimNode", "main"]
@@ -155,9 +155,11 @@ class SimNode(Node):
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
         self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
-        # published by the physics thread right after a joint state, in the slack before the next
-        # (a timer on the executor thread would hold the interpreter when a step is due)
+        # due-checked by the physics thread right after a joint state, built and published by a
+        # helper thread at the lowest real-time priority (a timer on the executor thread could
+        # fire just when a step is due)
         self._diagnostics_period = float(p['diagnostics_period'])
+        self._reporter = background_worker("sim_diagnostics")
         self.get_logger().info(
             f"simulated '{self.arm.name}' at {1.0 / self.sim.timestep:g} Hz (real time x{self._real_time_factor:g}), "
             f"joint states on {p['joint_states_topic']} at {p['publish_rate']:g} Hz, interfaces {list(interfaces)}")
@@ -180,6 +182,9 @@ class SimNode(Node):
 
     def destroy_node(self) -> None:
         self.stop()
+        reporter = getattr(self, "_reporter", None)  # absent if the constructor failed early
+        if reporter is not None:
+            reporter.shutdown(wait=True)
         super().destroy_node()
 
     def _loop(self) -> None:
@@ -200,7 +205,7 @@ class SimNode(Node):
                     self.statistics.tick(time.perf_counter())
                 if self._diagnostics_period > 0.0 and time.perf_counter() >= diagnostics_due:
                     diagnostics_due = max(diagnostics_due + self._diagnostics_period, time.perf_counter())
-                    self._publish_diagnostics()
+                    self._reporter.submit(self._publish_diagnostics)  # ~1 ms: off the physics thread
             except RCLError:
                 if self.context.ok():
                     raise
@@ -284,7 +289,8 @@ class SimNode(Node):
         status = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.get_name()}: simulation",
                                   message="paused" if self._paused else "running", hardware_id=self.arm.name,
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
-        self.diagnostics_pub.publish(DiagnosticArray(header=self._state_msg.header, status=[status]))
+        self.diagnostics_pub.publish(DiagnosticArray(header=Header(stamp=self._state_msg.header.stamp),
+                                                     status=[status]))
         self.get_logger().debug(f"loop: {values}")
 
 
