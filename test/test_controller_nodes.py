@@ -78,7 +78,7 @@ class Harness:
         self._publishers: list = []
         self.sim_clients = {name: self.tester.create_client(Trigger, f"/sim_node/{name}")
                             for name in ("reset", "pause", "resume")}
-        self.executor = create_executor(realtime=True, context=self.context)  # as the executables
+        self.executor = create_executor(events=True, context=self.context)  # as the executables
         self.executor.add_node(self.sim)
         self.executor.add_node(self.tester)
         gc.collect()

@@ -147,7 +147,7 @@ def context(monkeypatch):
     rclpy.shutdown(context=ctx)
 
 
-def test_create_executor_events_for_the_loops_unless_told_otherwise(context, monkeypatch):
+def test_create_executor_events_when_asked_unless_told_otherwise(context, monkeypatch):
     monkeypatch.delenv(EXECUTOR_VARIABLE, raising=False)
     assert type(create_executor(True, context)).__name__ == "EventsExecutor"  # Kilted has it
     assert isinstance(create_executor(False, context), SingleThreadedExecutor)

@@ -92,16 +92,17 @@ def background_worker(name: str) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=background_priority)
 
 
-def create_executor(realtime: bool, context: Context | None = None) -> Executor:
-    """The executor of a node: for the real-time nodes rclpy's ``EventsExecutor``
-    (``rclpy.experimental``, ROS 2 Kilted and later), else - and where it is missing - the
-    ``SingleThreadedExecutor``. The events executor dispatches from C++ (waiting, timers, taking
-    messages): a 1 kHz controller spends about 0.3 ms of CPU per cycle in the Python executor and
-    0.1 ms in this one, which on a 2-core machine is the difference between the loops fitting side
-    by side or queueing behind each other. The environment variable :data:`EXECUTOR_VARIABLE`
-    (``events`` or ``single``) overrides the choice (``ValueError`` for anything else). ``context``:
-    rclpy's default context if None."""
-    choice = os.environ.get(EXECUTOR_VARIABLE, "events" if realtime else "single")
+def create_executor(events: bool, context: Context | None = None) -> Executor:
+    """The executor of a node: with ``events`` rclpy's ``EventsExecutor`` (``rclpy.experimental``,
+    ROS 2 Kilted and later), else - and where it is missing - the ``SingleThreadedExecutor``. The
+    events executor dispatches from C++ (waiting, timers, taking messages): a 1 kHz controller
+    spends about 0.3 ms of CPU per cycle in the Python executor and 0.1 ms in this one, which on a
+    2-core machine is the difference between the loops fitting side by side or queueing behind each
+    other. The controllers use it; the other nodes keep the long-proven executor (the events
+    executor is still experimental). The environment variable :data:`EXECUTOR_VARIABLE` (``events``
+    or ``single``) overrides the choice (``ValueError`` for anything else). ``context``: rclpy's
+    default context if None."""
+    choice = os.environ.get(EXECUTOR_VARIABLE, "events" if events else "single")
     if choice not in EXECUTORS:
         raise ValueError(f"{EXECUTOR_VARIABLE} must be one of {EXECUTORS}, got '{choice}'")
     if choice == "events":
@@ -118,7 +119,7 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 
 
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
-             args: list[str] | None = None, *, realtime: bool = False,
+             args: list[str] | None = None, *, realtime: bool = False, events_executor: bool = False,
              before_spin: Callable[[Node], None] | None = None,
              after_spin: Callable[[Node], None] | None = None) -> int:
     """Entry point body: init rclpy, build the node, spin until Ctrl-C or an external shutdown.
@@ -129,9 +130,8 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     valid: rclpy's signal handler is off, so SIGINT (and SIGTERM, mapped to it) raises
     ``KeyboardInterrupt`` in the spinning thread instead of shutting the context down first.
 
-    ``realtime`` (the control loops): spin with :func:`create_executor`'s events executor; move
-    the start-up heap (numpy, MuJoCo, the model) out of
-    Python's garbage collector with ``gc.freeze()`` - a full collection of it stalls the process
+    ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
+    move the start-up heap (numpy, MuJoCo, the model) out of Python's garbage collector with ``gc.freeze()`` - a full collection of it stalls the process
     for 30-100 ms - and shorten the interpreter's thread switch interval to
     :data:`SWITCH_INTERVAL`, so that a helper thread cannot hold the interpreter for the default
     5 ms against the loop; and, if the node has a ``realtime_priority`` parameter above 0
@@ -140,7 +140,7 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # ros2 launch escalates to SIGTERM
     try:
-        executor = create_executor(realtime)
+        executor = create_executor(events_executor)
         node = create()
     except (ValueError, *start_up_errors) as exc:
         get_logger(name).fatal(f"cannot start: {exc}")

@@ -608,5 +608,6 @@ def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str
     """Entry point of a controller node: spin until Ctrl-C (SIGINT) or an external shutdown, then
     publish zero effort if commanding; 1 if start-up fails (the reason is logged)."""
     return run_node(node_name, node_class, (ArmDescriptionError, ModelFileError, ParameterException, ValueError,
-                                            OSError), args, realtime=True, after_spin=ControllerNode.stop_commanding)
+                                            OSError), args, realtime=True, events_executor=True,
+                    after_spin=ControllerNode.stop_commanding)
 
