@@ -297,7 +297,7 @@ class SimNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
     return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
-                    realtime=True, before_spin=SimNode.start)
+                    realtime=True, events_executor=True, before_spin=SimNode.start)
 
 
 if __name__ == '__main__':
