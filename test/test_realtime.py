@@ -61,12 +61,13 @@ def test_set_realtime_priority_covers_every_thread_or_says_why_not():
     rclpy.init()  # the middleware's threads exist from here on
     before = policies()
     reason = set_realtime_priority(17)
+    after = policies()
     late = []
     t = threading.Thread(target=lambda: late.append(policies())); t.start(); t.join()
     # a helper thread (planning, reports) drops to the lowest real-time priority
     helper = background_worker("helper").submit(
         lambda: [os.sched_getscheduler(0), os.sched_getparam(0).sched_priority]).result()
-    print(json.dumps({"before": before, "after": policies(), "reason": reason, "late": late[0],
+    print(json.dumps({"before": before, "after": after, "reason": reason, "late": late[0],
                       "helper": helper}))
     rclpy.shutdown()
     """)
