@@ -25,7 +25,7 @@ SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
 REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50)
 BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
-EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides the executor of real-time nodes
+EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides every node's executor
 EXECUTORS = ("events", "single")
 
 
@@ -126,18 +126,20 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
              after_spin: Callable[[Node], None] | None = None) -> int:
     """Entry point body: init rclpy, build the node, spin until Ctrl-C or an external shutdown.
 
-    Returns 1 (the reason logged as fatal) if ``create`` raises one of ``start_up_errors``, else 0.
+    Returns 1 (the reason logged as fatal) if ``create`` raises one of ``start_up_errors`` or a
+    ``ValueError`` (so does an unknown :data:`EXECUTOR_VARIABLE`), else 0.
     ``before_spin(node)`` runs just before spinning (e.g. start a physics thread);
     ``after_spin(node)`` after it (stop the arm, close a recording), while the context is still
     valid: rclpy's signal handler is off, so SIGINT (and SIGTERM, mapped to it) raises
     ``KeyboardInterrupt`` in the spinning thread instead of shutting the context down first.
 
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
-    move the start-up heap (numpy, MuJoCo, the model) out of Python's garbage collector with ``gc.freeze()`` - a full collection of it stalls the process
-    for 30-100 ms - and shorten the interpreter's thread switch interval to
-    :data:`SWITCH_INTERVAL`, so that a helper thread cannot hold the interpreter for the default
-    5 ms against the loop; and, if the node has a ``realtime_priority`` parameter above 0
-    (:func:`realtime_priority_parameter`), :func:`set_realtime_priority` (a warning if refused).
+    move the start-up heap (numpy, MuJoCo, the model) out of Python's garbage collector with
+    ``gc.freeze()`` - a full collection of it stalls the process for 30-100 ms - and shorten the
+    interpreter's thread switch interval to :data:`SWITCH_INTERVAL`, so that a helper thread cannot
+    hold the interpreter for the default 5 ms against the loop; and, if the node has a
+    ``realtime_priority`` parameter above 0 (:func:`realtime_priority_parameter`),
+    :func:`set_realtime_priority` (a warning if refused).
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # ros2 launch escalates to SIGTERM

@@ -137,7 +137,8 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     'rate': (1000.0, descriptor(
         "Control rate [Hz] (steady clock): of the timer with cycle_trigger 'timer'; with 'joint_states' the "
         "nominal rate (set it to the joint-state rate): cycles closer than half a period are skipped, and the "
-        "watchdog timer runs a cycle when no joint state came for 1.5 periods (then every 1.5 periods).", _D, range_=(1.0, 10000.0))),
+        "watchdog timer runs a cycle when no joint state came for 1.5 periods (then every 1.5 periods).", _D,
+        range_=(1.0, 10000.0))),
     'cycle_trigger': ('joint_states', descriptor(
         "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
         "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
@@ -282,8 +283,8 @@ class ControllerNode(Node):
         # it only fires (and wakes the executor) when a state is half a period late
         self._timer = self.create_timer(self._period * (WATCHDOG_PERIODS if self._watchdog else 1.0),
                                         self._on_timer, clock=steady)
-        # the timing report goes out right after a cycle's torque, in the slack before the next
-        # joint state (a timer of its own could fire just when a state arrives and delay that cycle)
+        # the timing report is due-checked right after a cycle's torque and built and published by
+        # the reporting thread (a timer of its own could fire just when a state arrives)
         self._diagnostics_period = float(self._param('diagnostics_period'))
         self._diagnostics_due = time.perf_counter() + self._diagnostics_period
         self.get_logger().info(

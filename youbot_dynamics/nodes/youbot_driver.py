@@ -375,7 +375,8 @@ def main(args: list[str] | None = None) -> int:
     the context is valid); 1 if start-up fails (reason logged). ``realtime``: see :func:`.common.run_node`."""
     return run_node(NODE_NAME, YoubotDriverNode,
                     (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
-                    realtime=True, events_executor=True, before_spin=YoubotDriverNode.start, after_spin=YoubotDriverNode.stop)
+                    realtime=True, events_executor=True, before_spin=YoubotDriverNode.start,
+                    after_spin=YoubotDriverNode.stop)
 
 
 if __name__ == '__main__':
