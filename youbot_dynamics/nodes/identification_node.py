@@ -75,7 +75,7 @@ from ..identification.session import (ExcitationSession, JointSample, PDFeedforw
                                        SessionRefused)
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
-from .common import parameter_descriptor, run_node
+from .common import background_worker, parameter_descriptor, run_node
 from .conversions import JointStateReader, trajectory_message
 
 __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
@@ -102,7 +102,7 @@ class IdentificationNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         self.recorder: JointStateRecorder | None = None  # set first: destroy_node() may run on a half-built node
         self.session: ExcitationSession | None = None
-        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="identify")
+        self._worker = background_worker("identify")
         super().__init__(NODE_NAME, **kwargs)
         s, d, b, i = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
                       ParameterType.PARAMETER_INTEGER)
