@@ -201,9 +201,18 @@ def _joint_columns(prefix: str, n: int) -> list[str]:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    """Torques of the model file for the recorded states; a model inconsistent with the arm
+    (:mod:`.dynamics.consistency`) is refused unless ``--allow-inconsistent-model`` (then a warning)."""
+    from .dynamics.consistency import ModelConsistencyError, check_model
     from .dynamics.paramfile import load_model
 
     model = load_model(args.params)
+    try:
+        check_model(model, _arm(args))
+    except ModelConsistencyError as exc:
+        if not args.allow_inconsistent_model:
+            raise
+        print(f"youbot-dynamics predict: warning: {exc} (used anyway: --allow-inconsistent-model)", file=sys.stderr)
     n = model.n_joints
     columns = ["t", *_joint_columns("q", n), *_joint_columns("dq", n), *_joint_columns("ddq", n)]
     data = read_csv_columns(args.input, columns)
@@ -313,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--params", required=True, help="model YAML (e.g. config/youbot_nominal_model.yaml)")
     predict.add_argument("--input", required=True, help="CSV with columns t, q1..q5, dq1..dq5, ddq1..ddq5")
     predict.add_argument("--output", required=True, help="CSV to write: t, tau1..tau5")
+    predict.add_argument("--allow-inconsistent-model", action="store_true",
+                         help="use a model that fails the consistency check against the arm description (mass "
+                         "matrix not positive definite, negative friction or mass, another chain or gravity) with "
+                         "a warning instead of refusing it (exit 2)")
     predict.set_defaults(func=cmd_predict)
 
     nominal = sub.add_parser("nominal-model", help="print (or write) the nominal model file")

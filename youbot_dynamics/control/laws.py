@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription
+from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, check_goal
@@ -71,8 +72,7 @@ class _Controller:
                  design: Callable[[ModelTerms], tuple[Array, Array]], friction_compensation: bool,
                  friction_eps: float) -> None:
         """``design(terms)`` gives the default ``(Kp, Kd)`` for the gains not given."""
-        if model.n_joints != arm.n_joints:
-            raise ValueError(f"model has {model.n_joints} joints, the arm {arm.n_joints}")
+        check_model(model, arm)  # an impossible model (or another arm's) is refused: ModelConsistencyError
         self.arm = arm
         self.terms = ModelTerms(model, friction_eps)
         if kp is None or kd is None:

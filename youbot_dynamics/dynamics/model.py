@@ -67,6 +67,8 @@ class DynamicModel:
     chain: DHChain
     base: BaseParameters
     beta: Array
+    source: str = field(default="", compare=False)  # the model file it was read from ("" if built in memory)
+    standard: Array | None = field(default=None, compare=False, repr=False)  # the 14 n vector beta came from, if known
     _chi: Array = field(init=False, repr=False)
     _regressor: RegressorFn = field(init=False, repr=False)
     _module: Any = field(init=False, repr=False)
@@ -95,9 +97,10 @@ class DynamicModel:
     @classmethod
     def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
                       base: BaseParameters | None = None) -> "DynamicModel":
-        """The model of standard parameters ``chi`` (14 n), reduced to base parameters."""
+        """The model of standard parameters ``chi`` (14 n), reduced to base parameters (``chi`` kept as
+        :attr:`standard`)."""
         base = base if base is not None else compute_base_parameters(chain, structure)
-        return cls(chain, base, base.from_standard(chi))
+        return cls(chain, base, base.from_standard(chi), standard=np.array(chi, dtype=float))
 
     @property
     def n_joints(self) -> int:

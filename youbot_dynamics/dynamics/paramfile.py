@@ -17,11 +17,14 @@ Format (``format_version: 1``)::
         method: wls               # method, condition number, noise, validation metrics, data files)
 
 Identified models may also give each base parameter its ``relative_std_percent`` (100 sigma/|value|).
-Both optional keys are documentation: readers ignore them, so version 1 files with or without them
-load the same way.
+That key and ``identification`` are documentation: readers ignore them, so version 1 files with or
+without them load the same way.
 
 On reading, the base parameters are recomputed from ``chain`` and ``structure`` and their names
-must match the file's (same regrouping), so a file can never be applied to the wrong model.
+must match the file's (same regrouping), so a file can never be applied to the wrong model. The
+loaded model keeps the file's path (``source``) and its ``standard_parameters`` (``standard``, names
+and count checked) for :mod:`.consistency`, which ``predict`` and the controllers run on it (the
+standard parameters must give the base values and be physical).
 """
 from __future__ import annotations
 
@@ -49,9 +52,11 @@ class ModelFileError(ValueError):
 
 def model_to_dict(model: DynamicModel, description: str = "", standard: Any = None, relative_std: Any = None,
                   identification: Mapping[str, Any] | None = None) -> dict:
-    """The YAML document of ``model`` (``standard``: the 14 n vector it came from, if known;
-    ``relative_std``: percent per base parameter; ``identification``: plain data about the estimate)."""
+    """The YAML document of ``model`` (``standard``: the 14 n vector it came from, default
+    ``model.standard``; ``relative_std``: percent per base parameter; ``identification``: plain data
+    about the estimate)."""
     c = model.chain
+    standard = model.standard if standard is None else standard
     doc: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "description": description,
@@ -139,4 +144,17 @@ def load_model(path: str | Path) -> DynamicModel:
         raise ModelFileError(f"{path}: base_parameters: the names do not match the {structure.value} model of this "
                              f"chain (expected {len(base.names)}: {', '.join(base.names)})")
     values = _numbers({"value": [e["value"] for e in entries]}, "value", "base_parameters", base.count)
-    return DynamicModel(chain, base, np.array(values))
+    return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path))
+
+
+def _standard(doc: dict, n: int, path: Path) -> Any:
+    """The optional ``standard_parameters`` values (14 n, in the documented order), else None."""
+    if "standard_parameters" not in doc:
+        return None
+    node = doc["standard_parameters"]
+    names = node.get("names") if isinstance(node, dict) else None
+    expected = parameter_names(n)
+    if names != expected:
+        raise ModelFileError(f"{path}: standard_parameters.names: expected the {len(expected)} names "
+                             f"{expected[0]}, {expected[1]}, ..., {expected[-1]}")
+    return np.array(_numbers(node, "values", f"{path}: standard_parameters", len(expected)))

@@ -10,7 +10,9 @@ processed on its own (:mod:`.processing`), the equations of all files are stacke
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
 identification data themselves; the nominal model is the baseline. ``--report DIR`` writes
-``report.json`` and the plots (:mod:`.report`). The steps are those of :mod:`.pipeline`, which the
+``report.json`` and the plots (:mod:`.report`). An identified model that fails the consistency check
+of ``predict`` and the controllers (:mod:`..dynamics.consistency`) is still written, with a warning
+on stderr and under ``consistency`` in its ``identification`` block and the report. The steps are those of :mod:`.pipeline`, which the
 identification node runs too.
 """
 from __future__ import annotations
@@ -54,7 +56,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def cmd_identify(args: argparse.Namespace) -> int:
     """Run the identification (module docstring); 0 on success."""
     from .dataset import load_dataset
-    from .pipeline import identify, summary_lines, write_results
+    from .pipeline import consistency_warning, identify, summary_lines, write_results
     from .processing import ProcessingOptions
     from .report import ProgressBar
 
@@ -76,4 +78,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
     print("\n".join(summary_lines(run, parameters=True)))
     print(f"wrote {args.out}" + (f" and the report in {args.report}" if args.report else ""))
     sys.stdout.flush()
+    warning = consistency_warning(run)
+    if warning:
+        print(f"youbot-dynamics identify: {args.out}: {warning}", file=sys.stderr)
     return 0

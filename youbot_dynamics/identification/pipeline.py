@@ -7,7 +7,9 @@ recordings -> processed observations -> estimate -> validation -> parameter file
   parameters) on the held-out data, else, marked as such, on the identification data.
 * :func:`write_results` writes the model file (with the relative standard deviations and the
   ``identification`` summary) and, optionally, the report folder (``report.json``, plots).
-* :func:`summary_lines` is the validation table that ``identify`` prints and the node logs.
+* :func:`summary_lines` is the validation table that ``identify`` prints and the node logs, ending
+  with :func:`consistency_warning` when the identified model fails the check that ``predict`` and
+  the controllers apply (:mod:`..dynamics.consistency`; also in the summary as ``consistency``).
 * :func:`identify_excitation` does it on one recording of a periodic excitation: whole periods
   identify (averaged), the following ones validate; :func:`excitation_delay` finds when the
   drives actually started it (the trajectory message arrives late on a busy machine).
@@ -31,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription
+from ..dynamics.consistency import ModelReport, assess_model
 from ..dynamics.model import DynamicModel
 from .dataset import Dataset, IdentificationError
 from .estimation import IdentificationResult, estimate
@@ -38,7 +41,7 @@ from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, validate
 
 __all__ = ["PipelineResult", "reference_models", "observations", "identify", "excitation_delay", "identify_excitation",
-           "write_results", "summary_lines", "periodic_cut"]
+           "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
 # progress(label) -> a callable taking a fraction in [0, 1] and with a done() -> seconds (report.ProgressBar)
@@ -62,7 +65,7 @@ class _Silent:
 class PipelineResult:
     """Everything :func:`identify` found: the estimate, the errors of the identified and the
     baseline model (``errors["identified"]``, ``errors["baseline"]``), on which data
-    (``validated_on``), the observations, and the identified model."""
+    (``validated_on``), the observations, the identified model and its consistency check."""
 
     result: IdentificationResult
     errors: dict[str, TorqueErrors]
@@ -75,6 +78,7 @@ class PipelineResult:
     baseline_label: str
     options: ProcessingOptions
     estimation_time: float
+    consistency: ModelReport
     summary: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -147,9 +151,11 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "nominal_joint_relative_errors": [float(v) for v in errors["baseline"].relative_rms],
         "baseline": label,
     }
-    model = DynamicModel(nominal.chain, nominal.base, result.beta)
+    model = DynamicModel(nominal.chain, nominal.base, result.beta, standard=result.standard)
+    consistency = assess_model(model, arm)  # reported, never refused: the estimate is what the data say
+    summary["consistency"] = consistency.to_dict()
     return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
-                          label, options, estimation_time, summary)
+                          label, options, estimation_time, consistency, summary)
 
 
 def excitation_delay(data: Dataset, reference: Any, start: float, max_delay: float, *, min_delay: float = -0.05,
@@ -254,7 +260,16 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
         lines.append(f"{j:5d}  {rms:9.4g}  {100 * rel:7.3g}%  {100 * nrel:15.3g}%")
     lines.append(f"overall ||tau - tau_hat|| / ||tau||: {100 * ident.overall:.3g}% (nominal model "
                  f"{100 * base.overall:.3g}%)")
-    return lines
+    warning = consistency_warning(run)
+    return lines + [warning] if warning else lines
+
+
+def consistency_warning(run: PipelineResult) -> str | None:
+    """One line if the identified model fails the consistency check (else None)."""
+    if run.consistency.ok:
+        return None
+    return (f"WARNING: the identified model is physically inconsistent, predict and the controllers will refuse it: "
+            f"{'; '.join(run.consistency.problems)} (the consistent method gives a physically consistent estimate)")
 
 
 # -- segments of a recording ---------------------------------------------------------------------
