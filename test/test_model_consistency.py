@@ -246,6 +246,17 @@ def test_identify_says_loudly_when_its_estimate_is_inconsistent(tmp_path, capsys
         check_model(load_model(out), ARM)
 
 
+def test_identification_baseline_model_is_checked(bad_files):
+    """The identification node drives the arm with its baseline model (parameter nominal_model)."""
+    from youbot_dynamics.identification.pipeline import reference_models
+
+    path = bad_files["indefinite_mass_matrix"]
+    with pytest.raises(ModelConsistencyError) as info:
+        reference_models(ARM, "full", path)
+    assert re.match(expected("indefinite_mass_matrix", path), str(info.value)), str(info.value)
+    assert reference_models(ARM, "full", NOMINAL_FILE)[3] == f"baseline model {NOMINAL_FILE}"
+
+
 # -- the controller nodes -----------------------------------------------------------------------
 
 
@@ -288,3 +299,4 @@ def test_controller_executables_exit_1_with_the_reason(bad_files, module):
     assert proc.returncode == 1, text
     assert f"cannot start: model file {path}: fc4 = -50 N m: Coulomb friction must not be negative" in text, text
     assert "Traceback" not in text
+

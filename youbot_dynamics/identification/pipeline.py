@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription
-from ..dynamics.consistency import ModelReport, assess_model
+from ..dynamics.consistency import ModelReport, assess_model, check_model
 from ..dynamics.model import DynamicModel
 from .dataset import Dataset, IdentificationError
 from .estimation import IdentificationResult, estimate
@@ -100,7 +100,8 @@ def reference_models(arm: ArmDescription, structure: str = "full",
     """``(nominal, prior, baseline_beta, baseline_label)``: the nominal model (its regressor and
     base parameters are what gets identified), its standard vector (the prior of the consistent
     estimator), and the baseline's base parameters: the nominal model's, or those of a model file
-    / model given as ``baseline``, which must have the same base parameters."""
+    / model given as ``baseline``, which must have the same base parameters and pass the consistency
+    check (:func:`~..dynamics.consistency.check_model`: the identification node drives the arm with it)."""
     from ..dynamics.nominal import nominal_model
     from ..dynamics.paramfile import load_model
 
@@ -108,6 +109,7 @@ def reference_models(arm: ArmDescription, structure: str = "full",
     if baseline is None or baseline == "":
         return nominal, prior, nominal.beta, "nominal model (arm description)"
     model = baseline if isinstance(baseline, DynamicModel) else load_model(baseline)
+    check_model(model, arm)
     if tuple(model.base.names) != tuple(nominal.base.names):
         raise IdentificationError(f"baseline model {baseline}: its base parameters ({model.base.count}, structure "
                                   f"{model.base.structure}) differ from those identified ({nominal.base.count}, "
