@@ -62,6 +62,12 @@ def _negative_mass() -> DynamicModel:
     return DynamicModel.from_standard(NOMINAL.chain, chi)
 
 
+def _impossible_inertia() -> DynamicModel:
+    chi = NOMINAL.standard.copy()
+    chi[2 * 14 + 4] = 0.0  # Ixx3 about the frame origin, with mass off the x axis: no body has it
+    return DynamicModel.from_standard(NOMINAL.chain, chi)
+
+
 def _four_joints() -> DynamicModel:
     c = NOMINAL.chain
     chain = DHChain.create(c.a[:4], c.alpha[:4], c.d[:4], c.theta_offset[:4], c.direction[:4], c.gravity)
@@ -79,6 +85,9 @@ BAD = {
                                   re.escape("fv2 = -1 N m s/rad: viscous friction must not be negative") + "$"),
     "negative_mass": (_negative_mass, re.escape("m3 = -1 kg: a mass must not be negative; mass matrix not positive "
                                                 "definite at q = [")),
+    "impossible_link_inertia": (_impossible_inertia, re.escape(
+        "link 3 inertials (m3, mx3..Iyz3) fit no body: pseudo-inertia not positive semidefinite (smallest eigenvalue "
+        "-0.00438 kg m^2)") + "$"),
     "flipped_gravity": (lambda: _with_chain(gravity=-NOMINAL.chain.gravity), re.escape(
         "chain.gravity [0, 0, 9.81] m/s^2 differs from the arm description's [0, 0, -9.81]") + "$"),
     "changed_dh_length": (lambda: _with_chain(a=NOMINAL.chain.a + [0.0, 0.05, 0.0, 0.0, 0.0]),
