@@ -85,7 +85,8 @@ def test_pd_gravity_settles_within_1_mrad_in_2_s(arm, sim, true_model, step):
     sim.reset()
     goal = HOME + np.array(step)
     pd = PDGravityController(true_model, arm)
-    pd.set_goal(goal)
+    pd.hold(HOME)
+    pd.set_goal(goal, 0.0)  # shaped: reached after at most 1.4 s
     t, q, _, costs = closed_loop(sim, pd, SafetyGuard(arm, true_model), 2.0)
     error = np.abs(q[t >= 1.9] - goal).max(axis=0)
     print(f"\nPD + gravity, step {step}: |q - q_d| over t in [1.9, 2] s = {np.round(1e3 * error, 3)} mrad; "
@@ -178,7 +179,7 @@ def test_laws_equal_pinocchio(arm, sim, true_model, pinocchio_true):
     ctl = ComputedTorqueController(true_model, arm, kp=[900, 1000, 1100, 1200, 1300], kd=[60, 62, 64, 66, 68])
     ctl.follow(out_and_back(HOME), 0.0)
     pd = PDGravityController(true_model, arm)
-    pd.set_goal(HOME)
+    pd.hold(HOME)
     for t in rng.uniform(0.0, 2 * SEGMENT, 20):
         q_d, dq_d, ddq_d = ctl.reference(t)
         q = q_d + rng.normal(0.0, 0.05, 5)
@@ -212,7 +213,7 @@ def test_friction_compensation_off_and_default_gains(arm, sim, true_model, nomin
     # the baselines: PD only (no G, no friction) and the PD on the computed-torque error gains
     q, dq = HOME + 0.01, np.full(5, 0.2)
     pd_only = PDGravityController(true_model, arm, gravity_compensation=False, friction_compensation=False)
-    pd_only.set_goal(HOME)
+    pd_only.hold(HOME)
     np.testing.assert_allclose(pd_only.torque(0.0, q, dq), pd_only.kp * (HOME - q) - pd_only.kd * dq, atol=1e-12)
     baseline = ComputedTorqueController(true_model, arm, model_feedforward=False)
     baseline.hold(HOME)
@@ -327,9 +328,9 @@ def test_controllers_refuse_and_keep_their_reference(arm, nominal):
         ctl.follow(JointTrajectory.through(HOME, [0.2], [HOME + 0.5]), 2.0)
     assert ctl.trajectory is before
     pd = PDGravityController(nominal, arm)
-    pd.set_goal(HOME)
+    pd.hold(HOME)
     with pytest.raises(TrajectoryError, match="position_max"):
-        pd.set_goal(arm.position_max + 0.1)
+        pd.set_goal(arm.position_max + 0.1, 0.0)
     np.testing.assert_array_equal(pd.goal, HOME)
 
 

@@ -1,8 +1,9 @@
 """Pure-Python control core (no ROS): the control laws of seed 002, section 4 (:mod:`.laws`), their
-references (:mod:`.trajectory`), the safety guard (:mod:`.safety`) and the model terms and gain
-design they share (:mod:`.terms`)."""
+references (:mod:`.trajectory`), the safety guard (:mod:`.safety`), the plausibility check of
+joint states (:mod:`.state_check`) and the model terms and gain design they share (:mod:`.terms`)."""
 from .laws import ComputedTorqueController, PDGravityController
 from .safety import GuardState, SafetyConfig, SafetyGuard
+from .state_check import JointStateMonitor
 from .trajectory import JointTrajectory, TrajectoryError, cartesian_line, check_goal
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "GuardState",
     "SafetyConfig",
     "SafetyGuard",
+    "JointStateMonitor",
     "JointTrajectory",
     "TrajectoryError",
     "cartesian_line",

@@ -2,12 +2,23 @@
 
 **Regulation, PD + gravity** (4.1), :class:`PDGravityController`::
 
-    tau = Kp (q_d - q) - Kd q' + G(q) + t_f(q')
+    tau = Kp (q_d(t) - q) + Kd (q'_d(t) - q') + G(q) + t_f(q')
 
-``Kp, Kd`` diagonal positive [N m/rad, N m s/rad]; with an exact ``G`` and ``t_f`` the goal is
+``Kp, Kd`` diagonal positive [N m/rad, N m s/rad]; with an exact ``G`` and ``t_f`` a fixed goal is
 globally asymptotically stable (Lyapunov function ``1/2 q'^T M q' + 1/2 e^T Kp e``, (4.6)-(4.7),
-using the skew symmetry of ``M' - 2C``). Friction is compensated at the *measured* velocity (the
-desired one is zero).
+using the skew symmetry of ``M' - 2C``). Friction is compensated at the *measured* velocity.
+
+**Shaped goals.** A step to a far goal under (4.1) would accelerate at saturated torque far beyond
+the velocity limit (a 2.3 rad step: 9.6 rad/s against 1.57). So a new goal (:meth:`PDGravityController.set_goal`)
+is not applied as a step: the reference ``q_d(t)`` moves from its current value (position,
+velocity, acceleration: continuous, also when a goal replaces a moving one) to the goal along one
+quintic segment (:class:`~.trajectory.JointTrajectory`), synchronized (all joints arrive together),
+whose duration ``T`` is the shortest for which every joint stays within
+``GOAL_VELOCITY_FRACTION = 0.7`` of ``velocity_max`` and within ``acceleration_max`` (from rest:
+``T = max_j max(1.875 |D_j| / (0.7 v_max_j), sqrt(5.774 |D_j| / a_max_j))``, the peak velocity and
+acceleration of ``s(u) = 10 u^3 - 15 u^4 + 6 u^5``). The 30 % margin leaves room for the tracking
+error of the PD below the safety guard's velocity guard (which starts at 90 %). At the end the
+reference rests at the goal and (4.1) regulates to it as before.
 
 **Tracking, computed torque** (4.8), :class:`ComputedTorqueController`::
 
@@ -45,6 +56,7 @@ joint state; the controllers keep their reference (goal or trajectory). Both are
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -54,15 +66,90 @@ from ..arm import ArmDescription
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
-from .trajectory import JointTrajectory, check_goal
+from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "STATIC_ACCURACY", "PDGravityController", "ComputedTorqueController"]
+__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController",
+           "ComputedTorqueController", "GoalProfile", "goal_profile", "speed_limited"]
 
 Array = NDArray[np.float64]
 
 PD_BANDWIDTH = 60.0  # [rad/s] default natural frequency of PD + gravity on the reference inertia
 CT_BANDWIDTH = 40.0  # [rad/s] default natural frequency of the computed-torque error dynamics
 STATIC_ACCURACY = 5e-4  # [rad] default bound fc / Kp of the PD + gravity error that static friction can hold
+GOAL_VELOCITY_FRACTION = 0.7  # peak speed of a shaped PD + gravity goal, fraction of velocity_max
+_QUINTIC_PEAK_VELOCITY = 1.875  # max s'(u) of s(u) = 10 u^3 - 15 u^4 + 6 u^5
+_QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)  # max |s''(u)|
+_PROFILE_GROWTH = 1.25  # duration factor per attempt when the profile starts in motion
+_PROFILE_ATTEMPTS = 40  # 1.25^40 ~ 7500: far beyond any start state inside the limits
+_PROFILE_GRID = np.linspace(0.0, 1.0, 129)  # scaled times at which a moving start's profile is checked
+_POWERS = np.arange(6)
+
+
+class GoalProfile:
+    """One quintic segment per joint, ``q(tau) = sum_k c_k tau^k`` for ``tau`` in ``[0, T]``, from
+    the state ``(q0, v0, a0)`` to the goal ``q1`` at rest (the closed-form coefficients), holding
+    ``q1`` after ``T``. Cheap to build and sample (no validation: the caller checks the goal)."""
+
+    def __init__(self, start: tuple[Array, Array, Array], goal: Array, duration: float) -> None:
+        q0, v0, a0 = start
+        h, T = goal - q0, float(duration)
+        self.goal, self.duration = goal, T
+        c = np.zeros((6, goal.size))
+        c[0], c[1], c[2] = q0, v0, 0.5 * a0
+        if T > 0.0:
+            c[3] = (20.0 * h - 12.0 * v0 * T - 3.0 * a0 * T**2) / (2.0 * T**3)
+            c[4] = (-30.0 * h + 16.0 * v0 * T + 3.0 * a0 * T**2) / (2.0 * T**4)
+            c[5] = (12.0 * h - 6.0 * v0 * T - a0 * T**2) / (2.0 * T**5)
+        self.coefficients = c
+        self.velocity = c[1:] * _POWERS[1:, None]  # (5, n)
+        self.acceleration = self.velocity[1:] * _POWERS[1:5, None]  # (4, n)
+        self._zero = np.zeros(goal.size)
+
+    def sample(self, tau: float) -> tuple[Array, Array, Array]:
+        """``(q, q', q'')`` at ``tau`` [s] from the start (the start state before 0, the goal after the end)."""
+        if tau >= self.duration:
+            return self.goal, self._zero, self._zero
+        powers = max(tau, 0.0) ** _POWERS
+        return powers @ self.coefficients, powers[:5] @ self.velocity, powers[:4] @ self.acceleration
+
+    def peaks(self) -> tuple[Array, Array]:
+        """Largest ``|q'|`` and ``|q''|`` per joint on a grid of 129 points over the segment."""
+        powers = (self.duration * _PROFILE_GRID)[:, None] ** _POWERS
+        return (np.abs(powers[:, :5] @ self.velocity).max(axis=0),
+                np.abs(powers[:, :4] @ self.acceleration).max(axis=0))
+
+
+def goal_profile(limits: ArmDescription, start: tuple[Array, Array, Array], goal: Array) -> GoalProfile:
+    """The shaped reference of a PD + gravity goal (module docstring): one synchronized quintic
+    segment from the state ``start = (q, q', q'')`` to ``goal`` at rest, as short as
+    ``limits.velocity_max`` and ``limits.acceleration_max`` allow (pass the arm with its velocity
+    limits scaled, :func:`speed_limited`). From rest the duration is the closed form; from a moving
+    start it grows by 25 % until the peaks on a fine grid (:meth:`GoalProfile.peaks`) are within
+    the limits (a few tries, ~20 us each)."""
+    q0, v0, a0 = start
+    distance = np.abs(goal - q0)
+    duration = float(np.max(np.maximum(_QUINTIC_PEAK_VELOCITY * distance / limits.velocity_max,
+                                       np.sqrt(_QUINTIC_PEAK_ACCELERATION * distance / limits.acceleration_max))))
+    if not (np.any(v0) or np.any(a0)):
+        return GoalProfile(start, goal, duration)
+    duration = max(duration, 1e-3)
+    for _ in range(_PROFILE_ATTEMPTS):
+        profile = GoalProfile(start, goal, duration)
+        velocity, acceleration = profile.peaks()
+        # the start itself may be at the limit: allow what it has
+        if np.all(velocity <= np.maximum(limits.velocity_max, np.abs(v0)) + 1e-9) and \
+                np.all(acceleration <= np.maximum(limits.acceleration_max, np.abs(a0)) + 1e-9):
+            return profile
+        duration *= _PROFILE_GROWTH
+    raise TrajectoryError(f"no goal profile within the limits from the moving reference (velocity "
+                          f"{np.round(v0, 3).tolist()} rad/s)")
+
+
+def speed_limited(arm: ArmDescription, fraction: float = GOAL_VELOCITY_FRACTION) -> ArmDescription:
+    """``arm`` with ``velocity_max`` scaled by ``fraction`` in ``(0, 1]`` (the limits of shaped goals)."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"goal velocity fraction must be in (0, 1], got {fraction}")
+    return dataclasses.replace(arm, velocity_max=fraction * arm.velocity_max)
 
 
 class _Controller:
@@ -88,18 +175,20 @@ class _Controller:
 
 
 class PDGravityController(_Controller):
-    """Regulation to a goal position by (4.1); see the module docstring.
+    """Regulation to a goal position by (4.1) on a shaped reference; see the module docstring.
 
     ``kp``, ``kd``: per-joint gains [N m/rad, N m s/rad] (scalar or n values); by default, on the
     model's reference inertia ``m``, ``Kp = max(m bandwidth^2, fc / static_accuracy)`` and
-    ``Kd = 2 damping sqrt(Kp m)`` (module docstring). Set the goal with :meth:`set_goal` before the
-    first :meth:`torque`.
+    ``Kd = 2 damping sqrt(Kp m)`` (module docstring). ``goal_velocity_fraction``: peak speed of a
+    shaped goal as a fraction of ``velocity_max``. Give a reference with :meth:`hold` (a position,
+    e.g. the measured one on enable) before :meth:`set_goal` and the first :meth:`torque`.
+    :attr:`goal` is the final goal, :meth:`reference` the moving set-point.
     """
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = PD_BANDWIDTH, damping: Any = 1.0, static_accuracy: float = STATIC_ACCURACY,
                  friction_compensation: bool = True, friction_eps: float = FRICTION_EPS,
-                 gravity_compensation: bool = True) -> None:
+                 gravity_compensation: bool = True, goal_velocity_fraction: float = GOAL_VELOCITY_FRACTION) -> None:
         if not static_accuracy > 0.0:
             raise ValueError(f"static_accuracy must be positive, got {static_accuracy}")
 
@@ -110,18 +199,38 @@ class PDGravityController(_Controller):
 
         super().__init__(model, arm, kp, kd, design, friction_compensation, friction_eps)
         self.gravity_compensation = bool(gravity_compensation)
+        self.profile_limits = speed_limited(arm, goal_velocity_fraction)
         self.goal: Array | None = None
+        self.profile: GoalProfile | None = None
+        self.start_time = 0.0
 
-    def set_goal(self, q_goal: Any) -> None:
-        """Regulate to ``q_goal`` (n,) [rad]; a goal outside the limits or with NaN raises
-        :class:`~.trajectory.TrajectoryError` (the previous goal stays)."""
-        self.goal = check_goal(self.arm, q_goal)
+    def hold(self, q: Any) -> None:
+        """Regulate to ``q`` (n,) [rad] at once (no profile: for the measured position, e.g. on
+        enable); validated like a goal."""
+        self.goal = check_goal(self.arm, q)
+        zero = np.zeros_like(self.goal)
+        self.profile, self.start_time = GoalProfile((self.goal, zero, zero), self.goal, 0.0), 0.0
+
+    def set_goal(self, q_goal: Any, t: float) -> float:
+        """Move to ``q_goal`` (n,) [rad] from time ``t`` [s, the clock of :meth:`torque`] along the
+        shaped profile from the reference at ``t`` (module docstring); returns its duration [s].
+        A goal outside the limits or with NaN raises :class:`~.trajectory.TrajectoryError` (the
+        previous goal stays); without a reference (:meth:`hold`) a ``RuntimeError``."""
+        goal = check_goal(self.arm, q_goal)
+        profile = goal_profile(self.profile_limits, self.reference(t), goal)
+        self.goal, self.profile, self.start_time = goal, profile, float(t)
+        return profile.duration
+
+    def reference(self, t: float) -> tuple[Array, Array, Array]:
+        """Desired ``(q_d, q'_d, q''_d)`` at time ``t`` (the goal at rest once the profile ended)."""
+        if self.profile is None:
+            raise RuntimeError("PDGravityController: no goal set")
+        return self.profile.sample(t - self.start_time)
 
     def torque(self, t: float, q: Array, dq: Array) -> Array:
-        """``tau`` (n,) [N m] of (4.1) at the measured ``q``, ``dq`` (``t`` is not used: a fixed goal)."""
-        if self.goal is None:
-            raise RuntimeError("PDGravityController: no goal set")
-        tau = self.kp * (self.goal - q) - self.kd * dq
+        """``tau`` (n,) [N m] of (4.1) at time ``t`` and the measured ``q``, ``dq``."""
+        q_d, dq_d, _ = self.reference(t)
+        tau = self.kp * (q_d - q) + self.kd * (dq_d - dq)
         if self.gravity_compensation:
             tau = tau + self.terms.gravity(q)
         return tau + self.terms.friction(dq) if self.friction_compensation else tau

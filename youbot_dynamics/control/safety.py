@@ -24,9 +24,23 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    the torque that just carries gravity (no net push at the limit), and motion towards the limit is
    damped (``d`` = ``limit_damping``, default ``tau_max / velocity_max``). Torques away from the
    limit are untouched.
-6. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
+6. **Velocity guard**: above ``v_g = velocity_guard x velocity_max`` (default 0.9), with the depth
+   ``w = clip((|q'_j| - v_g) / (velocity_max_j - v_g), 0, 1)`` (0 at ``v_g``, 1 at the limit and
+   beyond), the torque that accelerates the joint further is bounded, moving positive
+   ``tau_j <= (1 - w) tau_max_j + w G_j(q) - w d_j (q'_j - v_g)`` (negative mirrored): at the limit
+   no net push beyond gravity is left and the damping ``d`` pulls the joint back below it, whatever
+   the law commands (a wrong model, gains or goal). Torques that slow the joint are untouched.
+   Margin: in the simulator at 1 kHz a law commanding saturated torque on every joint peaks at
+   about 1.0 x ``velocity_max`` (test/test_controller_safety.py; bounded there by 1.1 x).
+7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
-   drives' peak torque). :attr:`SafetyGuard.saturated` flags the joints clipped in the last cycle.
+   drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
+   cannot give is a mistake, not a request to saturate later). :attr:`SafetyGuard.saturated` flags
+   the joints clipped in the last cycle.
+
+Steps 5-7 (:meth:`SafetyGuard._bounded`) bound every torque that leaves: the law's, the enable
+ramp's and the fault hold's. :meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an
+implausible joint state, :mod:`.state_check`).
 
 **What the node does with the result**: publish a returned array as the effort command; on
 ``None`` publish a zero-effort command every cycle (the drives then only brake through friction),
@@ -74,6 +88,7 @@ class SafetyConfig:
     torque_limit: Any = None  # [N m] per joint; default min(effort_max, drive_torque_limit)
     limit_margin: float = 0.05  # [rad] width of the guard zone before each joint limit
     limit_damping: Any = None  # [N m s/rad] per joint; default torque_limit / velocity_max
+    velocity_guard: float = 0.9  # fraction of velocity_max where the velocity guard starts
     ramp_time: float = 0.5  # [s] torque ramp after enable (0: none)
     hold_bandwidth: float = 10.0  # [rad/s] of the PD hold on a fault (behaviour "hold")
 
@@ -85,6 +100,8 @@ class SafetyConfig:
         for name in ("limit_margin", "hold_bandwidth"):
             if not getattr(self, name) > 0.0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 < self.velocity_guard < 1.0:
+            raise ValueError(f"velocity_guard must be in (0, 1), got {self.velocity_guard}")
         if not self.ramp_time >= 0.0:
             raise ValueError(f"ramp_time must be non-negative, got {self.ramp_time}")
 
@@ -109,15 +126,24 @@ class SafetyGuard:
         n = arm.n_joints
         self.arm, self.config = arm, config
         self._terms = ModelTerms(model)
-        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if config.torque_limit is None \
-            else config.torque_limit
-        self.torque_limit = per_joint(limit, n, "torque_limit")
+        drives = np.minimum(arm.effort_max, arm.drive_torque_limit)
+        self.torque_limit = per_joint(drives if config.torque_limit is None else config.torque_limit, n,
+                                      "torque_limit")
         if np.any(self.torque_limit <= 0.0):
             raise ValueError(f"torque_limit must be positive, got {self.torque_limit.tolist()}")
+        beyond = self.torque_limit > drives * (1.0 + 1e-9)
+        if beyond.any():
+            j = int(np.argmax(beyond))  # the first joint beyond its drive
+            raise ValueError(f"torque_limit of {arm.joint_names[j]} = {self.torque_limit[j]:g} N m exceeds the drives' "
+                             f"limit min(effort_max, drive_torque_limit) = {drives[j]:.4g} N m of the arm "
+                             f"description {arm.source}: give at most that, or leave torque_limit unset")
         self._negative_limit = -self.torque_limit
         damping = self.torque_limit / arm.velocity_max if config.limit_damping is None else config.limit_damping
         self.limit_damping = per_joint(damping, n, "limit_damping")
         self.hold_kp, self.hold_kd = bandwidth_gains(config.hold_bandwidth, 1.0, reference_inertia(model, arm))
+        self._guard_velocity = config.velocity_guard * arm.velocity_max
+        self._guard_width = arm.velocity_max - self._guard_velocity
+        self._slowest_guard = float(self._guard_velocity.min())  # one comparison per cycle outside the guard
         self._upper_zone = arm.position_max - config.limit_margin
         self._lower_zone = arm.position_min + config.limit_margin
         self.state = GuardState.DISABLED
@@ -183,6 +209,12 @@ class SafetyGuard:
             return "joint state contains NaN or infinite values"
         return None
 
+    def fault(self, reason: str) -> None:
+        """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
+        :meth:`command` gives the fault behaviour."""
+        if self.state is GuardState.ENABLED:
+            self._fault(reason)
+
     def _fault(self, reason: str) -> None:
         self.state = GuardState.FAULT
         self.fault_reason = reason
@@ -197,16 +229,24 @@ class SafetyGuard:
         return self._bounded(q, dq, self._terms.gravity(q) + self.hold_kp * (q_h - q) - self.hold_kd * dq)
 
     def _bounded(self, q: Array, dq: Array, tau: Array) -> Array:
-        """Joint-limit guard (only evaluated inside a zone), then saturation."""
+        """Joint-limit and velocity guards (only evaluated inside a zone), then saturation."""
         limit = self.torque_limit
-        if (q > self._upper_zone).any() or (q < self._lower_zone).any():
-            margin = self.config.limit_margin
-            up = np.clip((q - self._upper_zone) / margin, 0.0, 1.0)
-            low = np.clip((self._lower_zone - q) / margin, 0.0, 1.0)
+        in_zone = (q > self._upper_zone).any() or (q < self._lower_zone).any()
+        fast = np.abs(dq).max() > self._slowest_guard
+        if in_zone or fast:
             g = self._terms.gravity(q)
             d = self.limit_damping
-            tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
-            tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
+            if in_zone:
+                margin = self.config.limit_margin
+                up = np.clip((q - self._upper_zone) / margin, 0.0, 1.0)
+                low = np.clip((self._lower_zone - q) / margin, 0.0, 1.0)
+                tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
+                tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
+            if fast:
+                v = self._guard_velocity
+                up = np.clip((dq - v) / self._guard_width, 0.0, 1.0)
+                low = np.clip((-dq - v) / self._guard_width, 0.0, 1.0)
+                tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq - v, 0.0))
+                tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq + v, 0.0))
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)
-

@@ -7,7 +7,13 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
 * subscribes ``joint_states_topic`` (``sensor_msgs/JointState``, the arm joints picked by name;
   position and velocity required, effort optional; QoS: best effort, depth 1 - only the newest
   state counts) and keeps the newest state with its *arrival* time on the steady clock (the age
-  checked against ``state_timeout`` is time since arrival);
+  checked against ``state_timeout`` is time since arrival); each state is judged against the
+  previous one by :class:`~youbot_dynamics.control.JointStateMonitor` on its header stamp (the
+  arrival time if the stamp is zero): stamps not increasing, or a position change no motion within
+  2 x ``velocity_max`` could make since the previous stamp (+ 0.01 rad; the interval counted at
+  most 50 ms), is a fault while enabled (a second publisher on the topic, a wrong state). rclpy's
+  events executor (Kilted) cannot pass the ``MessageInfo`` with the publisher GID to a callback
+  (a two-argument callback fails with ``SystemError``), hence the stamps;
 * runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
   joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
   half period), so the torque leaves as soon as the state is in, and a watchdog timer, restarted
@@ -26,9 +32,11 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   first joint state);
 * publishes what it commands:
 
-  - **enabled**: the law's torque, bounded by the guard (joint-limit guard, per-joint saturation
-    ``torque_limit``);
-  - **fault** (no joint state for ``state_timeout``, NaN or infinity in the state or the torque):
+  - **enabled**: the law's torque, bounded by the guard (joint-limit guard, velocity guard from
+    0.9 x ``velocity_max``, per-joint saturation ``torque_limit``, which may not exceed the drives'
+    limit ``min(effort_max, drive_torque_limit)``: a larger value fails start-up with the reason);
+  - **fault** (no joint state for ``state_timeout``, NaN or infinity in the state or the torque,
+    an implausible joint state as above):
     latched until the next enable, logged with the reason; ``fault_behaviour: zero`` publishes
     zero effort *every cycle* (never the last torque), ``hold`` a low-gain PD + gravity hold of the
     last good position (gravity only while the state is invalid). A cycle that starts more than
@@ -90,7 +98,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 from std_srvs.srv import SetBool
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
-from ..control import GuardState, SafetyConfig, SafetyGuard, TrajectoryError
+from ..control import GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
@@ -236,6 +244,7 @@ class ControllerNode(Node):
 
         # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
+        self._monitor = JointStateMonitor(self.arm)
         self._state: tuple[float, Array, Array, Array | None] | None = None
         self._zero = np.zeros(n)
         self._zero_cycles = 0
@@ -420,6 +429,10 @@ class ControllerNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        problem = self._monitor.check(stamp if stamp > 0.0 else arrival, q)
+        if problem is not None:
+            self.guard.fault(problem)  # only while enabled; reported by the cycle below
         self._state = (arrival, q, dq, effort)
         if self._watchdog:
             self._timer.reset()
