@@ -130,7 +130,7 @@ def test_batch_round_trip(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     for i, q in enumerate(qs):
         mine = [r for r in rows if int(r["pose"]) == i]
-        assert mine and all(r["status"] == "ok" for r in mine)
+        assert mine and all(r["status"] == ("ok" if r["within_limits"] == "1" else "outside_limits") for r in mine)
         found = [np.array([float(r[f"q{j}"]) for j in range(1, 6)]) for r in mine]
         assert min(np.max(np.abs(f - q)) for f in found) < 1e-7
 

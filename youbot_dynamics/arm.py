@@ -12,16 +12,15 @@ inertia tensor about the centre of mass (URDF convention: ``ixy`` is the tensor 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
+from .fileio import load_yaml, yaml_number
 from .paths import config_path
 from .transforms import rpy_to_rotation, transform
 
@@ -143,11 +142,9 @@ def _vector(node: dict, key: str, where: str, n: int, *, positive: bool = False,
     if len(raw) != n:
         raise ArmDescriptionError(f"{path}: expected {n} values, got {len(raw)}")
     try:
-        arr = np.array([float(v) for v in raw])
-    except (TypeError, ValueError) as exc:
-        raise ArmDescriptionError(f"{path}: values must be numbers ({exc})") from None
-    if not np.all(np.isfinite(arr)):
-        raise ArmDescriptionError(f"{path}: values must be finite, got {raw}")
+        arr = np.array([yaml_number(v) for v in raw])
+    except ValueError as exc:
+        raise ArmDescriptionError(f"{path}: {exc}") from None
     if positive and np.any(arr <= 0):
         raise ArmDescriptionError(f"{path}: values must be > 0, got {raw}")
     if nonnegative and np.any(arr < 0):
@@ -158,11 +155,11 @@ def _vector(node: dict, key: str, where: str, n: int, *, positive: bool = False,
 def _scalar(node: dict, key: str, where: str, *, positive: bool = False) -> float:
     raw = _get(node, key, where)
     try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ArmDescriptionError(f"{where}.{key}: expected a number, got {raw!r}") from None
-    if not math.isfinite(value) or (positive and value <= 0):
-        raise ArmDescriptionError(f"{where}.{key}: expected a finite{' positive' if positive else ''} number, got {raw!r}")
+        value = yaml_number(raw)
+    except ValueError as exc:
+        raise ArmDescriptionError(f"{where}.{key}: {exc}") from None
+    if positive and value <= 0:
+        raise ArmDescriptionError(f"{where}.{key}: expected a positive number, got {raw!r}")
     return value
 
 
@@ -265,17 +262,13 @@ def arm_from_dict(doc: Any, source: str = "<memory>") -> ArmDescription:
 def load_arm(path: str | Path | None = None) -> ArmDescription:
     """Load and validate an arm description YAML (default: the package's ``config/youbot_arm.yaml``)."""
     path = Path(path) if path is not None else config_path("youbot_arm.yaml")
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ArmDescriptionError(f"cannot read arm description {path}: {exc}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ArmDescriptionError(f"{path}: malformed YAML: {exc}") from None
+    doc = load_yaml(path, ArmDescriptionError, "arm description")
     if not isinstance(doc, dict) or "arm" not in doc:
         raise ArmDescriptionError(f"{path}: missing top-level key 'arm'")
-    return arm_from_dict(doc["arm"], source=str(path))
+    try:
+        return arm_from_dict(doc["arm"], source=str(path))
+    except ArmDescriptionError as exc:
+        raise ArmDescriptionError(f"{path}: {exc}") from None
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,10 @@ Commands:
   demo [--robot sim|driver]      ``make demo``: kinematics, the simulator, and the main job
                                  (identify, regulate, track; youbot_dynamics.nodes.demo_job)
 
-Errors are a one-line reason on stderr and exit status 2 (bad input) or 1 (no solution).
+Exit status: 0 success, 1 no solution (a pose out of reach, no excitation within the limits),
+2 bad input: a one-line reason on stderr naming the file, line, key or option, no traceback
+(argparse's usage errors too). Output files are written atomically and never over an input
+(:mod:`.fileio`).
 """
 from __future__ import annotations
 
@@ -26,8 +29,10 @@ from typing import Sequence
 
 import numpy as np
 
+from .argtypes import positive_float
 from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
 from .dataio import DataFileError, read_csv_columns, write_csv
+from .fileio import check_output
 from .identification.excitation_cli import add_parser as add_excite_parser
 from .identification.identify_cli import add_parser as add_identify_parser
 from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
@@ -44,6 +49,9 @@ STATUS_TEXT = {
     IKStatus.ORIENTATION_UNREACHABLE: "orientation_unreachable",
     IKStatus.OUTSIDE_LIMITS: "outside_limits",
 }
+MAX_LINE_ROWS = 1_000_000  # rows of the CSV `line` writes (memory and time bounded: about 0.3 GB, a minute)
+EPILOG = ("exit status: 0 success; 1 no solution (pose out of reach, no excitation within the limits); "
+          "2 bad input (one-line reason naming the file, key or option)")
 
 
 class UsageError(Exception):
@@ -138,8 +146,9 @@ def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray
             ks = ks[[np.argmin(np.max(np.abs(batch.q[i, ks] - closest), axis=1))]]
         if ks.size == 0:
             rows.append([i, STATUS_TEXT[int(batch.status[i])], ""] + [""] * (arm.n_joints + 3))
-        for k in ks:
-            rows.append([i, "ok", BRANCHES[k], *batch.q[i, k], int(batch.within_limits[i, k]),
+        for k in ks:  # a solution outside the joint limits is listed but not "ok"
+            status = IKStatus.OK if batch.within_limits[i, k] else IKStatus.OUTSIDE_LIMITS
+            rows.append([i, STATUS_TEXT[status], BRANCHES[k], *batch.q[i, k], int(batch.within_limits[i, k]),
                          batch.position_error[i, k], batch.orientation_error[i, k]])
     write_csv(args.output, header, rows)
     failed = int(np.sum(batch.status != IKStatus.OK))
@@ -224,14 +233,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_line(args: argparse.Namespace) -> int:
+    """The line's CSV (``duration x sample_rate`` rows, at most :data:`MAX_LINE_ROWS`; the IK knots
+    are bounded by :func:`~.control.trajectory.cartesian_line`)."""
     from .control.trajectory import cartesian_line
 
     arm = _arm(args)
     q_start = arm.check_q(args.start, "--from")
     if len(args.pose) != 7:
         raise UsageError(f"line needs X Y Z QX QY QZ QW of the goal, got {len(args.pose)} numbers")
-    if not args.sample_rate > 0.0:
-        raise UsageError(f"--sample-rate must be positive, got {args.sample_rate}")
+    if args.duration * args.sample_rate > MAX_LINE_ROWS:
+        raise UsageError(f"--duration {args.duration:g} s x --sample-rate {args.sample_rate:g}/s would write more than "
+                         f"{MAX_LINE_ROWS} rows: shorten the line or lower the rate")
     trajectory = cartesian_line(arm, q_start, _target(args.pose), args.duration, rate=args.ik_rate)
     t = np.linspace(0.0, trajectory.duration, int(np.ceil(trajectory.duration * args.sample_rate)) + 1)
     samples = [trajectory.sample(ti) for ti in t]
@@ -277,7 +289,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="youbot-dynamics", description="youBot arm kinematics and dynamics tools.")
+    parser = argparse.ArgumentParser(prog="youbot-dynamics", description="youBot arm kinematics and dynamics tools.",
+                                     epilog=EPILOG)
     parser.add_argument("--arm", help="arm description YAML (default: the package's config/youbot_arm.yaml)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -285,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     fk.add_argument("q", nargs="*", type=float, metavar="Q", help="joint angles q1..q5 [rad], driver convention")
     fk.add_argument("--input", help="CSV with columns q1..q5 (batch)")
     fk.add_argument("--output", help="CSV to write: q1..q5, x, y, z, qx, qy, qz, qw")
-    fk.set_defaults(func=cmd_fk)
+    fk.set_defaults(func=cmd_fk, inputs=("input",), outputs=("output",))
 
     ik = sub.add_parser("ik", help="inverse kinematics: every configuration reaching a tool pose")
     ik.add_argument("pose", nargs="*", type=float, metavar="V", help="X Y Z [m] QX QY QZ QW (unit quaternion)")
@@ -295,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace an unreachable orientation by the nearest reachable one and report the angle")
     ik.add_argument("--input", help="CSV with columns x, y, z, qx, qy, qz, qw (batch)")
     ik.add_argument("--output", help="CSV to write: one row per solution (pose index, status, branch, q, ...)")
-    ik.set_defaults(func=cmd_ik)
+    ik.set_defaults(func=cmd_ik, inputs=("input",), outputs=("output",))
 
     urdf = sub.add_parser("urdf", help="print (or write) the URDF generated from the arm description")
     urdf.add_argument("--xacro", action="store_true",
@@ -304,13 +317,13 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--write", action="store_true",
                        help="write the package's urdf/youbot_arm.urdf and urdf/youbot_arm.urdf.xacro")
     group.add_argument("--output", help="write to this file")
-    urdf.set_defaults(func=cmd_urdf)
+    urdf.set_defaults(func=cmd_urdf, outputs=("output",))
 
     upstream = sub.add_parser("import-upstream-inertials",
                               help="convert the youbot_description inertials into the DH link frames")
     upstream.add_argument("--upstream", help="upstream description YAML (default config/youbot_description_upstream.yaml)")
     upstream.add_argument("--write", action="store_true", help="replace the links block of the arm description")
-    upstream.set_defaults(func=cmd_import_upstream)
+    upstream.set_defaults(func=cmd_import_upstream, inputs=("upstream",))
 
     base = sub.add_parser("base-params", help="the base (identifiable) parameters of the dynamic model")
     base.add_argument("--structure", choices=["inertial", "rotor", "full"], default="full",
@@ -326,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="use a model that fails the consistency check against the arm description (mass "
                          "matrix not positive definite, negative friction or mass, another chain or gravity) with "
                          "a warning instead of refusing it (exit 2)")
-    predict.set_defaults(func=cmd_predict)
+    predict.set_defaults(func=cmd_predict, inputs=("params", "input"), outputs=("output",))
 
     nominal = sub.add_parser("nominal-model", help="print (or write) the nominal model file")
     nominal.add_argument("--write", action="store_true", help="write config/youbot_nominal_model.yaml")
@@ -339,12 +352,13 @@ def build_parser() -> argparse.ArgumentParser:
     line.add_argument("pose", nargs="*", type=float, metavar="V", help="goal: X Y Z [m] QX QY QZ QW")
     line.add_argument("--from", dest="start", nargs=5, type=float, required=True, metavar="Q",
                       help="start joint angles [rad] (the line starts at their tool pose)")
-    line.add_argument("--duration", type=float, required=True, help="[s], rest to rest")
+    line.add_argument("--duration", type=positive_float, required=True, help="[s], rest to rest")
     line.add_argument("--output", "-o", required=True, help="CSV file to write")
-    line.add_argument("--sample-rate", type=float, default=100.0, help="rows per second of the CSV (default 100)")
-    line.add_argument("--ik-rate", type=float, default=100.0, help="IK samples per second along the line "
+    line.add_argument("--sample-rate", type=positive_float, default=100.0,
+                      help="rows per second of the CSV (default 100)")
+    line.add_argument("--ik-rate", type=positive_float, default=100.0, help="IK samples per second along the line "
                       "(the trajectory's knots; default 100)")
-    line.set_defaults(func=cmd_line)
+    line.set_defaults(func=cmd_line, outputs=("output",))
 
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
     demo.add_argument("--robot", choices=("sim", "driver"), default="sim",
@@ -356,10 +370,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: every output of the command (its ``outputs`` defaults; ``folder_outputs``:
+    folders) can be written and is none of its inputs (``inputs`` defaults and ``--arm``)."""
+    inputs: list[str] = [args.arm] if args.arm else []
+    for dest in getattr(args, "inputs", ()):
+        value = getattr(args, dest, None)
+        inputs += value if isinstance(value, list) else [value] if value else []
+    for dest in (*getattr(args, "outputs", ()), *getattr(args, "folder_outputs", ())):
+        path = getattr(args, dest, None)
+        if path is not None:
+            check_output(path, inputs, f"--{dest}", folder=dest in getattr(args, "folder_outputs", ()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command (module docstring); the package's input errors (``ValueError`` subclasses:
+    arm description, data, model, trajectory and output files, bad values) and ``OSError`` are a
+    one-line message and exit 2, any other exception propagates (a bug, with its traceback)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _check_outputs(args)
         return int(args.func(args))
     except IKError as exc:
         print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)

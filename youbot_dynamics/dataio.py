@@ -1,13 +1,19 @@
-"""Reading and writing the CSV files of the command-line tool (header row, one sample per row)."""
+"""Reading and writing the CSV files of the command-line tool (header row, one sample per row).
+
+Files are UTF-8 (a leading byte-order mark is accepted); binary data are refused naming the file.
+Writing is atomic (:func:`~youbot_dynamics.fileio.atomic_writer`).
+"""
 from __future__ import annotations
 
 import csv
 import math
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
+
+from .fileio import TEXT_ENCODING, atomic_writer
 
 __all__ = ["DataFileError", "read_csv_header", "read_csv_columns", "write_csv"]
 
@@ -20,20 +26,27 @@ def read_csv_header(path: str | Path) -> list[str]:
     """The column names of a CSV file (its first row, stripped); :class:`DataFileError` if unreadable or empty."""
     path = Path(path)
     try:
-        with path.open(newline="") as handle:
+        with path.open(newline="", encoding=TEXT_ENCODING) as handle:
             header = next(csv.reader(handle), None)
     except OSError as exc:
         raise DataFileError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise _not_text(path, exc) from None
     if header is None:
         raise DataFileError(f"{path}: empty file (expected a header row)")
     return [h.strip() for h in header]
+
+
+def _not_text(path: Path, exc: UnicodeDecodeError) -> DataFileError:
+    return DataFileError(f"{path}: not a UTF-8 text CSV file (undecodable byte 0x{exc.object[exc.start]:02x})")
 
 
 def _clean_columns(path: Path, index: Sequence[int]) -> NDArray[np.float64] | None:
     """The columns ``index`` by numpy's C parser (fast) if the file is clean: every row complete,
     numeric and finite. ``None`` otherwise; the row-by-row reader then names the problem."""
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=index, ndmin=2, dtype=float, comments=None)
+        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=index, ndmin=2, dtype=float, comments=None,
+                          encoding=TEXT_ENCODING)
     except (ValueError, IndexError):
         return None
     return data if data.shape[0] and np.isfinite(data).all() else None
@@ -47,45 +60,53 @@ def read_csv_columns(path: str | Path, columns: Sequence[str]) -> NDArray[np.flo
     """
     path = Path(path)
     try:
-        handle = path.open(newline="")
+        handle = path.open(newline="", encoding=TEXT_ENCODING)
     except OSError as exc:
         raise DataFileError(f"cannot read {path}: {exc.strerror}") from None
-    with handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise DataFileError(f"{path}: empty file (expected a header row with {', '.join(columns)})")
-        header = [h.strip() for h in header]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataFileError(f"{path}: missing column(s) {', '.join(missing)} (header: {', '.join(header)})")
-        index = [header.index(c) for c in columns]
-        fast = _clean_columns(path, index)
-        if fast is not None:
-            return fast
-        rows = []
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not cell.strip() for cell in row):
-                continue
-            values = []
-            for name, i in zip(columns, index):
-                cell = row[i].strip() if i < len(row) else ""
-                try:
-                    value = float(cell)
-                except ValueError:
-                    raise DataFileError(f"{path}:{line_no}: column {name}: not a number: {cell!r}") from None
-                if not math.isfinite(value):
-                    raise DataFileError(f"{path}:{line_no}: column {name}: non-finite value {cell!r}")
-                values.append(value)
-            rows.append(values)
+    try:
+        with handle:
+            return _read_columns(path, handle, columns)
+    except UnicodeDecodeError as exc:
+        raise _not_text(path, exc) from None
+
+
+def _read_columns(path: Path, handle: Any, columns: Sequence[str]) -> NDArray[np.float64]:
+    """:func:`read_csv_columns` on an open ``handle``."""
+    reader = csv.reader(handle)
+    header = next(reader, None)
+    if header is None:
+        raise DataFileError(f"{path}: empty file (expected a header row with {', '.join(columns)})")
+    header = [h.strip() for h in header]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataFileError(f"{path}: missing column(s) {', '.join(missing)} (header: {', '.join(header)})")
+    index = [header.index(c) for c in columns]
+    fast = _clean_columns(path, index)
+    if fast is not None:
+        return fast
+    rows = []
+    for line_no, row in enumerate(reader, start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        values = []
+        for name, i in zip(columns, index):
+            cell = row[i].strip() if i < len(row) else ""
+            try:
+                value = float(cell)
+            except ValueError:
+                raise DataFileError(f"{path}:{line_no}: column {name}: not a number: {cell!r}") from None
+            if not math.isfinite(value):
+                raise DataFileError(f"{path}:{line_no}: column {name}: non-finite value {cell!r}")
+            values.append(value)
+        rows.append(values)
     if not rows:
         raise DataFileError(f"{path}: no data rows")
     return np.asarray(rows, dtype=float)
 
 
 def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
-    """Write a CSV file; floats are written with full (repr) precision."""
-    with Path(path).open("w", newline="") as handle:
+    """Write a CSV file atomically; floats are written with full (repr) precision."""
+    with atomic_writer(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for row in rows:

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .arm import ArmDescription
+from .fileio import atomic_write_text
 from .urdf import REGENERATE_COMMAND, URDF_FILE_NAME, _num, _origin, default_urdf_path
 
 __all__ = [
@@ -217,5 +218,5 @@ def write_xacro(arm: ArmDescription, path: str | Path | None = None) -> Path:
     """Write :func:`generate_xacro` of ``arm`` to ``path`` (default :func:`default_xacro_path`); returns the path."""
     path = Path(path) if path is not None else default_xacro_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(generate_xacro(arm))
+    atomic_write_text(path, generate_xacro(arm))
     return path

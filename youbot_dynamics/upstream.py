@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
-from .arm import ArmDescription, ArmDescriptionError, LinkInertial, inertia_matrix
+from .arm import ArmDescription, ArmDescriptionError, LinkInertial, _get, _link_inertial, _vector
+from .fileio import atomic_write_text, load_yaml, read_text
 from .kinematics import link_frames
 from .paths import config_path
 from .transforms import invert_transform, rot_z, rpy_to_rotation, transform
@@ -48,16 +48,25 @@ class UpstreamArm:
 
 
 def load_upstream(path: str | Path | None = None) -> UpstreamArm:
-    """Read ``config/youbot_description_upstream.yaml``."""
+    """Read and check ``config/youbot_description_upstream.yaml`` (the arm description's checks of
+    numbers and inertials); :class:`ArmDescriptionError` naming the file and the key."""
     path = Path(path) if path is not None else config_path("youbot_description_upstream.yaml")
-    doc = yaml.safe_load(path.read_text())["upstream"]
-    origins = tuple(transform(rpy_to_rotation(j["rpy"]), j["xyz"]) for j in doc["joints"])
-    axes = tuple(np.asarray(j["axis"], dtype=float) for j in doc["joints"])
-    links = tuple(
-        LinkInertial(mass=float(l["mass"]), com=np.asarray(l["com"], dtype=float), inertia=inertia_matrix(l["inertia"]))
-        for l in doc["links"]
-    )
-    return UpstreamArm(origins, axes, links)
+    doc = load_yaml(path, ArmDescriptionError, "upstream description")
+    try:
+        if not isinstance(doc, dict):
+            raise ArmDescriptionError("missing top-level key 'upstream'")
+        up = _get(doc, "upstream", "top level")
+        joints, links = (_get(up, key, "upstream") for key in ("joints", "links"))
+        if not isinstance(joints, list) or not isinstance(links, list) or not joints or len(joints) != len(links):
+            raise ArmDescriptionError("upstream.joints, upstream.links: expected two lists of one entry per joint")
+        where = [f"upstream.joints[{i}]" for i in range(len(joints))]
+        origins = tuple(transform(rpy_to_rotation(_vector(j, "rpy", w, 3)), _vector(j, "xyz", w, 3))
+                        for j, w in zip(joints, where))
+        axes = tuple(_vector(j, "axis", w, 3) for j, w in zip(joints, where))
+        inertials = tuple(_link_inertial(node, f"upstream.links[{i}]") for i, node in enumerate(links))
+    except ArmDescriptionError as exc:
+        raise ArmDescriptionError(f"{path}: {exc}") from None
+    return UpstreamArm(origins, axes, inertials)
 
 
 def _axis_rotation(axis: Array, angle: Array) -> Array:
@@ -138,10 +147,10 @@ def links_yaml_block(links: list[LinkInertial]) -> str:
 
 
 def write_links_block(path: str | Path, links: list[LinkInertial]) -> None:
-    """Replace the ``  links:`` block (the last key of the file) of an arm description YAML."""
+    """Replace the ``  links:`` block (the last key of the file) of an arm description YAML (atomically)."""
     path = Path(path)
-    text = path.read_text()
+    text = read_text(path, ArmDescriptionError, "arm description")
     marker = "\n  links:\n"
     if marker not in text:
         raise ArmDescriptionError(f"{path}: no '  links:' block to replace")
-    path.write_text(text[: text.index(marker) + 1] + links_yaml_block(links))
+    atomic_write_text(path, text[: text.index(marker) + 1] + links_yaml_block(links))

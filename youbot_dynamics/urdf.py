@@ -28,6 +28,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from .arm import ArmDescription
+from .fileio import atomic_write_text
 from .paths import share_directory
 from .transforms import rotation_to_rpy
 
@@ -247,5 +248,5 @@ def write_urdf(arm: ArmDescription, path: str | Path | None = None) -> Path:
     """Write :func:`generate_urdf` of ``arm`` to ``path`` (default :func:`default_urdf_path`); returns the path."""
     path = Path(path) if path is not None else default_urdf_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(generate_urdf(arm))
+    atomic_write_text(path, generate_urdf(arm))
     return path

@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
+from ..fileio import atomic_write_text, load_yaml, yaml_number
 from .base_parameters import compute_base_parameters
 from .chain import DHChain
 from .model import DynamicModel
@@ -87,10 +88,11 @@ def model_to_dict(model: DynamicModel, description: str = "", standard: Any = No
 
 def save_model(path: str | Path, model: DynamicModel, description: str = "", standard: Any = None,
                relative_std: Any = None, identification: Mapping[str, Any] | None = None) -> None:
-    """Write ``model`` as YAML (full float precision); optional keys as in :func:`model_to_dict`."""
+    """Write ``model`` as YAML (full float precision, atomically: :func:`~youbot_dynamics.fileio.atomic_writer`);
+    optional keys as in :func:`model_to_dict`."""
     text = yaml.safe_dump(model_to_dict(model, description, standard, relative_std, identification), sort_keys=False,
                           width=120, default_flow_style=None)
-    Path(path).write_text(text)
+    atomic_write_text(path, text)
 
 
 def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[float]:
@@ -100,9 +102,9 @@ def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[flo
     if not isinstance(raw, list) or (n is not None and len(raw) != n):
         raise ModelFileError(f"{where}.{key}: expected a list of {n if n is not None else 'numbers'} values")
     try:
-        values = [float(v) for v in raw]
-    except (TypeError, ValueError):
-        raise ModelFileError(f"{where}.{key}: values must be numbers") from None
+        values = [yaml_number(v, finite=False) for v in raw]
+    except ValueError as exc:
+        raise ModelFileError(f"{where}.{key}: values must be numbers ({exc})") from None
     if not all(math.isfinite(v) for v in values):
         raise ModelFileError(f"{where}.{key}: values must be finite")
     return values
@@ -111,19 +113,14 @@ def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[flo
 def load_model(path: str | Path) -> DynamicModel:
     """Read and check a model file; returns the :class:`DynamicModel` it describes."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ModelFileError(f"cannot read model file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ModelFileError(f"{path}: malformed YAML: {exc}") from None
+    doc = load_yaml(path, ModelFileError, "model file")
     if not isinstance(doc, dict) or ROOT not in doc or not isinstance(doc[ROOT], dict):
         raise ModelFileError(f"{path}: missing top-level key '{ROOT}'")
     doc = doc[ROOT]
     if doc.get("format_version") != FORMAT_VERSION:
         raise ModelFileError(f"{path}: format_version: expected {FORMAT_VERSION}, got {doc.get('format_version')!r}")
     chain_doc = doc.get("chain")
-    a = _numbers(chain_doc, "a", "chain")
+    a = _numbers(chain_doc, "a", f"{path}: chain")
     n = len(a)
     try:
         chain = DHChain.create(a, _numbers(chain_doc, "alpha", "chain", n), _numbers(chain_doc, "d", "chain", n),
@@ -143,7 +140,8 @@ def load_model(path: str | Path) -> DynamicModel:
     if names != list(base.names):
         raise ModelFileError(f"{path}: base_parameters: the names do not match the {structure.value} model of this "
                              f"chain (expected {len(base.names)}: {', '.join(base.names)})")
-    values = _numbers({"value": [e["value"] for e in entries]}, "value", "base_parameters", base.count)
+    values = _numbers({"value": [e["value"] for e in entries]}, "value", f"{path}: base_parameters",
+                      base.count)
     return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path))
 
 

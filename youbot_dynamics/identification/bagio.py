@@ -16,13 +16,15 @@ before it are intact. This relies on ``rosbags`` internals (``Writer.storage``,
 rosbags 0.11.
 
 Reading (:func:`read_joint_states`): a rosbag2 folder (MCAP or sqlite3 storage), or a bare
-``.mcap`` / ``.db3`` file, into a :class:`~.dataset.Dataset`. The time of a sample is the
+``.mcap`` / ``.db3`` file, into a :class:`~.dataset.Dataset`; a corrupted file is a
+:class:`~..dataio.DataFileError` naming it. The time of a sample is the
 message's ``header.stamp`` (the bag's receive time when the stamps are zero); joints are picked by
 name, so messages may hold other joints (gripper) in any order.
 """
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +41,8 @@ Array = NDArray[np.float64]
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 BAG_VERSION = 8  # rosbag2 metadata version written (as rosbag2 of ROS 2 Iron/Jazzy writes; string QoS profiles)
+# what rosbags' MCAP / CDR decoding raises on corrupted bytes (lengths past the end, bad UTF-8, absurd sizes)
+CORRUPT_DATA = (ValueError, OverflowError, IndexError, KeyError, EOFError, struct.error, MemoryError)
 MAX_PENDING_CHUNK = 2**19  # flush before rosbags closes a chunk by itself (at 1 MiB) where we cannot control it
 
 
@@ -185,8 +189,8 @@ def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None
             if any(c.msgtype != JOINT_STATE for c in connections):
                 raise DataFileError(f"{path}: {topic} is not {JOINT_STATE}")
             rows = [(stamp, reader.deserialize(raw, c.msgtype)) for c, stamp, raw in reader.messages(connections)]
-    except (AnyReaderError, ReaderError, OSError) as exc:
-        raise DataFileError(f"cannot read the bag {path}: {exc}") from None
+    except (AnyReaderError, ReaderError, OSError, *CORRUPT_DATA) as exc:
+        raise DataFileError(f"cannot read the bag {path}: {type(exc).__name__}: {exc} (corrupted file?)") from None
     if not rows:
         raise DataFileError(f"{path}: no messages on {topic}")
     return _dataset(path, rows, joint_names, n_joints)

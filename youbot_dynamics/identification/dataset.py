@@ -7,6 +7,11 @@ convention ``tau_e = M q'' + C q' + G + Ia q'' + fv q' + fc sign(q') + f0``.
 
 CSV columns: ``t, q1..qn, dq1..dqn, tau1..taun`` with ``dq`` and ``ddq1..ddqn`` optional (extra
 columns are ignored). Every check names the sample and the joint at fault.
+
+:func:`check_plausible` refuses a recording that cannot come from the arm (positions in degrees,
+say): more than :data:`MAX_OUTLIERS` samples of a joint farther than :data:`POSITION_MARGIN` rad
+beyond its position limits, or with a recorded speed above :data:`VELOCITY_FACTOR` times its
+velocity limit.
 """
 from __future__ import annotations
 
@@ -17,12 +22,17 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from ..arm import ArmDescription
 from ..dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
 
 __all__ = ["IdentificationError", "Dataset", "joint_columns", "read_csv_dataset", "write_csv_dataset",
-           "load_dataset"]
+           "load_dataset", "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS"]
 
 Array = NDArray[np.float64]
+
+POSITION_MARGIN = 0.2  # [rad] beyond a position limit that a recorded angle may lie (calibration, overshoot)
+VELOCITY_FACTOR = 2.0  # a recorded speed may reach this multiple of the velocity limit (noise, spikes)
+MAX_OUTLIERS = 5  # samples per joint allowed beyond either bound (glitches) before the recording is refused
 
 
 class IdentificationError(ValueError):
@@ -73,7 +83,8 @@ class Dataset:
         if bad.size:
             k = int(bad[0]) + 1
             what = "repeats" if steps[k - 1] == 0 else "goes backwards"
-            raise IdentificationError(f"{self.source}: time {what} at sample {k}: t = {t[k]!r} s after {t[k - 1]!r} s "
+            raise IdentificationError(f"{self.source}: time {what} at sample {k}: t = {float(t[k])!r} s after "
+                                      f"{float(t[k - 1])!r} s "
                                       f"({bad.size} such samples)")
 
     def _check_finite(self, name: str, arr: Array) -> None:
@@ -147,3 +158,23 @@ def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | N
     from .bagio import read_joint_states
 
     return read_joint_states(path, joint_names, topic, n_joints)
+
+
+def check_plausible(data: Dataset, arm: ArmDescription) -> None:
+    """:class:`IdentificationError` unless ``data`` could be a recording of ``arm`` in SI units
+    (module docstring): names the file, the column, the first bad value and its sample."""
+    checks = [("q", data.q, arm.position_min - POSITION_MARGIN, arm.position_max + POSITION_MARGIN,
+               f"{POSITION_MARGIN:g} rad beyond the joint limits")]
+    if data.dq is not None:
+        bound = VELOCITY_FACTOR * arm.velocity_max
+        checks.append(("dq", data.dq, -bound, bound, f"above {VELOCITY_FACTOR:g} x the velocity limits"))
+    for prefix, values, low, high, what in checks:
+        outside = (values < low) | (values > high)
+        for j in np.flatnonzero(outside.sum(axis=0) > MAX_OUTLIERS):
+            k = int(np.flatnonzero(outside[:, j])[0])
+            unit = "rad" if prefix == "q" else "rad/s"
+            raise IdentificationError(
+                f"{data.source}: column {prefix}{j + 1}: {values[k, j]:.6g} {unit} at sample {k} "
+                f"(t = {data.t[k]:.6g} s) "
+                f"and {int(outside[:, j].sum())} samples {what} [{low[j]:.3g}, {high[j]:.3g}] {unit}: the data "
+                f"are not from this arm or not in SI units (degrees instead of radians?)")

@@ -56,6 +56,7 @@ CLEARANCE_SMOOTHING = 0.01  # [m] soft minimum of the clearance constraint (clea
 CRITERION_TOLERANCE = 1e-3  # SLSQP ftol: stop when the criterion (log cond) improves less
 COBYLA_EVALUATIONS_PER_ITERATION = 20  # COBYLA's budget: criterion evaluations per allowed iteration
 WAYPOINT_SAMPLE_RATE = 20.0  # [1/s] regressor samples of a point-to-point schedule
+MIN_RANDOM_POINTS = 2  # one point is a move out and back along one line: rank-deficient regressor (cond inf)
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,13 @@ def random_points_excitation(arm: ArmDescription, n_points: int = 10, *, q_start
                              structure: str = "full", seed: int = 0, dwell: float = 1.0,
                              margins: Margins = Margins(), obstacles: Obstacles = YOUBOT_OBSTACLES) -> ExcitationResult:
     """The seed's method (:func:`~.waypoints.random_configurations`) with its condition number on
-    :data:`WAYPOINT_SAMPLE_RATE` samples per second."""
+    :data:`WAYPOINT_SAMPLE_RATE` samples per second. ``ValueError`` for fewer than
+    :data:`MIN_RANDOM_POINTS` points; :class:`ExcitationError` if the schedule leaves a base
+    parameter unexcited (infinite condition number)."""
+    if n_points < MIN_RANDOM_POINTS:
+        raise ValueError(f"random-points excitation needs at least {MIN_RANDOM_POINTS} configurations, got {n_points} "
+                         f"(one is a move out and back along a single line, which cannot excite every base parameter: "
+                         f"infinite condition number)")
     t0 = time.perf_counter()
     limits = MotionLimits(arm, margins, obstacles)
     trajectory = random_configurations(arm, n_points, seed, q_start=q_start, margins=margins, obstacles=obstacles,
@@ -286,6 +293,9 @@ def random_points_excitation(arm: ArmDescription, n_points: int = 10, *, q_start
     model = regressor_model(arm, structure)
     samples = math.ceil(WAYPOINT_SAMPLE_RATE * trajectory.duration)
     cond = trajectory_condition_number(model, trajectory, samples)
+    if not math.isfinite(cond):
+        raise ExcitationError(f"the {n_points} random configurations (seed {seed}) leave a base parameter unexcited "
+                              f"(condition number {cond}): use more points or another seed")
     return ExcitationResult(trajectory, cond, None, limits, achieved_margins(limits, trajectory),
                             model.base.structure.value, model.base.count, samples, "random-points", seed, None, 0,
                             time.perf_counter() - t0)

@@ -7,7 +7,8 @@
 (T = 10 s, K = 5 by default); ``random-points``: the seed's method,
 :func:`.excitation.random_points_excitation`. Prints the condition number, the limits used and
 the margins achieved (``--json``: the whole design report). Exit status 1 when no trajectory
-within the limits is found, 2 on bad input.
+within the limits is found, 2 on bad input (``--points`` below 2, a ``--out`` that cannot be
+written: checked before the design).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..argtypes import nonnegative_float, positive_float, positive_int
 from ..arm import default_arm, load_arm
 
 __all__ = ["add_parser", "cmd_excite", "summary_lines"]
@@ -31,18 +33,21 @@ DEFAULT_DWELL = 1.0
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``excite`` subcommand."""
     from .criterion import CRITERIA
-    from .excitation import OPTIMIZERS
+    from .excitation import MIN_RANDOM_POINTS, OPTIMIZERS
 
     p = subparsers.add_parser("excite", help="design an excitation trajectory for identification")
     p.add_argument("--out", required=True, metavar="TRAJ.yaml", help="trajectory file to write")
     p.add_argument("--method", choices=("fourier", "random-points"), default="fourier",
                    help="fourier: optimised periodic trajectory (default); random-points: random configurations "
                    "visited point to point (the seed's method)")
-    p.add_argument("--duration", type=float, metavar="T", help=f"period [s] (fourier, default {DEFAULT_DURATION:g})")
-    p.add_argument("--harmonics", type=int, metavar="K", help=f"harmonics (fourier, default {DEFAULT_HARMONICS})")
-    p.add_argument("--points", type=int, metavar="N", help=f"configurations (random-points, default {DEFAULT_POINTS})")
-    p.add_argument("--dwell", type=float, metavar="S", help=f"rest at each configuration [s] (random-points, default "
-                   f"{DEFAULT_DWELL:g})")
+    p.add_argument("--duration", type=positive_float, metavar="T",
+                   help=f"period [s] (fourier, default {DEFAULT_DURATION:g})")
+    p.add_argument("--harmonics", type=positive_int, metavar="K",
+                   help=f"harmonics (fourier, default {DEFAULT_HARMONICS})")
+    p.add_argument("--points", type=positive_int, metavar="N", help=f"configurations (random-points, at least "
+                   f"{MIN_RANDOM_POINTS}, default {DEFAULT_POINTS})")
+    p.add_argument("--dwell", type=nonnegative_float, metavar="S",
+                   help=f"rest at each configuration [s] (random-points, default {DEFAULT_DWELL:g})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--start", nargs="+", type=float, metavar="Q", help="start and end configuration q1..q5 [rad] "
                    "(default: the middle of the joint ranges)")
@@ -51,10 +56,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=OPTIMIZERS[0], help="fourier: SciPy method")
     p.add_argument("--criterion", choices=CRITERIA, default=CRITERIA[0],
                    help="fourier: minimise the condition number (default) or maximise log det")
-    p.add_argument("--max-iterations", type=int, default=100, help="fourier: iterations per optimiser run")
-    p.add_argument("--max-time", type=float, metavar="S", help="fourier: stop the optimiser after S seconds")
+    p.add_argument("--max-iterations", type=positive_int, default=100, help="fourier: iterations per optimiser run")
+    p.add_argument("--max-time", type=positive_float, metavar="S", help="fourier: stop the optimiser after S seconds")
     p.add_argument("--json", action="store_true", help="print the design report as JSON")
-    p.set_defaults(func=cmd_excite)
+    p.set_defaults(func=cmd_excite, outputs=("out",))  # checked writable before the design
     return p
 
 

@@ -12,7 +12,10 @@ with the relative standard deviations and a summary of the identification. Valid
 identification data themselves; the nominal model is the baseline. ``--report DIR`` writes
 ``report.json`` and the plots (:mod:`.report`). An identified model that fails the consistency check
 of ``predict`` and the controllers (:mod:`..dynamics.consistency`) is still written, with a warning
-on stderr and under ``consistency`` in its ``identification`` block and the report. The steps are those of :mod:`.pipeline`, which the
+on stderr and under ``consistency`` in its ``identification`` block and the report. Recordings
+that cannot come from the arm (positions in degrees, :func:`.dataset.check_plausible`) are refused;
+the model file and the report are written atomically and together (none if one fails), never over
+an input. The steps are those of :mod:`.pipeline`, which the
 identification node runs too.
 """
 from __future__ import annotations
@@ -22,7 +25,9 @@ import sys
 import time
 from typing import Any, Sequence
 
+from ..argtypes import nonnegative_float, positive_float, positive_int
 from ..arm import default_arm, load_arm
+from ..fileio import output_group
 from .estimation import METHODS
 
 __all__ = ["add_parser", "cmd_identify"]
@@ -41,15 +46,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="DIR", help="write report.json and PNG plots into this folder")
     p.add_argument("--structure", choices=["inertial", "rotor", "full"], default="full",
                    help="model terms: links only; + rotor inertia; + viscous, Coulomb and offset friction (default)")
-    p.add_argument("--cutoff", type=float, default=10.0, metavar="HZ", help="low-pass cutoff of the parallel filter "
+    p.add_argument("--cutoff", type=positive_float, default=10.0, metavar="HZ",
+                   help="low-pass cutoff of the parallel filter "
                    "(default 10)")
-    p.add_argument("--order", type=int, default=4, help="Butterworth order (default 4)")
-    p.add_argument("--decimate", type=int, metavar="K", help="keep every K-th sample (default: automatic)")
-    p.add_argument("--coulomb-threshold", type=float, default=0.05, metavar="RAD_S",
+    p.add_argument("--order", type=positive_int, default=4, help="Butterworth order (default 4)")
+    p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample (default: automatic)")
+    p.add_argument("--coulomb-threshold", type=nonnegative_float, default=0.05, metavar="RAD_S",
                    help="leave out rows of joints slower than this (default 0.05 rad/s)")
-    p.add_argument("--period", type=float, metavar="S", help="average the identification data over periods of S s")
+    p.add_argument("--period", type=positive_float, metavar="S",
+                   help="average the identification data over periods of S s")
     p.add_argument("--topic", default="/joint_states", help="JointState topic in bags (default /joint_states)")
-    p.set_defaults(func=cmd_identify)
+    p.set_defaults(func=cmd_identify, inputs=("data", "validate"), outputs=("out",),
+                   folder_outputs=("report",))
     return p
 
 
@@ -70,11 +78,12 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     run = identify(load(args.data), load(args.validate), arm, method=args.method, structure=args.structure,
                    options=options, progress=ProgressBar)
-    write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "
-                  f"{', '.join(map(str, args.data))}",
-                  report=args.report,
-                  summary={"data": [str(p) for p in args.data], "validation_data": [str(p) for p in args.validate]},
-                  report_extra={"total_time_s": time.perf_counter() - start})
+    with output_group():  # the model file and the report appear together or not at all
+        write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "
+                      f"{', '.join(map(str, args.data))}",
+                      report=args.report,
+                      summary={"data": [str(p) for p in args.data], "validation_data": [str(p) for p in args.validate]},
+                      report_extra={"total_time_s": time.perf_counter() - start})
     print("\n".join(summary_lines(run, parameters=True)))
     print(f"wrote {args.out}" + (f" and the report in {args.report}" if args.report else ""))
     sys.stdout.flush()

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from ..arm import ArmDescription
 from ..dynamics.consistency import ModelReport, assess_model, check_model
 from ..dynamics.model import DynamicModel
-from .dataset import Dataset, IdentificationError
+from .dataset import Dataset, IdentificationError, check_plausible
 from .estimation import IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, validate
@@ -136,6 +136,8 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     averages the identification data only; the held-out data are processed without it."""
     if not train:
         raise IdentificationError("no identification data")
+    for data in (*train, *held):  # positions in degrees and the like: refused before any work
+        check_plausible(data, arm)
     nominal, prior, baseline_beta, label = reference_models(arm, structure, baseline)
     train_obs = observations(train, nominal, options, progress)
     bar = progress(f"estimating ({method})")

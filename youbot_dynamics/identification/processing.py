@@ -60,6 +60,21 @@ class ProcessingOptions:
     max_jitter: float = 0.01
     max_gap: float = 5.0
 
+    def __post_init__(self) -> None:
+        """:class:`IdentificationError` naming an option out of range: integers ``order``,
+        ``decimation`` >= 1; frequencies, ``period``, ``max_jitter``, ``max_gap`` finite and > 0;
+        ``coulomb_threshold`` finite and >= 0."""
+        for name in ("order", "decimation"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise IdentificationError(f"processing option {name}: expected a positive integer, got {value!r}")
+        for name in ("cutoff_hz", "derivative_cutoff_hz", "period", "max_jitter", "max_gap", "coulomb_threshold"):
+            value = getattr(self, name)
+            zero_ok = name == "coulomb_threshold"
+            if value is not None and not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+                raise IdentificationError(f"processing option {name}: expected a finite "
+                                          f"{'non-negative' if zero_ok else 'positive'} number, got {value!r}")
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -174,8 +189,8 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
     for frequency in (cutoff, d_cutoff):
         _check_cutoff(frequency, fs)
     k = options.decimation or max(1, int(math.floor(fs / (4 * cutoff) + 1e-6)))
-    if k < 1 or fs / k < 2 * cutoff:
-        raise IdentificationError(f"decimation by {k} leaves {fs / max(k, 1):.4g} Hz, less than twice the filter "
+    if fs / k < 2 * cutoff:
+        raise IdentificationError(f"decimation by {k} leaves {fs / k:.4g} Hz, less than twice the filter "
                                   f"cutoff {cutoff:g} Hz: the decimated data would alias")
     edge = int(math.ceil(EDGE_PERIODS * fs / min(cutoff, d_cutoff)))
     n, b = model.n_joints, model.base.count

@@ -5,6 +5,8 @@ the identification data:
 
 * ``torques.png``: measured and predicted (identified and baseline) torque per joint;
 * ``residuals.png``: measured minus predicted torque per joint.
+
+Every file is written atomically (:mod:`youbot_dynamics.fileio`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from ..fileio import atomic_write_text, atomic_writer
 from .processing import Observation
 
 __all__ = ["ProgressBar", "write_json", "plot_torques"]
@@ -56,7 +59,7 @@ class ProgressBar:
 
 
 def write_json(path: str | Path, report: dict[str, Any]) -> None:
-    """Write ``report`` (plain data) as indented JSON; non-finite numbers become ``null``."""
+    """Write ``report`` (plain data) as indented JSON, atomically; non-finite numbers become ``null``."""
 
     def clean(value: Any) -> Any:
         if isinstance(value, dict):
@@ -67,7 +70,7 @@ def write_json(path: str | Path, report: dict[str, Any]) -> None:
             return None
         return value
 
-    Path(path).write_text(json.dumps(clean(report), indent=2) + "\n")
+    atomic_write_text(path, json.dumps(clean(report), indent=2) + "\n")
 
 
 def plot_torques(directory: str | Path, observations: Sequence[Observation], predictions: dict[str, Array],
@@ -104,7 +107,10 @@ def plot_torques(directory: str | Path, observations: Sequence[Observation], pre
         fig.suptitle(f"{title}: {'measured - predicted' if residual else 'measured vs predicted'} torque")
         fig.tight_layout()
         path = directory / name
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        try:
+            with atomic_writer(path, binary=True) as handle:
+                fig.savefig(handle, format="png", dpi=100)
+        finally:
+            plt.close(fig)
         paths.append(path)
     return paths

@@ -16,14 +16,14 @@ Format (``format_version: 1``; SI units, full float precision)::
       waypoints: [[...], ...]       # m rows of joint angles [rad]
       move_durations: [...]         # m - 1 move times [s]
       dwell: 1.0                    # rest at each waypoint [s]
-      design: {...}                 # informational: condition number, limits used, margins achieved
+      design: {...}                 # informational: condition number, limits used, margins achieved;
+                                    # a condition_number that is not finite (.inf) is refused
 
 A Fourier trajectory that does not start at rest (``sum_k a_k != 0`` or ``sum_k k b_k != 0``)
 is rejected.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
+from ..fileio import atomic_write_text, load_yaml, yaml_number
 from .trajectories import FourierTrajectory, Trajectory, WaypointTrajectory
 
 __all__ = ["TrajectoryFileError", "TrajectoryFile", "FORMAT_VERSION", "ROOT", "REST_TOLERANCE", "trajectory_to_dict",
@@ -73,11 +74,9 @@ def trajectory_to_dict(trajectory: Trajectory, joint_names: Sequence[str],
 
 def save_trajectory(path: str | Path, trajectory: Trajectory, joint_names: Sequence[str],
                     design: dict[str, Any] | None = None) -> Path:
-    """Write ``trajectory`` (and the informational ``design`` block) as YAML."""
-    path = Path(path)
-    path.write_text(yaml.safe_dump(trajectory_to_dict(trajectory, joint_names, design), sort_keys=False, width=120,
-                                   default_flow_style=None))
-    return path
+    """Write ``trajectory`` (and the informational ``design`` block) as YAML, atomically."""
+    return atomic_write_text(path, yaml.safe_dump(trajectory_to_dict(trajectory, joint_names, design),
+                                                  sort_keys=False, width=120, default_flow_style=None))
 
 
 class _Reader:
@@ -95,10 +94,10 @@ class _Reader:
         return self.doc[key]
 
     def number(self, key: str) -> float:
-        raw = self.get(key)
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
-            raise self.error(key, f"expected a finite number, got {raw!r}")
-        return float(raw)
+        try:
+            return yaml_number(self.get(key))
+        except ValueError as exc:
+            raise self.error(key, str(exc)) from None
 
     def array(self, key: str, shape: tuple[int | None, ...]) -> np.ndarray:
         """A finite float array of ``shape`` (None: any length)."""
@@ -146,12 +145,7 @@ def _waypoints(r: _Reader, n: int) -> WaypointTrajectory:
 def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None) -> TrajectoryFile:
     """Read and check a trajectory file; with ``joint_names``, the file's must be the same."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise TrajectoryFileError(f"cannot read trajectory file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise TrajectoryFileError(f"{path}: malformed YAML: {exc}") from None
+    doc = load_yaml(path, TrajectoryFileError, "trajectory file")
     if not isinstance(doc, dict) or not isinstance(doc.get(ROOT), dict):
         raise TrajectoryFileError(f"{path}: missing top-level key '{ROOT}'")
     r = _Reader(path, doc[ROOT])
@@ -170,4 +164,10 @@ def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None) 
     design = r.doc.get("design") or {}
     if not isinstance(design, dict):
         raise r.error("design", "expected a mapping")
+    if "condition_number" in design:
+        try:
+            yaml_number(design["condition_number"])
+        except ValueError as exc:
+            raise r.error("design.condition_number", f"{exc}: the trajectory does not excite every base parameter "
+                          "(design it with more points or harmonics)") from None
     return TrajectoryFile(trajectory, tuple(names), design)

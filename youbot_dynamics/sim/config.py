@@ -6,7 +6,6 @@ names the offending key as a dotted path, e.g. ``sim.position_controller.kp``.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import yaml
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
+from ..fileio import yaml_number
 from ..interpolation import INTERPOLATIONS
 from ..paths import config_path
 
@@ -130,10 +130,12 @@ def _check_sign(values: Array, path: str, sign: str) -> None:
 def _number(node: dict, key: str, where: str, sign: str = "any") -> float:
     raw = _get(node, key, where)
     path = f"{where}.{key}"
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
-        raise SimConfigError(f"{path}: expected a finite number, got {raw!r}")
-    _check_sign(np.array([float(raw)]), path, sign)
-    return float(raw)
+    try:
+        value = yaml_number(raw)
+    except ValueError as exc:
+        raise SimConfigError(f"{path}: {exc}") from None
+    _check_sign(np.array([value]), path, sign)
+    return value
 
 
 def _joint_vector(node: dict, key: str, where: str, n: int, sign: str = "any") -> Array:
@@ -142,11 +144,10 @@ def _joint_vector(node: dict, key: str, where: str, n: int, sign: str = "any") -
     if not isinstance(raw, list) or len(raw) != n:
         got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
         raise SimConfigError(f"{path}: expected a list of {n} numbers (one per joint), got {got}")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
-        raise SimConfigError(f"{path}: values must be numbers, got {raw}")
-    values = np.array(raw, dtype=float)
-    if not np.all(np.isfinite(values)):
-        raise SimConfigError(f"{path}: values must be finite, got {raw}")
+    try:
+        values = np.array([yaml_number(v) for v in raw])
+    except ValueError as exc:
+        raise SimConfigError(f"{path}: {exc}") from None
     _check_sign(values, path, sign)
     values.setflags(write=False)
     return values

@@ -1,0 +1,329 @@
+"""Issue 19 items 9-12: every bad input to the command line (and the identification core behind
+it) is a one-line refusal naming the file, key or option, with exit status 2 and no traceback;
+output files are written atomically and never over an input."""
+from __future__ import annotations
+
+import csv
+import errno
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from youbot_dynamics.arm import ArmDescriptionError, default_arm, load_arm
+from youbot_dynamics.cli import main
+from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model
+from youbot_dynamics.identification.bagio import IncrementalBagWriter, joint_state_message
+from youbot_dynamics.identification.benchmark import recordings
+from youbot_dynamics.identification.dataset import Dataset, IdentificationError, write_csv_dataset
+from youbot_dynamics.identification.pipeline import identify
+from youbot_dynamics.identification.processing import ProcessingOptions
+from youbot_dynamics.identification.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
+from youbot_dynamics.identification.trajectories import FourierTrajectory
+from youbot_dynamics.kinematics import forward_kinematics
+from youbot_dynamics.paths import config_path
+from youbot_dynamics.transforms import rotation_to_quaternion
+from youbot_dynamics.upstream import load_upstream
+
+ARM = default_arm()
+MID = 0.5 * (ARM.position_min + ARM.position_max)
+CLI = [sys.executable, "-m", "youbot_dynamics"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def refused(capsys, *argv: str) -> str:
+    """The one-line error of a command that must exit 2 through main (not argparse); progress
+    bars may precede it on stderr."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if line.startswith("youbot-dynamics")]
+    assert len(errors) == 1 and err.strip().endswith(errors[0]), err
+    return errors[0]
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120)
+
+
+def write_q_csv(path: Path, qs) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([f"q{i}" for i in range(1, 6)])
+        writer.writerows(np.atleast_2d(qs).tolist())
+    return path
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary files of the atomic writer left in ``folder``."""
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """A short plausible recording (t, q, dq, tau), as CSV, and its dataset."""
+    _, data, _ = recordings(ARM, duration=8.0, rate=250.0)
+    path = tmp_path_factory.mktemp("rec") / "train.csv"
+    write_csv_dataset(path, data)
+    return path, data
+
+
+# -- item 9: identify refuses nonsense -----------------------------------------------------------
+
+
+def test_identify_refuses_positions_in_degrees(tmp_path, recording, capsys):
+    _, data = recording
+    degrees = Dataset(data.t, np.degrees(data.q), data.tau, np.degrees(data.dq), source=str(tmp_path / "deg.csv"))
+    write_csv_dataset(tmp_path / "deg.csv", degrees)
+    out = tmp_path / "model.yaml"
+    err = refused(capsys, "identify", str(tmp_path / "deg.csv"), "--out", str(out))
+    assert "deg.csv" in err and re.search(r"column q\d", err) and "degrees" in err, err
+    assert not out.exists()
+    with pytest.raises(IdentificationError, match="degrees"):  # the identification node's path: the pipeline
+        identify([degrees], [], ARM)
+
+
+def test_identify_refuses_velocities_far_beyond_the_limits(tmp_path, recording, capsys):
+    _, data = recording
+    fast = data.dq.copy()
+    fast[:, 2] *= 60.0  # rad/s recorded as if in some other unit
+    write_csv_dataset(tmp_path / "fast.csv", Dataset(data.t, data.q, data.tau, fast))
+    err = refused(capsys, "identify", str(tmp_path / "fast.csv"), "--out", str(tmp_path / "m.yaml"))
+    assert "fast.csv" in err and "column dq3" in err and "velocity limits" in err, err
+
+
+# -- item 10: output files -----------------------------------------------------------------------
+
+
+def test_predict_output_equal_to_the_model_is_refused(tmp_path, capsys):
+    model = tmp_path / "M.yaml"
+    model.write_bytes(config_path("youbot_nominal_model.yaml").read_bytes())
+    before = model.read_bytes()
+    states = tmp_path / "states.csv"
+    states.write_text("t,q1,q2,q3,q4,q5,dq1,dq2,dq3,dq4,dq5,ddq1,ddq2,ddq3,ddq4,ddq5\n"
+                      + "0.0," + ",".join(map(str, map(float, MID))) + ",0,0,0,0,0,0,0,0,0,0\n")
+    err = refused(capsys, "predict", "--params", str(model), "--input", str(states), "--output", str(model))
+    assert "M.yaml" in err and "input" in err
+    assert model.read_bytes() == before
+
+
+def test_identify_out_equal_to_the_recording_is_refused(tmp_path, recording, capsys):
+    source, _ = recording
+    rec = tmp_path / "rec.csv"
+    rec.write_bytes(source.read_bytes())
+    err = refused(capsys, "identify", str(rec), "--out", str(rec))
+    assert "rec.csv" in err and "refusing to overwrite an input" in err
+    assert rec.read_bytes() == source.read_bytes()
+    err = refused(capsys, "fk", "--input", str(rec), "--output", str(tmp_path / "." / "rec.csv"))
+    assert rec.read_bytes() == source.read_bytes()
+
+
+def test_full_disk_leaves_the_old_output_and_no_temporary(tmp_path, capsys, monkeypatch):
+    qfile = write_q_csv(tmp_path / "q.csv", MID)
+    out = tmp_path / "poses.csv"
+    out.write_text("previous contents\n")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("youbot_dynamics.fileio.os.fsync", full)
+    err = refused(capsys, "fk", "--input", str(qfile), "--output", str(out))
+    assert "poses.csv" in err and "No space left on device" in err
+    assert out.read_text() == "previous contents\n"  # not half-written
+    assert leftovers(tmp_path) == []
+    assert qfile.read_text().startswith("q1,q2")  # the input is intact
+
+
+def test_a_failed_report_leaves_no_model(tmp_path, recording, capsys, monkeypatch):
+    import matplotlib.figure
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    source, _ = recording
+    out, report = tmp_path / "model.yaml", tmp_path / "report"
+    err = refused(capsys, "identify", str(source), "--out", str(out), "--report", str(report))
+    assert "torques.png" in err and "No space left on device" in err
+    assert not out.exists() and not (report / "report.json").exists()
+    assert leftovers(tmp_path) == [] and leftovers(report) == []
+
+
+def test_excite_unwritable_out_fails_before_the_design(tmp_path, capsys, monkeypatch):
+    def no_design(*args, **kwargs):
+        raise AssertionError("the optimisation ran")
+
+    monkeypatch.setattr("youbot_dynamics.identification.excitation.design_excitation", no_design)
+    err = refused(capsys, "excite", "--out", str(tmp_path / "no such folder" / "traj.yaml"))
+    assert "traj.yaml" in err and "cannot write" in err
+    err = refused(capsys, "excite", "--out", str(tmp_path))
+    assert "folder" in err
+
+
+# -- item 11: tracebacks and exit codes ----------------------------------------------------------
+
+
+def corrupted_bag(folder: Path) -> Path:
+    """A valid MCAP bag whose first message record claims a length of 2^63 bytes."""
+    names = list(ARM.joint_names)
+    with IncrementalBagWriter(folder / "bag") as writer:
+        for k in range(50):
+            writer.write(k * 1_000_000, joint_state_message(writer.store, k * 1_000_000, names, MID, np.zeros(5),
+                                                            np.zeros(5)))
+    mcap = next((folder / "bag").glob("*.mcap"))
+    data = bytearray(mcap.read_bytes())
+    # MCAP message record: opcode 0x05, uint64 length (little endian), channel id 1 (uint16)
+    record = re.search(rb"\x05[\x00-\xff]{2}\x00{6}\x01\x00", bytes(data)).start()
+    data[record + 8] = 0x83  # most significant byte of the length
+    bad = folder / "corrupt.mcap"
+    bad.write_bytes(bytes(data))
+    return bad
+
+
+def test_corrupted_mcap_is_exit_2_naming_the_file(tmp_path, capsys):
+    bad = corrupted_bag(tmp_path)
+    err = refused(capsys, "identify", str(bad), "--out", str(tmp_path / "m.yaml"))
+    assert "corrupt.mcap" in err
+    proc = run_cli("identify", str(bad), "--out", str(tmp_path / "m.yaml"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "corrupt.mcap" in proc.stderr
+
+
+def test_empty_upstream_yaml_is_a_clear_refusal(tmp_path):
+    empty = tmp_path / "upstream.yaml"
+    empty.write_text("")
+    proc = run_cli("import-upstream-inertials", "--upstream", str(empty))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "upstream.yaml" in proc.stderr and "upstream" in proc.stderr.split("upstream.yaml", 1)[1]
+
+
+def test_help_documents_the_exit_codes_and_bugs_still_propagate(capsys, monkeypatch):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "exit status: 0 success; 1 no solution" in capsys.readouterr().out
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a programming error")
+
+    monkeypatch.setattr("youbot_dynamics.cli.forward_kinematics", bug)
+    with pytest.raises(RuntimeError):  # not turned into a "bad input" exit 2
+        main(["fk", *map(str, map(float, MID))])
+
+
+# -- item 12: messages ---------------------------------------------------------------------------
+
+
+def test_binary_garbage_names_the_file(tmp_path, capsys):
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(b"q1,q2\xff\xfe\x00\x81 binary \xc3\x28\n")
+    err = refused(capsys, "fk", "--input", str(garbage), "--output", str(tmp_path / "o.csv"))
+    assert "garbage.csv" in err and "UTF-8" in err
+    model = tmp_path / "garbage.yaml"
+    model.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xff")
+    err = refused(capsys, "predict", "--params", str(model), "--input", str(garbage), "--output",
+                  str(tmp_path / "o.csv"))
+    assert "garbage.yaml" in err
+    proc = run_cli("fk", "--input", str(garbage), "--output", str(tmp_path / "o.csv"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "garbage.csv" in proc.stderr
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path, capsys):
+    bom = tmp_path / "bom.csv"
+    bom.write_text("q1,q2,q3,q4,q5\n" + ",".join(map(str, map(float, MID))) + "\n", encoding="utf-8-sig")
+    code, _, err = run(capsys, "fk", "--input", str(bom), "--output", str(tmp_path / "o.csv"))
+    assert code == 0, err
+
+
+def test_booleans_are_not_numbers(tmp_path):
+    text = config_path("youbot_arm.yaml").read_text()
+    arm_file = tmp_path / "arm.yaml"
+    arm_file.write_text(re.sub(r"mass: [0-9.]+", "mass: true", text, count=1))
+    with pytest.raises(ArmDescriptionError, match=r"arm\.yaml: links\[0\]\.mass: expected a finite number, got True"):
+        load_arm(arm_file)
+    doc = yaml.safe_load(config_path("youbot_nominal_model.yaml").read_text())
+    doc["youbot_dynamics_model"]["base_parameters"][0]["value"] = True
+    model_file = tmp_path / "model.yaml"
+    model_file.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ModelFileError, match=r"model\.yaml: base_parameters\.value: .*True"):
+        load_model(model_file)
+    upstream = tmp_path / "upstream.yaml"
+    upstream.write_text(re.sub(r"mass: [0-9.]+", "mass: true", config_path("youbot_description_upstream.yaml")
+                               .read_text(), count=1))
+    with pytest.raises(ArmDescriptionError, match=r"upstream\.yaml: upstream\.links\[0\]\.mass: .*True"):
+        load_upstream(upstream)
+
+
+def test_excite_refuses_too_few_points_and_the_node_a_degenerate_design(tmp_path, capsys):
+    out = tmp_path / "traj.yaml"
+    err = refused(capsys, "excite", "--method", "random-points", "--points", "1", "--out", str(out))
+    assert "at least 2 configurations" in err and not out.exists()
+    # a design file with an infinite condition number (as the old `excite --points 1` wrote) is refused on loading
+    trajectory = FourierTrajectory.at_rest(10.0, MID, 0.1 * np.ones((4, 5)))
+    save_trajectory(out, trajectory, ARM.joint_names, {"condition_number": float("inf")})
+    with pytest.raises(TrajectoryFileError, match=r"traj\.yaml: design\.condition_number: .*inf"):
+        load_trajectory(out, ARM.joint_names)
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["identify", "x.csv", "--out", "m.yaml", "--decimate", "0"], "--decimate"),
+    (["identify", "x.csv", "--out", "m.yaml", "--decimate", "-3"], "--decimate"),
+    (["identify", "x.csv", "--out", "m.yaml", "--order", "0"], "--order"),
+    (["line", *["0"] * 7, "--from", *["1"] * 5, "--duration", "2", "-o", "l.csv", "--ik-rate", "nan"], "--ik-rate"),
+    (["line", *["0"] * 7, "--from", *["1"] * 5, "--duration", "2", "-o", "l.csv", "--ik-rate", "0"], "--ik-rate"),
+    (["line", *["0"] * 7, "--from", *["1"] * 5, "--duration", "2", "-o", "l.csv", "--ik-rate", "-5"], "--ik-rate"),
+    (["line", *["0"] * 7, "--from", *["1"] * 5, "--duration", "nan", "-o", "l.csv"], "--duration"),
+    (["line", *["0"] * 7, "--from", *["1"] * 5, "--duration", "-1", "-o", "l.csv"], "--duration"),
+    (["excite", "--out", "t.yaml", "--harmonics", "0"], "--harmonics"),
+])
+def test_option_values_are_refused_by_argparse(tmp_path, monkeypatch, capsys, argv, option):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"argument {option}" in err and "expected a positive" in err, err
+
+
+def test_processing_options_are_checked_in_the_core():
+    for bad in (dict(decimation=0), dict(order=0), dict(cutoff_hz=float("nan")), dict(coulomb_threshold=-1.0)):
+        with pytest.raises(IdentificationError, match="processing option"):
+            ProcessingOptions(**bad)
+
+
+def test_batch_ik_does_not_mark_solutions_outside_the_limits_ok(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    qs = rng.uniform(ARM.position_min, ARM.position_max, (20, 5))
+    t = forward_kinematics(ARM, qs)
+    poses = np.column_stack([t[:, :3, 3], rotation_to_quaternion(t[:, :3, :3])])
+    posefile, out = tmp_path / "poses.csv", tmp_path / "ik.csv"
+    with posefile.open("w", newline="") as handle:
+        csv.writer(handle).writerows([["x", "y", "z", "qx", "qy", "qz", "qw"], *poses.tolist()])
+    code, _, err = run(capsys, "ik", "--input", str(posefile), "--output", str(out))
+    assert code == 0, err
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert any(r["within_limits"] == "0" for r in rows)  # the batch lists those solutions too
+    for r in rows:
+        assert r["status"] == ("ok" if r["within_limits"] == "1" else "outside_limits"), r
+
+
+def test_readme_ik_example_is_reachable(capsys):
+    code, out, err = run(capsys, "ik", "0.2", "0.0", "0.05", "1.0", "0.0", "0.0", "0.0")
+    assert code == 0, err
+    assert sum(s["within_limits"] for s in yaml.safe_load(out)["solutions"]) >= 1
+
+
+def test_line_with_a_huge_duration_is_refused_quickly(tmp_path, capsys):
+    start = MID
+    goal = forward_kinematics(ARM, start + 0.1)
+    pose = [*goal[:3, 3], *rotation_to_quaternion(goal[:3, :3])]
+    err = refused(capsys, "line", *map(str, map(float, pose)), "--from", *map(str, map(float, start)),
+                  "--duration", "1e6", "-o", str(tmp_path / "l.csv"))
+    assert "duration" in err
+    assert not (tmp_path / "l.csv").exists()
