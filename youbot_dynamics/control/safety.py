@@ -26,12 +26,17 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    limit are untouched.
 6. **Velocity guard**: above ``v_g = velocity_guard x velocity_max`` (default 0.9), with the depth
    ``w = clip((|q'_j| - v_g) / (velocity_max_j - v_g), 0, 1)`` (0 at ``v_g``, 1 at the limit and
-   beyond), the torque that accelerates the joint further is bounded, moving positive
-   ``tau_j <= (1 - w) tau_max_j + w G_j(q) - w d_j (q'_j - v_g)`` (negative mirrored): at the limit
-   no net push beyond gravity is left and the damping ``d`` pulls the joint back below it, whatever
-   the law commands (a wrong model, gains or goal). Torques that slow the joint are untouched.
-   Margin: in the simulator at 1 kHz a law commanding saturated torque on every joint peaks at
-   about 1.0 x ``velocity_max`` (test/test_controller_safety.py; bounded there by 1.1 x).
+   beyond), and the overshoot ``u = clip((|q'_j| - velocity_max_j) / (velocity_max_j - v_g), 0, 1)``
+   (0 up to the limit, 1 from ``velocity_max + (velocity_max - v_g)``, i.e. 1.1 x the limit), the
+   torque that accelerates the joint further is bounded, moving positive
+   ``tau_j <= (1 - w) tau_max_j + w G_j(q) - w d_j (q'_j - v_g) - u tau_max_j`` (negative mirrored):
+   at the limit no net push beyond gravity is left and the damping ``d`` pulls the joint back below
+   it; beyond it the bound falls on to full reverse torque at 1.1 x the limit (against what
+   gravity's error or the other joints' motion push in), whatever the law commands (a wrong model,
+   gains or goal). Torques that slow the joint are untouched. Margin: in the simulator at 1 kHz a
+   law commanding saturated torque on every joint peaks at about 0.98 x ``velocity_max``
+   (test/test_controller_safety.py; bounded there by 1.1 x). It acts on the states the node
+   receives: while the controller itself stalls, the drives keep its last torque.
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
@@ -243,10 +248,13 @@ class SafetyGuard:
                 tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
                 tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
             if fast:
-                v = self._guard_velocity
-                up = np.clip((dq - v) / self._guard_width, 0.0, 1.0)
-                low = np.clip((-dq - v) / self._guard_width, 0.0, 1.0)
-                tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq - v, 0.0))
-                tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq + v, 0.0))
+                v, width = self._guard_velocity, self._guard_width
+                up = np.clip((dq - v) / width, 0.0, 2.0)  # depth w + overshoot u
+                low = np.clip((-dq - v) / width, 0.0, 2.0)
+                w_up, w_low = np.minimum(up, 1.0), np.minimum(low, 1.0)
+                tau = np.minimum(tau, (1.0 - w_up) * limit + w_up * g - w_up * d * np.maximum(dq - v, 0.0)
+                                 - (up - w_up) * limit)
+                tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v, 0.0)
+                                 + (low - w_low) * limit)
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)

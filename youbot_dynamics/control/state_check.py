@@ -10,12 +10,16 @@ delivery jitter is never judged):
 
 * **stamps**: ``t_k <= t_{k-1}`` (equal or going backwards) is not one publisher measuring one
   arm: two publishers interleaving, or a restarted clock;
-* **jump**: ``|q_k,j - q_{k-1},j| > speed_factor velocity_max_j min(t_k - t_{k-1}, max_interval)
-  + tolerance`` for some joint ``j``: no motion within ``speed_factor`` (default 2) times the
-  velocity limit could make that change in that time (``tolerance``, default 0.01 rad, covers
-  encoder quantization and noise). Capping the interval at ``max_interval`` (default 0.05 s)
-  makes it a bound on the change between consecutive states too: a state far from the last one
-  (e.g. another arm's, after a gap in the stamps) is refused whatever its stamp says.
+* **jump**: ``|q_k,j - q_{k-1},j| > speed_factor velocity_max_j (min(t_k - t_{k-1}, max_interval)
+  + stamp_slack) + tolerance`` for some joint ``j``: no motion within ``speed_factor`` (default 2)
+  times the velocity limit could make that change in that time. ``tolerance`` (default 0.01 rad)
+  covers encoder quantization and noise; ``stamp_slack`` (default 10 ms) a publisher that stamps
+  at publication rather than at measurement and catches up after a stall (``sim_node`` publishes
+  up to 10 steps of 1 ms back to back; its stamps then understate the time between the states).
+  At 1 kHz a state may differ from the previous one by at most 0.045 rad. Capping the interval at
+  ``max_interval`` (default 0.05 s) makes it a bound on the change between consecutive states too
+  (0.2 rad for the youBot): a state far from the last one (e.g. another arm's, after a gap in the
+  stamps) is refused whatever its stamp says.
 
 :meth:`JointStateMonitor.check` returns the reason (or ``None``) and then takes the state as the
 new previous one, so that one bad state is reported once and the stream is judged on from there.
@@ -44,14 +48,16 @@ class JointStateMonitor:
     """Judges consecutive joint states of one stream; see the module docstring."""
 
     def __init__(self, arm: ArmDescription, *, speed_factor: float = 2.0, tolerance: float = 0.01,
-                 max_interval: float = 0.05) -> None:
-        for name, value in (("speed_factor", speed_factor), ("tolerance", tolerance), ("max_interval", max_interval)):
+                 max_interval: float = 0.05, stamp_slack: float = 0.01) -> None:
+        for name, value in (("speed_factor", speed_factor), ("tolerance", tolerance), ("max_interval", max_interval),
+                            ("stamp_slack", stamp_slack)):
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be positive, got {value}")
         self.arm = arm
         self.speed = speed_factor * arm.velocity_max
         self.tolerance = float(tolerance)
         self.max_interval = float(max_interval)
+        self.stamp_slack = float(stamp_slack)
         self._stamp: float | None = None
         self._q: Array | None = None
 
@@ -70,9 +76,9 @@ class JointStateMonitor:
             return None
         dt = stamp - previous_stamp
         if not dt > 0.0:
-            return (f"joint state stamps not increasing: {1e3 * stamp:.3f} ms after {1e3 * previous_stamp:.3f} ms "
-                    f"({1e3 * dt:+.3f} ms): a second publisher of joint states, or a clock jump")
-        allowed = self.speed * min(dt, self.max_interval) + self.tolerance
+            return (f"joint state stamps not increasing (a stamp {1e3 * dt:+.3f} ms from the previous one): a second "
+                    f"publisher of joint states, or a clock jump")
+        allowed = self.speed * (min(dt, self.max_interval) + self.stamp_slack) + self.tolerance
         step = np.abs(q - previous_q)
         excess = step - allowed
         j = int(np.argmax(excess))

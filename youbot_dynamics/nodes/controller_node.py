@@ -10,8 +10,9 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   checked against ``state_timeout`` is time since arrival); each state is judged against the
   previous one by :class:`~youbot_dynamics.control.JointStateMonitor` on its header stamp (the
   arrival time if the stamp is zero): stamps not increasing, or a position change no motion within
-  2 x ``velocity_max`` could make since the previous stamp (+ 0.01 rad; the interval counted at
-  most 50 ms), is a fault while enabled (a second publisher on the topic, a wrong state). rclpy's
+  2 x ``velocity_max`` could make since the previous stamp (+ 10 ms of slack for stamps taken at
+  publication, + 0.01 rad; the interval counted at most 50 ms: at 1 kHz 0.045 rad, after any gap
+  0.2 rad), is a fault while enabled (a second publisher on the topic, a wrong state). rclpy's
   events executor (Kilted) cannot pass the ``MessageInfo`` with the publisher GID to a callback
   (a two-argument callback fails with ``SystemError``), hence the stamps;
 * runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
