@@ -327,3 +327,17 @@ def test_second_joint_state_publisher_faults_with_the_reason(pd_node):
     assert "arm_joint_3 jumped" in reason and "second publisher" in reason
     h.spin_for(0.05)
     assert c.node.guard.state is GuardState.FAULT and not np.any(commands[-1][1].data)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
+def test_controller_node_refuses_a_torque_limit_beyond_the_drives(ros):
+    """Item 8: ``torque_limit: [1000.0]`` was accepted silently; now start-up fails with the reason
+    (the executables log it and exit 1, see run())."""
+    from rclpy.parameter import Parameter
+    from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode
+    from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode
+    for cls in (PDGravityControllerNode, ComputedTorqueControllerNode):
+        with pytest.raises(ValueError, match=r"torque_limit of arm_joint_1 = 1000 N m exceeds the drives' limit"):
+            cls(context=ros.context, parameter_overrides=[Parameter("model_file", value=str(ros.model_file)),
+                                                          Parameter("torque_limit", value=[1000.0])])
