@@ -38,7 +38,8 @@ from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.dataset import Dataset, read_csv_dataset
 from youbot_dynamics.identification.pipeline import excitation_delay, periodic_cut, reference_models
 from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, TRAJECTORY_STEP, ExcitationSession, JointSample,
-                                                     PDFeedforward, Phase, SessionConfig, SessionRefused, StopProfile)
+                                                     PDFeedforward, Phase, SessionConfig, SessionRefused)
+from youbot_dynamics.identification.streaming import braking_duration
 from youbot_dynamics.identification.trajfile import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +87,7 @@ def test_start_is_refused_with_the_reason():
         with pytest.raises(SessionRefused, match=reason):
             session.start(1.0, state)
         assert session.phase is Phase.IDLE and not session.commanding
-    assert session.abort(1.0, "nothing moves", None) is False
+    assert session.abort(1.0, "nothing moves") is False
     assert session.start(1.0, sample(1.0, Q_START + 0.4)) > MIN_APPROACH_TIME
     with pytest.raises(SessionRefused, match="already approach"):
         session.start(1.1, sample(1.1, Q_START))
@@ -123,8 +124,8 @@ def test_phases_progress_and_segments():
     assert times[Phase.HOLD] - times[Phase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
     assert np.all(np.diff(progress) >= -1e-9) and progress[-1] == pytest.approx(90.0, abs=0.1)
     assert session.recording_complete(t) and session.max_tracking < 1e-9
-    segments = session.segments()  # on the stamps' clock (7 s behind the node's here)
-    assert segments == {"start": pytest.approx(times[Phase.EXCITE] - 7.0), "period": 8.0,
+    segments = session.segments()  # on the stamps' clock (7 s behind the node's here), exactly as planned
+    assert segments == {"start": pytest.approx(10.0 + approach + 0.5 - 7.0), "period": 8.0,
                         "identification_periods": 2, "validation_periods": 1}
     bar = session.progress_bar("processing")
     bar(0.5)
@@ -146,26 +147,30 @@ def excite(session, seconds):
 def test_safety_aborts_stop_and_hold():
     config = SessionConfig(periods=2, validation_periods=1, stop_deceleration=10.0, max_tracking_error=0.05,
                            state_timeout=0.1)
-    # tracking error: the arm 0.1 rad off its reference
+    deceleration = np.minimum(10.0, ARM.acceleration_max)
+    # tracking error: the arm 0.3 rad off its reference
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 1.0)
-    q, dq, _ = session.reference(t)
+    q, dq, ddq = session.reference(t)
     off = q + [0, 0.3, 0, 0, 0]
     assert session.update(t, sample(t, off, dq)) is Phase.ABORTED
     assert "tracking error" in session.reason and session.recording_complete(t) is False
-    # the stop: uniform deceleration from the measured state to rest, then held
+    # the stop: from the reference's state (what the arm is commanded), continuous, braking within
+    # the arm's acceleration limits (not the 10 rad/s^2 asked for), then held
     stop = session.stop
-    assert stop.duration == pytest.approx(np.max(np.abs(dq)) / 10.0)
-    for k in np.linspace(0.0, stop.duration, 7):
-        q_s, dq_s, ddq_s = session.reference(t + k)
-        np.testing.assert_allclose(dq_s, dq * (1 - k / stop.duration), atol=1e-12)
+    assert stop.duration == pytest.approx(float(braking_duration(dq, ddq, deceleration)))
+    states = [session.reference(t + k) for k in np.linspace(0.0, stop.duration, 201)]
+    for got, want in zip(states[0], (q, dq, ddq)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    assert max(np.max(np.abs(s[2]) / deceleration) for s in states) <= 1.0 + 1e-9
+    assert max(np.max(np.abs(s[1]) / ARM.velocity_max) for s in states) <= 1.0
     held = session.reference(t + stop.duration + 1.0)
-    np.testing.assert_allclose(held[0], off + 0.5 * dq * stop.duration)
+    np.testing.assert_allclose(held[0], stop.final)
     assert not np.any(held[1]) and session.commanding and not session.moving
     assert session.recording_complete(t + stop.duration + config.stop_settle)
-    waypoints = session.trajectory()
-    np.testing.assert_allclose(waypoints[1][-1], held[0])
-    assert not np.any(waypoints[2][-1])
+    times, q_w, dq_w, _ = session.waypoints(t)
+    np.testing.assert_allclose(q_w[-1], held[0])
+    assert times[-1] == pytest.approx(stop.duration) and not np.any(dq_w[-1])
     # stale joint states
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
@@ -179,17 +184,22 @@ def test_safety_aborts_stop_and_hold():
     near[1] = ARM.position_max[1] - 0.04
     assert session.update(t, sample(t, near, np.r_[0, 0.5, 0, 0, 0])) is Phase.ABORTED
     assert "joint 2" in session.reason and "towards its limit" in session.reason
-    # 0.04 rad before the limit at 0.5 rad/s: the normal stop (0.05 s, 0.0125 rad) fits, at 1.5 rad/s
-    # (0.15 s, 0.1125 rad) it would not: that joint brakes harder and stops at the limit
-    stop = StopProfile.from_state(near, np.r_[0.2, 1.5, 0, 0, 0], 10.0, ARM.position_min, ARM.position_max)
-    assert stop.final[1] == pytest.approx(ARM.position_max[1]) and stop.durations[1] < 0.15
-    assert stop.final[0] == pytest.approx(near[0] + 0.5 * 0.2 * 0.15)
-    np.testing.assert_allclose(stop.evaluate(1.0)[1], 0.0)
     # on request; not possible once the motion is over
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
-    assert session.abort(t, "abort requested", None) and session.phase is Phase.ABORTED
-    assert session.abort(t + 1.0, "again", None) is False
+    assert session.abort(t, "abort requested") and session.phase is Phase.ABORTED
+    assert session.abort(t + 1.0, "again") is False
+
+
+def test_excitations_the_arm_could_not_stop_from_are_rejected_up_front():
+    """Every streamed message ends in a braking tail: one from any state of the excitation must
+    stay within the limits. At 0.5 rad/s^2 the tails from 1.4 rad/s run far beyond them."""
+    with pytest.raises(ValueError, match="could not stop within its limits from the excitation at t = "):
+        ExcitationSession(ARM, EXCITATION, SessionConfig(stop_deceleration=0.5))
+    with pytest.raises(ValueError, match="stream_period"):
+        SessionConfig(stream_horizon=0.1, stream_period=0.1)
+    session = ExcitationSession(ARM, EXCITATION)
+    assert 0.4 < session.max_tail < 0.7 and session.stop_time_bound() == pytest.approx(0.3 + session.max_tail)
 
 
 def test_an_arm_resting_on_a_stop_may_start_and_move_away():
@@ -197,8 +207,8 @@ def test_an_arm_resting_on_a_stop_may_start_and_move_away():
     on_stop = Q_START.copy()
     on_stop[1] = ARM.position_max[1] + 0.003  # joint 2 fallen onto its upper stop (motors off), a little in
     session.start(0.0, sample(0.0, on_stop))
-    assert session.trajectory()[1].max(axis=0)[1] <= ARM.position_max[1]  # from the limit, not beyond
-    t, phases = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE)
+    assert session.planned(np.linspace(0.0, session.approach_duration, 50))[0].max(axis=0)[1] <= ARM.position_max[1]
+    t, phases = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE)  # from the limit, not beyond
     assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE]
 
 
@@ -218,23 +228,37 @@ def test_tracking_check_tolerates_a_command_delay():
 
 
 def test_trajectory_waypoints_follow_the_reference():
-    config = SessionConfig(periods=2, validation_periods=1)
+    """A trajectory controller gets the planned reference over the next stream_horizon, then a
+    braking tail to rest; nothing before the start, the rest of the stop after an abort."""
+    config = SessionConfig(periods=2, validation_periods=1, stream_horizon=0.3)
     session = ExcitationSession(ARM, EXCITATION, config)
-    times, q, dq, ddq = session.trajectory(Phase.EXCITE)  # prepared before the start
-    assert times[0] == pytest.approx(TRAJECTORY_STEP) and times[-1] == pytest.approx(16.0)
-    assert np.all(np.diff(times) > 0) and len(times) == round(16.0 / TRAJECTORY_STEP)
-    ref = EXCITATION.evaluate(np.fmod(times, 8.0))
-    for got, want in zip((q, dq, ddq), ref):
-        np.testing.assert_allclose(got, want, atol=1e-9)
+    assert session.waypoints(0.0) is None  # not started
     start = Q_START + 0.2
-    session.start(0.0, sample(0.0, start))
-    times, q, dq, _ = session.trajectory()
-    assert times[-1] == pytest.approx(session.approach_duration)
-    np.testing.assert_allclose(q[-1], Q_START, atol=1e-12)
-    assert np.max(np.abs(dq)) <= config.approach_velocity + 1e-9 and not np.any(dq[-1])
-    assert session.trajectory(Phase.SETTLE) is None
-    profile = StopProfile.from_state(Q_START, np.zeros(5), 10.0)
-    assert profile.duration == 0.0 and np.array_equal(profile.evaluate(1.0)[0], Q_START)
+    approach = session.start(0.0, sample(0.0, start))
+    excite_start = approach + config.settle_time
+    for now in (0.0, approach - 0.15, excite_start - 0.1, excite_start + 3.05, excite_start + 16.0 - 0.2):
+        times, q, dq, ddq = session.waypoints(now)
+        horizon = times <= 0.3 + 1e-9
+        np.testing.assert_allclose(times[horizon], [0.1, 0.2, 0.3])
+        assert np.all(np.diff(times) > 0) and np.all(np.diff(times[~horizon]) <= TRAJECTORY_STEP + 1e-9)
+        for got, want in zip((q, dq, ddq), session.planned(now + times[horizon])):
+            np.testing.assert_allclose(got[horizon], want, atol=1e-12)
+        assert not np.any(dq[-1]) and not np.any(ddq[-1])  # at rest at the end
+        assert np.all(np.abs(ddq) <= session.deceleration + 1e-9) and np.all(np.abs(dq) <= ARM.velocity_max)
+    np.testing.assert_allclose(session.planned(approach)[0][0], Q_START, atol=1e-12)
+    np.testing.assert_allclose(session.planned(excite_start + 3.05)[0][0], EXCITATION.evaluate(3.05)[0], atol=1e-12)
+    np.testing.assert_allclose(session.planned(excite_start + 16.0 + 0.1)[0][0], Q_START, atol=1e-12)  # hold
+    # at rest (settle): the horizon holds the start pose, no tail
+    times, q, dq, _ = session.waypoints(approach + 0.1)
+    np.testing.assert_allclose(times, [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(q, np.tile(Q_START, (3, 1)), atol=1e-12)
+    # after an abort: the rest of the stop, from now (the last message was sent 0.05 s before it)
+    session.waypoints(excite_start + 1.95)
+    session.abort(excite_start + 2.0, "test")
+    assert session.stop.duration > 0.2
+    times, q, _, _ = session.waypoints(excite_start + 2.1)
+    assert times[-1] == pytest.approx(session.stop.duration - 0.1)
+    np.testing.assert_allclose(q[-1], session.stop.final)
 
 
 def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():

@@ -12,11 +12,19 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   ``q + (q_start - q) s(tau)`` whose peak velocity is at most ``approach_velocity`` and peak
   acceleration at most ``approach_acceleration`` on every joint
   (:func:`~.trajectories.quintic_duration`, at least :data:`MIN_APPROACH_TIME`; from a hard
-  stop, from the limit). A trajectory controller receives it, and the excitation, as
-  waypoints every :data:`TRAJECTORY_STEP` (:meth:`ExcitationSession.trajectory`).
+  stop, from the limit).
 * **Settle** ``settle_time`` at ``q_start`` (the drives' transients decay), then **excite**:
   ``periods`` repetitions of the excitation (periodic: it starts and ends at rest at
   ``q_start``), then **hold** ``hold_time`` at ``q_start`` (the recording ends after it).
+  The timeline is fixed at the start: each phase begins exactly when the previous one's planned
+  duration has passed (:meth:`ExcitationSession.planned`), whenever :meth:`~ExcitationSession.update`
+  notices it.
+* **Streamed to a trajectory controller** (:meth:`ExcitationSession.waypoints`,
+  :mod:`.streaming`): every ``stream_period`` the node sends the planned reference over the next
+  ``stream_horizon`` (waypoints every :data:`TRAJECTORY_STEP`) followed by a braking tail to rest
+  within the deceleration limits, never the whole experiment: if the node dies, the arm stops by
+  itself within ``stream_horizon`` plus the tail (:meth:`ExcitationSession.stop_time_bound`).
+  The excitation is checked up front: a tail from any of its states stays within the joint limits.
 * **Safety** (:meth:`ExcitationSession.update`, every command cycle of a motion phase): the
   session aborts when the newest joint state is older than ``state_timeout``, when a joint is
   within ``limit_margin`` of a position limit and moving towards it (faster than
@@ -25,12 +33,17 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   measurement time ``t_m`` (its stamp on the node's clock: :meth:`ExcitationSession.measured_at`),
   for the command delay ``d`` in ``[0, max_command_delay]`` that fits best
   (:meth:`ExcitationSession.tracking_error`; a busy machine or a controller's queue delays the
-  start of a trajectory message by tens of milliseconds). :meth:`ExcitationSession.abort` does the same on request.
-* **Abort = stop and hold**: from the measured ``q, q'`` every joint decelerates uniformly, all
-  together, in ``T_s = max_j |q'_j| / stop_deceleration`` (:class:`StopProfile`: ``q(t) = q0 +
-  q'0 t - q'0 t^2 / (2 T_s)``), to ``q0 + q'0 T_s / 2`` where it is held; a joint that would
-  pass its position limit brakes harder, to stop at the limit. The recording closes
-  ``stop_settle`` after the stop; nothing is identified.
+  start of a trajectory message by tens of milliseconds); and, streaming, when the last message
+  was sent more than ``stream_horizon`` ago (the node fell behind: the arm has begun to brake on
+  that message's tail, and resuming the plan would jump). :meth:`ExcitationSession.abort` does
+  the same on request.
+* **Abort = stop and hold**: from the current reference state ``q, q', q''`` (what the arm is
+  commanded to do - the plan, or the last message's tail once its horizon has passed - so the
+  stop continues the command without a jump) all joints brake together
+  to rest (:class:`~.streaming.BrakingTail`: peak deceleration of joint j at most
+  ``min(stop_deceleration, acceleration_max_j)``, velocity and acceleration continuous), and hold
+  there (positions clipped to the joint limits). The same tail ends every streamed message. The
+  recording closes ``stop_settle`` after the stop; nothing is identified.
 * **Segments**: the excitation starts at ``excite_start`` on the node's clock, i.e. at
   ``excite_start_stamp`` on the clock of the joint state stamps (the offset is the smallest
   ``receive - stamp`` seen). Periods ``1..periods - validation_periods`` identify (averaged),
@@ -53,12 +66,11 @@ from numpy.typing import NDArray
 from ..arm import ArmDescription
 from ..dynamics.model import DynamicModel
 from .limits import verification_times
+from .streaming import BrakingTail, braking_duration, horizon_waypoints, sample_waypoints, tail_extremes
 from .trajectories import Trajectory, WaypointTrajectory, quintic_duration
 
-__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "SessionConfig", "JointSample", "StopProfile",
-           "ExcitationSession", "PDFeedforward", "sample_trajectory", "MIN_APPROACH_TIME", "MAX_START_VELOCITY",
-           "LIMIT_VELOCITY",
-           "TRAJECTORY_STEP"]
+__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "SessionConfig", "JointSample", "ExcitationSession",
+           "PDFeedforward", "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
 
 Array = NDArray[np.float64]
 States = tuple[Array, Array, Array]
@@ -111,6 +123,8 @@ class SessionConfig:
     state_timeout: float = 0.1
     stop_deceleration: float = 10.0
     stop_settle: float = 0.5
+    stream_horizon: float = 0.3
+    stream_period: float = 0.1
 
     def __post_init__(self) -> None:
         if not (isinstance(self.periods, int) and self.periods >= 1):
@@ -123,9 +137,12 @@ class SessionConfig:
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0.0):
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("approach_velocity", "approach_acceleration", "max_tracking_error", "state_timeout",
-                     "stop_deceleration"):
+                     "stop_deceleration", "stream_horizon", "stream_period"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0.0):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.stream_period >= self.stream_horizon:
+            raise ValueError(f"stream_period ({self.stream_period:g} s) must be shorter than stream_horizon "
+                             f"({self.stream_horizon:g} s): a message must arrive before the previous one brakes")
 
     @property
     def identification_periods(self) -> int:
@@ -142,58 +159,6 @@ class JointSample:
     dq: Array
 
 
-@dataclass(frozen=True)
-class StopProfile:
-    """Each joint decelerates uniformly from ``q0``, ``dq0`` to rest in ``durations`` (module
-    docstring), then holds ``q0 + dq0 durations / 2``."""
-
-    q0: Array
-    dq0: Array
-    durations: Array
-
-    @classmethod
-    def from_state(cls, q: Array, dq: Array, deceleration: float, lower: Array | None = None,
-                   upper: Array | None = None) -> "StopProfile":
-        """Decelerate at ``deceleration`` [rad/s^2], all joints stopping together, unless a joint
-        would pass its limit (``lower``/``upper``): that one brakes harder, to stop at the limit."""
-        q, dq = np.asarray(q, dtype=float).copy(), np.asarray(dq, dtype=float).copy()
-        duration = float(np.max(np.abs(dq))) / deceleration
-        durations = np.full(q.shape, duration)
-        if lower is not None and upper is not None:
-            room = np.where(dq > 0, upper - q, q - lower)  # distance to the limit ahead
-            too_far = np.abs(dq) * duration / 2 > room
-            durations = np.where(too_far, 2.0 * np.maximum(room, 0.0) / np.maximum(np.abs(dq), 1e-12), durations)
-        return cls(q, dq, durations)
-
-    @property
-    def duration(self) -> float:
-        return float(np.max(self.durations)) if self.durations.size else 0.0
-
-    @property
-    def final(self) -> Array:
-        return self.q0 + 0.5 * self.dq0 * self.durations
-
-    def evaluate(self, t: float) -> States:
-        t = float(t)
-        tau = np.minimum(max(t, 0.0), self.durations)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where(self.durations > 0, self.dq0 / self.durations, 0.0)  # per-joint deceleration
-        q = self.q0 + self.dq0 * tau - 0.5 * a * tau**2
-        moving = t < self.durations
-        return q, np.where(moving, self.dq0 - a * tau, 0.0), np.where(moving, -a, 0.0)
-
-
-def sample_trajectory(evaluate: Any, duration: float, step: float = TRAJECTORY_STEP) -> tuple[Array, Array, Array,
-                                                                                            Array]:
-    """``(times, q, q', q'')`` at ``step, 2 step, ..., duration`` (the last point exactly at
-    ``duration``; at least one point): the waypoints of a trajectory message that starts now."""
-    count = max(1, int(math.ceil(duration / step - 1e-9)))
-    times = np.minimum(step * np.arange(1, count + 1), max(duration, step))
-    times[-1] = max(duration, step)
-    states = [evaluate(float(t)) for t in times]
-    return times, *(np.array([s[k] for s in states]) for k in range(3))  # type: ignore[return-value]
-
-
 class ExcitationSession:
     """One identification experiment; see the module docstring."""
 
@@ -208,7 +173,7 @@ class ExcitationSession:
             raise ValueError("the excitation must start and end at rest at the same pose (one period of a "
                              "periodic excitation)")
         self.q_start = q0
-        q, dq, _ = excitation.evaluate(verification_times(self.period))
+        q, dq, ddq = excitation.evaluate(verification_times(self.period))
         lower, upper = arm.position_min + config.limit_margin, arm.position_max - config.limit_margin
         close = np.flatnonzero((q.min(axis=0) < lower) | (q.max(axis=0) > upper))
         if close.size:
@@ -219,6 +184,8 @@ class ExcitationSession:
         fast = np.flatnonzero(np.abs(dq).max(axis=0) > arm.velocity_max)
         if fast.size:
             raise ValueError(f"the excitation exceeds velocity_max on joint(s) {', '.join(str(j + 1) for j in fast)}")
+        self.deceleration = np.minimum(config.stop_deceleration, arm.acceleration_max)
+        self.max_tail = self._check_tails(q, dq, ddq)
         self.phase = Phase.IDLE
         self.reason = ""
         self.phase_start = 0.0
@@ -228,13 +195,36 @@ class ExcitationSession:
         self.stamp_offset: float | None = None  # smallest (receive - stamp) seen [s]
         self.approach: WaypointTrajectory | None = None
         self.approach_duration = 0.0
-        self.stop: StopProfile | None = None
+        self.stop: BrakingTail | None = None
         self.stop_time = 0.0
+        self.sent: tuple[float, BrakingTail] | None = None  # last streamed message: when, its tail
         self.abort_progress = 0.0
         self.identify_fraction = 0.0  # written by the identification thread (a float: atomic)
         self._identify_stages = 0
         self.max_tracking = 0.0  # largest tracking error seen [rad]
         self.history: list[tuple[str, float]] = []  # (phase, start time)
+
+    def _check_tails(self, q: Array, dq: Array, ddq: Array) -> float:
+        """``ValueError`` unless a braking tail from each excitation state (``q, q', q''`` (m, n))
+        stays within the joint limits and ``velocity_max``; the longest tail [s]."""
+        arm = self.arm
+        durations = braking_duration(dq, ddq, self.deceleration)
+        lowest, highest, speed = tail_extremes(q, dq, ddq, durations)
+        outside = (lowest < arm.position_min) | (highest > arm.position_max) | (speed > arm.velocity_max)
+        if np.any(outside):
+            k, j = (int(i[0]) for i in np.nonzero(outside))
+            times = verification_times(self.period)
+            raise ValueError(f"the arm could not stop within its limits from the excitation at t = {times[k]:.3f} s: "
+                             f"a braking tail at min(stop_deceleration, acceleration_max) takes joint {j + 1} to "
+                             f"[{lowest[k, j]:.4f}, {highest[k, j]:.4f}] rad at up to {speed[k, j]:.3f} rad/s "
+                             f"(limits [{arm.position_min[j]:.4f}, {arm.position_max[j]:.4f}] rad, "
+                             f"{arm.velocity_max[j]:.3f} rad/s)")
+        return float(durations.max())
+
+    def stop_time_bound(self) -> float:
+        """Longest time [s] the arm moves on after the last streamed message of the excitation
+        arrived: the horizon plus the longest braking tail from an excitation state."""
+        return self.config.stream_horizon + self.max_tail
 
     # -- timeline -------------------------------------------------------------------------------
 
@@ -310,17 +300,13 @@ class ExcitationSession:
         """Record a refused start as ``failed`` (used for ``start_on_launch``); nothing moves."""
         self._enter(Phase.FAILED, now, reason)
 
-    def abort(self, now: float, reason: str, sample: JointSample | None) -> bool:
-        """Stop and hold (module docstring). False (nothing done) unless a motion phase is running."""
+    def abort(self, now: float, reason: str) -> bool:
+        """Stop and hold (module docstring): brake from the reference state at ``now``. False
+        (nothing done) unless a motion phase is running."""
         if not self.moving:
             return False
         self.abort_progress = self.progress(now)
-        if sample is not None:
-            q, dq = sample.q, sample.dq
-        else:  # no measurement: stop the reference
-            q, dq, _ = self.reference(now)
-        self.stop = StopProfile.from_state(q, dq, self.config.stop_deceleration, self.arm.position_min,
-                                           self.arm.position_max)
+        self.stop = BrakingTail.from_state(*self.reference(now), self.deceleration)
         self.stop_time = float(now)
         self._enter(Phase.ABORTED, now, reason)
         return True
@@ -343,6 +329,9 @@ class ExcitationSession:
         age = now - sample.receive
         if age > c.state_timeout:
             return f"joint states stale: the newest is {age:.3f} s old (state_timeout {c.state_timeout:g} s)"
+        if self.sent is not None and now - self.sent[0] > c.stream_horizon:
+            return (f"commands late: the last trajectory message was sent {now - self.sent[0]:.3f} s ago, more than "
+                    f"stream_horizon {c.stream_horizon:g} s: the arm is braking")
         q, dq = sample.q, sample.dq
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
             return "joint state contains NaN or infinite values"
@@ -385,16 +374,8 @@ class ExcitationSession:
         return sample.stamp + (self.stamp_offset if self.stamp_offset is not None else 0.0)
 
     def _positions(self, times: Array) -> Array:
-        """Reference positions (m, n) of the current motion phase at node times ``times`` (m,)
-        (earlier times clamp to the phase's start)."""
-        t = np.asarray(times, dtype=float) - self.phase_start
-        if self.phase is Phase.APPROACH and self.approach is not None:
-            return self.approach.evaluate(np.clip(t, 0.0, self.approach_duration))[0]
-        if self.phase is Phase.EXCITE:
-            t = np.maximum(t, 0.0)
-            local = np.where(t >= self.config.periods * self.period, self.period, np.fmod(t, self.period))
-            return self.excitation.evaluate(local)[0]
-        return np.broadcast_to(self.q_start, (t.size, self.q_start.size))
+        """Planned reference positions (m, n) at node times ``times`` (m,) (:meth:`planned`)."""
+        return self.planned(times)[0]
 
     def update(self, now: float, sample: JointSample | None) -> Phase | None:
         """Safety checks and phase changes of one cycle; the new phase when it changed, else ``None``.
@@ -404,18 +385,19 @@ class ExcitationSession:
             return None
         problem = self.safety_problem(now, sample)
         if problem is not None:
-            self.abort(now, problem, sample)
+            self.abort(now, problem)
             return Phase.ABORTED
-        if now - self.phase_start < self._phase_duration(self.phase):
+        end = self.phase_start + self._phase_duration(self.phase)
+        if now < end:
             return None
         following = {Phase.APPROACH: Phase.SETTLE, Phase.SETTLE: Phase.EXCITE, Phase.EXCITE: Phase.HOLD,
                      Phase.HOLD: Phase.IDENTIFY}[self.phase]
         if following is Phase.EXCITE:
-            self.excite_start = float(now)
+            self.excite_start = end
             self._observe(sample)
             if self.stamp_offset is not None:
-                self.excite_start_stamp = float(now) - self.stamp_offset
-        return self._enter(following, now)
+                self.excite_start_stamp = end - self.stamp_offset
+        return self._enter(following, end)
 
     def recording_complete(self, now: float) -> bool:
         """The recording can be closed: the motion ended (identify) or the abort's stop has settled."""
@@ -425,40 +407,57 @@ class ExcitationSession:
 
     # -- references -----------------------------------------------------------------------------
 
-    def reference(self, now: float) -> States:
-        """Desired ``(q, q', q'')`` at ``now``: the phase's motion, or the pose held after it."""
-        zero = np.zeros(self.arm.n_joints)
-        phase, t = self.phase, now - self.phase_start
-        if phase is Phase.APPROACH and self.approach is not None:
-            return self.approach.evaluate(min(max(t, 0.0), self.approach_duration))
-        if phase is Phase.EXCITE:
-            if t >= self.config.periods * self.period:
-                return self.q_start.copy(), zero, zero.copy()
-            return self.excitation.evaluate(math.fmod(max(t, 0.0), self.period))
-        if phase is Phase.ABORTED and self.stop is not None:
-            return self.stop.evaluate(now - self.stop_time)
-        return self.q_start.copy(), zero, zero.copy()  # settle, hold, identify, done, failed identification
+    def planned(self, times: Any) -> States:
+        """The planned reference ``(q, q', q'')`` (each (m, n)) at node times ``times`` (m,) of a
+        started experiment: approach, settle, excitation, hold (module docstring), the start pose
+        after the motion; the approach's origin before the start."""
+        t = np.atleast_1d(np.asarray(times, dtype=float)) - (self.start_time or 0.0)
+        n = self.arm.n_joints
+        q = np.broadcast_to(self.q_start, (t.size, n)).copy()
+        dq, ddq = np.zeros_like(q), np.zeros_like(q)
+        excite = self.approach_duration + self.config.settle_time
+        in_approach = t < self.approach_duration
+        in_excitation = (t >= excite) & (t < excite + self.config.periods * self.period)
+        if np.any(in_approach) and self.approach is not None:
+            states = self.approach.evaluate(np.maximum(t[in_approach], 0.0))
+            for x, y in zip((q, dq, ddq), states):
+                x[in_approach] = y
+        if np.any(in_excitation):
+            states = self.excitation.evaluate(np.fmod(t[in_excitation] - excite, self.period))
+            for x, y in zip((q, dq, ddq), states):
+                x[in_excitation] = y
+        return q, dq, ddq
 
-    def trajectory(self, phase: Phase | None = None, step: float = TRAJECTORY_STEP
-                   ) -> tuple[Array, Array, Array, Array] | None:
-        """Waypoints ``(times from the phase's start, q, q', q'')`` for a trajectory controller, sent
-        when ``phase`` (default: the current one) starts: the approach (once started), the
-        excitation (all ``periods``; available from the start, so that the node can prepare the
-        message) and the stop of an abort; ``None`` for the other phases (a trajectory controller
-        holds the last point of the previous message)."""
-        phase = self.phase if phase is None else phase
-        if phase is Phase.APPROACH and self.approach is not None:
-            approach = self.approach
-            return sample_trajectory(lambda t: approach.evaluate(t), self.approach_duration, step)
-        if phase is Phase.EXCITE:
-            period, excitation = self.period, self.excitation
-            return sample_trajectory(lambda t: excitation.evaluate(math.fmod(t, period) if t < self.config.periods
-                                                                   * period else period),
-                                     self.config.periods * period, step)
-        if phase is Phase.ABORTED and self.stop is not None:
-            stop, lower, upper = self.stop, self.arm.position_min, self.arm.position_max
-            times, q, dq, ddq = sample_trajectory(lambda t: stop.evaluate(t), stop.duration, step)
-            return times, np.clip(q, lower, upper), dq, ddq  # a controller rejects points beyond the limits
+    def _plan(self, now: float) -> States:
+        return tuple(x[0] for x in self.planned(now))  # type: ignore[return-value]
+
+    def reference(self, now: float) -> States:
+        """Commanded ``(q, q', q'')`` at ``now``: the plan (:meth:`planned`); the braking tail of
+        the last streamed message once its horizon has passed (what a trajectory controller
+        executes then); the stop after an abort; the start pose before the start."""
+        if self.phase is Phase.ABORTED and self.stop is not None:
+            return self.stop.evaluate(now - self.stop_time)
+        if self.start_time is None:
+            zero = np.zeros(self.arm.n_joints)
+            return self.q_start.copy(), zero, zero.copy()
+        if self.sent is not None and now - self.sent[0] > self.config.stream_horizon:
+            return self.sent[1].evaluate(now - self.sent[0] - self.config.stream_horizon)
+        return self._plan(now)
+
+    def waypoints(self, now: float, step: float = TRAJECTORY_STEP) -> tuple[Array, Array, Array, Array] | None:
+        """The message for a trajectory controller at ``now``: waypoints ``(times from now, q, q',
+        q'')``. While moving: the plan over the next ``stream_horizon`` and a braking tail
+        (:func:`~.streaming.horizon_waypoints`), sent every ``stream_period``; after an abort: the
+        rest of the stop (positions clipped to the joint limits: a controller rejects points beyond
+        them); else ``None`` (the controller holds the last point of the previous message)."""
+        if self.moving:
+            message, tail = horizon_waypoints(self._plan, now, self.config.stream_horizon, step, self.deceleration)
+            self.sent = (float(now), tail)
+            return message
+        if self.phase is Phase.ABORTED and self.stop is not None:
+            stop, start = self.stop, now - self.stop_time
+            times, q, dq, ddq = sample_waypoints(lambda t: stop.evaluate(start + t), stop.duration - start, step)
+            return times, np.clip(q, self.arm.position_min, self.arm.position_max), dq, ddq
         return None
 
     # -- progress and segments ------------------------------------------------------------------

@@ -17,9 +17,9 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "REALTIME_PRIORITY", "SWITCH_INTERVAL", "background_priority",
-           "background_worker", "create_executor", "parameter_descriptor", "realtime_priority_parameter", "run_node",
-           "set_realtime_priority"]
+__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "REALTIME_PRIORITY", "STOP_SIGNALS", "SWITCH_INTERVAL",
+           "background_priority", "background_worker", "create_executor", "parameter_descriptor",
+           "realtime_priority_parameter", "run_node", "set_realtime_priority"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
@@ -27,6 +27,7 @@ REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control
 BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
 EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides every node's executor
 EXECUTORS = ("events", "single")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # end a node (exit 0), once or repeated
 
 
 def parameter_descriptor(description: str, type_: int, *, read_only: bool,
@@ -116,8 +117,26 @@ def create_executor(events: bool, context: Context | None = None) -> Executor:
     return SingleThreadedExecutor(context=context)
 
 
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+class _StopRequest:
+    """Signal handler of :func:`run_node`: SIGINT or SIGTERM only sets ``signum``, which the spin
+    loop checks. It raises nothing: an exception raised by a handler lands wherever the main
+    thread happens to be - in a subscription callback (rclpy logs it as fatal), inside pybind11's
+    argument conversion (``RuntimeError: Unable to convert call argument``) or, for a repeated
+    signal, in ``destroy_node()`` - each a traceback and exit 1."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.signum = signum
+
+
+def _ignore_stop_signals() -> None:
+    """From shutdown on, SIGINT and SIGTERM are ignored: ``ros2 launch`` re-sends SIGINT and then
+    escalates to SIGTERM while a node shuts down, and the interpreter's finalisation would reset a
+    Python handler to the default action (death by the signal, exit -15); ``SIG_IGN`` survives it."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
@@ -130,8 +149,12 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     ``ValueError`` (so does an unknown :data:`EXECUTOR_VARIABLE`), else 0.
     ``before_spin(node)`` runs just before spinning (e.g. start a physics thread);
     ``after_spin(node)`` after it (stop the arm, close a recording), while the context is still
-    valid: rclpy's signal handler is off, so SIGINT (and SIGTERM, mapped to it) raises
-    ``KeyboardInterrupt`` in the spinning thread instead of shutting the context down first.
+    valid: rclpy's signal handler is off (it would shut the context down first). SIGINT and
+    SIGTERM (``ros2 launch`` escalates to it) set a flag (:class:`_StopRequest`) that the spin
+    loop checks at least every :data:`SIGNAL_WAKEUP`; once the loop has ended, both signals are
+    ignored (:func:`_ignore_stop_signals`). So one signal or several in quick succession end the
+    node the same way: ``after_spin``, destroy, exit 0, no traceback. A signal during start-up
+    lets ``create`` finish, then the node shuts down without spinning.
 
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
     move the start-up heap (numpy, MuJoCo, the model) out of Python's garbage collector with
@@ -141,16 +164,20 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     ``realtime_priority`` parameter above 0 (:func:`realtime_priority_parameter`),
     :func:`set_realtime_priority` (a warning if refused).
     """
+    stop = _StopRequest()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # ros2 launch escalates to SIGTERM
     try:
         executor = create_executor(events_executor)
         node = create()
     except (ValueError, *start_up_errors) as exc:
+        _ignore_stop_signals()
         get_logger(name).fatal(f"cannot start: {exc}")
         rclpy.try_shutdown()
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # raised by code (e.g. a test), not by the signals
+        _ignore_stop_signals()
         rclpy.try_shutdown()
         return 0
     try:
@@ -162,13 +189,14 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
             _apply_realtime_priority(node)
         if before_spin is not None:
             before_spin(node)
-        while executor.context.ok():
+        while executor.context.ok() and stop.signum is None:
             # a signal is handled when this thread is back in Python: wake up now and then even
             # if the node has no timer (rclpy's own handler is off; see above)
             executor.spin_once(timeout_sec=SIGNAL_WAKEUP)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        _ignore_stop_signals()
         if after_spin is not None:
             try:
                 after_spin(node)

@@ -13,21 +13,27 @@ identify``). The node:
   than ``state_timeout``, or when the arm is more than ``max_start_distance`` [rad] from the
   excitation's start pose on some joint; otherwise the arm moves slowly (``approach_velocity``,
   ``approach_acceleration``) to the start pose: phases ``approach -> settle -> excite -> hold``;
-* commands through ``command_interface``: ``trajectory`` (default: one
-  ``trajectory_msgs/JointTrajectory`` per phase with positions, velocities and accelerations every
-  0.1 s, executed by the trajectory controller; the best tracking and the best data),
+* commands through ``command_interface``: ``trajectory`` (default: a
+  ``trajectory_msgs/JointTrajectory`` every ``stream_period`` with the next ``stream_horizon`` of
+  the reference - positions, velocities and accelerations every 0.1 s - followed by a braking
+  tail to rest, executed by the trajectory controller; the best tracking and the best data. The
+  experiment is never sent whole: if this node dies, the arm stops by itself within
+  ``stream_horizon`` plus the tail, within the arm's velocity and acceleration limits;
+  :mod:`youbot_dynamics.identification.streaming`),
   ``position`` (the reference streamed at ``command_rate`` on the position controller's topic:
   the drives' ramp turns the set-point steps into velocity pulses and lags on fast excitations;
   for slow moves, poor identification data) or ``effort`` (the node's own PD + model feedforward
   at ``command_rate``, gains ``effort_kp``/``effort_kd``, the feedforward model is
-  ``nominal_model``; the loop closes through DDS: it needs a node that keeps up);
+  ``nominal_model``; the loop closes through DDS: it needs a node that keeps up). Streamed
+  set-points stop with this node too: the drives' command timeout switches the motors off;
 * records ``joint_states_topic`` from start to the end of the motion into
   ``<output_directory>/<YYYYmmdd-HHMMSS>/recording`` (rosbag2, MCAP) and ``recording.csv``
   (``t, q1..q5, dq1..dq5, tau1..tau5``), flushed every ``flush_period`` s (a crash or Ctrl-C
   loses at most that much);
 * aborts, stopping and holding the arm, when the joint states go stale, a joint moves into the
   ``limit_margin`` zone of a limit, the tracking error exceeds ``max_tracking_error``, or on
-  ``~/abort`` (``std_srvs/Trigger``); the recording is closed and stays valid;
+  ``~/abort`` (``std_srvs/Trigger``): the reference brakes from its current state, at most at
+  ``min(stop_deceleration, acceleration_max)`` per joint; the recording is closed and stays valid;
 * after the motion identifies (``method``, ``structure``, ``cutoff_hz``) on the first
   ``periods - validation_periods`` periods, validates on the last ``validation_periods`` (a
   different part of the recording) against the baseline ``nominal_model``, writes
@@ -56,8 +62,9 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -153,7 +160,14 @@ class IdentificationNode(Node):
             "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
             range_=(0.001, 10.0)))
         self.declare_parameter('stop_deceleration', 10.0, _descriptor(
-            "Deceleration of the stop on an abort [rad/s^2].", d, range_=(0.1, 100.0)))
+            "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
+            "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
+        self.declare_parameter('stream_horizon', 0.3, _descriptor(
+            "command_interface trajectory: each message holds this much of the reference [s], then a braking tail.",
+            d, range_=(0.05, 5.0)))
+        self.declare_parameter('stream_period', 0.1, _descriptor(
+            "command_interface trajectory: a new message this often [s] (shorter than stream_horizon).", d,
+            range_=(0.01, 5.0)))
         self.declare_parameter('command_rate', 100.0, _descriptor(
             "Rate of the safety checks and of the streamed commands (position, effort) [Hz].", d,
             range_=(10.0, 1000.0)))
@@ -192,8 +206,9 @@ class IdentificationNode(Node):
             approach_acceleration=p['approach_acceleration'], settle_time=p['settle_time'],
             hold_time=p['hold_time'], limit_margin=p['limit_margin'], max_tracking_error=p['max_tracking_error'],
             max_command_delay=p['max_command_delay'], state_timeout=p['state_timeout'],
-            stop_deceleration=p['stop_deceleration'])
-        ExcitationSession(self.arm, self.excitation, self.config)  # checks the excitation now, not at ~/start
+            stop_deceleration=p['stop_deceleration'], stream_horizon=p['stream_horizon'],
+            stream_period=p['stream_period'])
+        probe = ExcitationSession(self.arm, self.excitation, self.config)  # checks the excitation now, not at ~/start
         self.interface = p['command_interface']
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
                                                                           p['nominal_model'] or None)
@@ -204,7 +219,7 @@ class IdentificationNode(Node):
         self.run_directory: Path | None = None
         self.result_summary: dict[str, Any] = {}
         self._identification: concurrent.futures.Future | None = None
-        self._excitation_msg: JointTrajectory | None = None
+        self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
         self._reader = JointStateReader(self.arm.joint_names, require_velocity=False)
         self._last_percent_logged = -10.0
@@ -228,9 +243,11 @@ class IdentificationNode(Node):
         self.get_logger().info(
             f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
             f"condition number {_number(self.excitation_design.get('condition_number'))}, "
-            f"{self.config.validation_periods} held out), command interface '{self.interface}', output in "
-            f"{self.output_root}; " + ("starting at the first joint state" if self._auto_start
-                                       else "call ~/start to begin"))
+            f"{self.config.validation_periods} held out), command interface '{self.interface}'"
+            + (f" ({self.config.stream_horizon:g} s horizons every {self.config.stream_period:g} s: without them the "
+               f"arm stops within {probe.stop_time_bound():.2f} s)" if self.interface == 'trajectory' else "")
+            + f", output in {self.output_root}; "
+            + ("starting at the first joint state" if self._auto_start else "call ~/start to begin"))
 
     # -- clock and joint states -----------------------------------------------------------------
 
@@ -288,8 +305,6 @@ class IdentificationNode(Node):
             self.get_logger().error(message)
             return False, message
         self.session, self.run_directory, self.result_summary = session, directory, {}
-        if self.interface == 'trajectory':  # prepared now: building it when the excitation starts would delay it
-            self._excitation_msg = trajectory_message(self.arm.joint_names, *session.trajectory(Phase.EXCITE))
         approach = session.start(now, self._latest)
         self._last_percent_logged = -10.0
         message = (f"started: approach {approach:.1f} s, excitation {self.config.periods} x {session.period:g} s, "
@@ -302,7 +317,7 @@ class IdentificationNode(Node):
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
         session = self.session
         now = self._now()
-        if session is None or not session.abort(now, reason, self._fresh_sample(now)):
+        if session is None or not session.abort(now, reason):
             phase = session.phase.value if session is not None else Phase.IDLE.value
             return False, f"nothing to abort: {phase}"
         self._phase_changed(now)
@@ -357,8 +372,12 @@ class IdentificationNode(Node):
                                    "left)")
 
     def _stream(self, now: float, session: ExcitationSession) -> None:
-        """Streamed commands (position, effort); a trajectory controller needs none between phases."""
-        if self.interface == 'position':
+        """Streamed commands: the next horizon every ``stream_period`` (trajectory), the set-point
+        (position) or the torque (effort) every cycle."""
+        if self.interface == 'trajectory':
+            if session.moving and now >= self._next_message:
+                self._send_waypoints(now, session)
+        elif self.interface == 'position':
             self.position_pub.publish(Float64MultiArray(data=session.reference(now)[0].tolist()))
         elif self.interface == 'effort':
             sample = self._fresh_sample(now)
@@ -379,15 +398,20 @@ class IdentificationNode(Node):
         else:
             log.info(text)
         if self.interface == 'trajectory':
-            if phase is Phase.EXCITE:
-                self.trajectory_pub.publish(self._excitation_msg)
-            else:
-                waypoints = session.trajectory()
-                if waypoints is not None:
-                    self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints))
+            self._send_waypoints(now, session)
         if session.commanding:
             self._stream(now, session)
         self._publish_progress()
+
+    def _send_waypoints(self, now: float, session: ExcitationSession) -> None:
+        """The session's trajectory message for ``now`` (the next horizon, or the stop), if any,
+        stamped ``now``: a trajectory controller that honours the stamp (ros2_control's) times
+        the waypoints from when they were planned, not from when the message arrived."""
+        waypoints = session.waypoints(now)
+        if waypoints is not None:
+            header = Header(stamp=Time(nanoseconds=round(now * 1e9), clock_type=self.get_clock().clock_type).to_msg())
+            self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints, header=header))
+            self._next_message = now + self.config.stream_period
 
     def _flush(self) -> None:
         if self.recorder is not None:
