@@ -43,10 +43,10 @@ def true_model(sim):
 
 def run(sim: ArmSimulator, guard: SafetyGuard, law, seconds: float, initial=None) -> tuple[np.ndarray, np.ndarray]:
     """Effort-mode loop at 1 kHz from the simulator's state: guard(law), command, step. Returns the
-    true joint velocities (k, n) after each step and the last measured position."""
+    true joint velocities and positions (k, n) after each step."""
     m = sim.measure()
     guard.enable(m.time, initial)
-    velocities = []
+    velocities, positions = [], []
     for _ in range(int(round(seconds / sim.timestep))):
         m = sim.measure()
         tau = guard.command(m.time, m.time, m.position, m.velocity, law)
@@ -54,7 +54,8 @@ def run(sim: ArmSimulator, guard: SafetyGuard, law, seconds: float, initial=None
         sim.command("effort", tau)
         sim.step()
         velocities.append(sim.data.qvel.copy())
-    return np.array(velocities), sim.measure().position
+        positions.append(sim.data.qpos.copy())
+    return np.array(velocities), np.array(positions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,8 +70,9 @@ def test_far_pd_goal_stays_below_the_velocity_limit_and_settles(arm, sim, true_m
     goal = HOME + FAR_STEP
     duration = pd.set_goal(goal, 0.6)  # after the enable ramp
     v_ref = np.array([pd.reference(t)[1] for t in np.linspace(0.6, 0.6 + duration, 500)])
-    velocities, q_end = run(sim, SafetyGuard(arm, true_model), pd.torque, 0.6 + duration + 1.0,
-                            pd.gravity(HOME))
+    velocities, positions = run(sim, SafetyGuard(arm, true_model), pd.torque, 0.6 + duration + 1.0,
+                                pd.gravity(HOME))
+    q_end = positions[-1]
     peak = np.abs(velocities).max(axis=0) / arm.velocity_max
     print(f"\nshaped PD goal {FAR_STEP.tolist()} rad: {duration:.2f} s, peak |q'| / velocity_max = "
           f"{np.round(peak, 3).tolist()}, final error {np.round(1e3 * (q_end - goal), 3).tolist()} mrad")
@@ -101,18 +103,24 @@ def test_a_goal_replacing_a_moving_one_keeps_the_reference_continuous(arm, true_
 
 
 def test_velocity_guard_bounds_a_runaway_law(arm, sim, true_model):
-    """A law commanding 1000 N m on every joint (a wrong model, gains or goal): the guard removes
-    the torque that accelerates a joint beyond 0.9 x velocity_max; 0.8 s from mid-range, before
-    any joint reaches its limit."""
+    """A law commanding 1000 N m on every joint (a wrong model, gains or goal) from mid-range, 3 s
+    into the stops: the guard removes the torque that accelerates a joint beyond 0.9 x velocity_max
+    and brakes it in time before each limit (without the braking speed the stop of joint 2 was hit
+    at full speed, coupling joints 3 and 4 to 1.18 and 1.11 x velocity_max)."""
     mid = 0.5 * (arm.position_min + arm.position_max)
     for sign in (1.0, -1.0):
         sim.reset(mid)
         guard = SafetyGuard(arm, true_model, SafetyConfig(ramp_time=0.0))
-        velocities, _ = run(sim, guard, lambda t, q, dq: np.full(5, sign * 1e3), 0.8)
+        velocities, positions = run(sim, guard, lambda t, q, dq: np.full(5, sign * 1e3), 3.0)
         peak = np.abs(velocities).max(axis=0) / arm.velocity_max
-        print(f"\nrunaway law ({sign:+.0f} 1000 N m): peak |q'| / velocity_max = {np.round(peak, 3).tolist()}")
+        beyond = np.maximum(positions - arm.position_max, arm.position_min - positions).max(axis=0)
+        print(f"\nrunaway law ({sign:+.0f} 1000 N m): peak |q'| / velocity_max = {np.round(peak, 3).tolist()}, "
+              f"largest position beyond a limit {np.round(1e3 * beyond, 2).tolist()} mrad")
         assert np.all(peak >= 0.9), "every joint reached the guard"
         assert np.all(peak <= 1.1)
+        assert np.all(beyond <= 1e-3)
+        limit = arm.position_max if sign > 0 else arm.position_min
+        assert np.all(np.abs(positions[-1] - limit) < 0.01)  # pushed to the limits, held there
 
 
 def test_velocity_guard_equation_also_on_the_fault_hold(arm, true_model):
@@ -133,6 +141,15 @@ def test_velocity_guard_equation_also_on_the_fault_hold(arm, true_model):
     mid = 0.95 * v_max
     expected = np.minimum(0.5 * limit + 0.5 * g - 0.5 * d * 0.05 * v_max, limit)
     np.testing.assert_allclose(guard.command(0.0, 0.0, q, mid, lambda t, q, dq: np.full(5, 1e3)), expected)
+    # near a limit the guard speed is the braking speed sqrt(2 (2 a_max) s): 0.566 rad/s at 20 mrad
+    # from the upper limit of joint 2 (a_max 4 rad/s^2): 1.0 rad/s towards it is full reverse torque
+    near = q.copy()
+    near[1] = arm.position_max[1] - 0.02
+    toward = np.r_[0.0, 1.0, 0.0, 0.0, 0.0]
+    tau = guard.command(0.0, 0.0, near, toward, lambda t, q, dq: np.zeros(5))
+    assert tau[1] == -limit[1] and np.all(tau[[0, 2, 3, 4]] == 0.0)
+    away = -toward  # away from it: untouched
+    assert np.all(guard.command(0.0, 0.0, near, away, lambda t, q, dq: np.zeros(5)) == 0.0)
     # the fault hold is bounded the same way
     guard.command(0.0, 0.0, q, np.zeros(5), lambda t, q, dq: np.full(5, np.nan))
     assert guard.state is GuardState.FAULT

@@ -12,7 +12,7 @@ using the skew symmetry of ``M' - 2C``). Friction is compensated at the *measure
 the velocity limit (a 2.3 rad step: 9.6 rad/s against 1.57). So a new goal (:meth:`PDGravityController.set_goal`)
 is not applied as a step: the reference ``q_d(t)`` moves from its current value (position,
 velocity, acceleration: continuous, also when a goal replaces a moving one) to the goal along one
-quintic segment (:class:`~.trajectory.JointTrajectory`), synchronized (all joints arrive together),
+quintic segment (:class:`GoalProfile`), synchronized (all joints arrive together),
 whose duration ``T`` is the shortest for which every joint stays within
 ``GOAL_VELOCITY_FRACTION = 0.7`` of ``velocity_max`` and within ``acceleration_max`` (from rest:
 ``T = max_j max(1.875 |D_j| / (0.7 v_max_j), sqrt(5.774 |D_j| / a_max_j))``, the peak velocity and

@@ -24,16 +24,20 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    the torque that just carries gravity (no net push at the limit), and motion towards the limit is
    damped (``d`` = ``limit_damping``, default ``tau_max / velocity_max``). Torques away from the
    limit are untouched.
-6. **Velocity guard**: above ``v_g = velocity_guard x velocity_max`` (default 0.9), with the depth
-   ``w = clip((|q'_j| - v_g) / (velocity_max_j - v_g), 0, 1)`` (0 at ``v_g``, 1 at the limit and
-   beyond), and the overshoot ``u = clip((|q'_j| - velocity_max_j) / (velocity_max_j - v_g), 0, 1)``
-   (0 up to the limit, 1 from ``velocity_max + (velocity_max - v_g)``, i.e. 1.1 x the limit), the
-   torque that accelerates the joint further is bounded, moving positive
+6. **Velocity guard**: above the guard speed ``v_g`` towards the direction of motion, with the
+   zone width ``b = (1 - velocity_guard) velocity_max`` (``velocity_guard`` default 0.9), the depth
+   ``w = clip((|q'_j| - v_g) / b, 0, 1)`` and the overshoot ``u = clip((|q'_j| - v_g - b) / b, 0, 1)``,
+   the torque that accelerates the joint further is bounded, moving positive
    ``tau_j <= (1 - w) tau_max_j + w G_j(q) - w d_j (q'_j - v_g) - u tau_max_j`` (negative mirrored):
-   at the limit no net push beyond gravity is left and the damping ``d`` pulls the joint back below
-   it; beyond it the bound falls on to full reverse torque at 1.1 x the limit (against what
-   gravity's error or the other joints' motion push in), whatever the law commands (a wrong model,
-   gains or goal). Torques that slow the joint are untouched. Margin: in the simulator at 1 kHz a
+   at ``v_g + b`` no net push beyond gravity is left and the damping ``d`` pulls the joint back;
+   beyond it the bound falls on to full reverse torque at ``v_g + 2 b`` (against what gravity's
+   error or the other joints' motion push in), whatever the law commands (a wrong model, gains or
+   goal). Torques that slow the joint are untouched. The guard speed is
+   ``v_g = min(velocity_guard velocity_max, sqrt(2 a_b s))`` with ``s >= 0`` the distance to the
+   position limit ahead and ``a_b = 2 acceleration_max`` (:data:`BRAKING_FACTOR`): far from the
+   limits 0.9 x ``velocity_max`` (full at the limit, full reverse at 1.1 x), near a limit the speed
+   from which the joint can still stop before it (a reference within ``acceleration_max`` stopping
+   there is at most ``sqrt(2 acceleration_max s)``, 1/sqrt(2) of ``v_g``: not touched). Margin: in the simulator at 1 kHz a
    law commanding saturated torque on every joint peaks at about 0.98 x ``velocity_max``
    (test/test_controller_safety.py; bounded there by 1.1 x). It acts on the states the node
    receives: while the controller itself stalls, the drives keep its last torque.
@@ -43,7 +47,7 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    cannot give is a mistake, not a request to saturate later). :attr:`SafetyGuard.saturated` flags
    the joints clipped in the last cycle.
 
-Steps 5-7 (:meth:`SafetyGuard._bounded`) bound every torque that leaves: the law's, the enable
+Steps 5-7 (:meth:`SafetyGuard._bounded`; evaluated only inside a zone: cheap otherwise) bound every torque that leaves: the law's, the enable
 ramp's and the fault hold's. :meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an
 implausible joint state, :mod:`.state_check`).
 
@@ -68,12 +72,13 @@ from ..arm import ArmDescription, check_joint_values
 from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
-__all__ = ["FAULT_BEHAVIOURS", "GuardState", "SafetyConfig", "SafetyGuard", "smoothstep"]
+__all__ = ["BRAKING_FACTOR", "FAULT_BEHAVIOURS", "GuardState", "SafetyConfig", "SafetyGuard", "smoothstep"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
 
 FAULT_BEHAVIOURS = ("zero", "hold")
+BRAKING_FACTOR = 2.0  # braking deceleration of the velocity guard near a limit, x acceleration_max
 
 
 class GuardState(str, Enum):
@@ -149,8 +154,13 @@ class SafetyGuard:
         self._guard_velocity = config.velocity_guard * arm.velocity_max
         self._guard_width = arm.velocity_max - self._guard_velocity
         self._slowest_guard = float(self._guard_velocity.min())  # one comparison per cycle outside the guard
+        self._braking = 2.0 * BRAKING_FACTOR * arm.acceleration_max  # 2 a_b
         self._upper_zone = arm.position_max - config.limit_margin
         self._lower_zone = arm.position_min + config.limit_margin
+        # inside these the braking speed sqrt(2 a_b s) is below the guard speed (or the limit zone starts)
+        braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
+        self._upper_braking = arm.position_max - braking_zone
+        self._lower_braking = arm.position_min + braking_zone
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
         self.saturated = np.zeros(n, dtype=bool)
@@ -236,25 +246,26 @@ class SafetyGuard:
     def _bounded(self, q: Array, dq: Array, tau: Array) -> Array:
         """Joint-limit and velocity guards (only evaluated inside a zone), then saturation."""
         limit = self.torque_limit
-        in_zone = (q > self._upper_zone).any() or (q < self._lower_zone).any()
-        fast = np.abs(dq).max() > self._slowest_guard
-        if in_zone or fast:
+        near = (q > self._upper_braking).any() or (q < self._lower_braking).any()
+        if near or np.abs(dq).max() > self._slowest_guard:
             g = self._terms.gravity(q)
             d = self.limit_damping
-            if in_zone:
+            v_up = v_low = self._guard_velocity
+            if near:
                 margin = self.config.limit_margin
                 up = np.clip((q - self._upper_zone) / margin, 0.0, 1.0)
                 low = np.clip((self._lower_zone - q) / margin, 0.0, 1.0)
                 tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
                 tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
-            if fast:
-                v, width = self._guard_velocity, self._guard_width
-                up = np.clip((dq - v) / width, 0.0, 2.0)  # depth w + overshoot u
-                low = np.clip((-dq - v) / width, 0.0, 2.0)
-                w_up, w_low = np.minimum(up, 1.0), np.minimum(low, 1.0)
-                tau = np.minimum(tau, (1.0 - w_up) * limit + w_up * g - w_up * d * np.maximum(dq - v, 0.0)
-                                 - (up - w_up) * limit)
-                tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v, 0.0)
-                                 + (low - w_low) * limit)
+                v_up = np.minimum(v_up, np.sqrt(self._braking * np.maximum(self.arm.position_max - q, 0.0)))
+                v_low = np.minimum(v_low, np.sqrt(self._braking * np.maximum(q - self.arm.position_min, 0.0)))
+            width = self._guard_width
+            up = np.clip((dq - v_up) / width, 0.0, 2.0)  # depth w + overshoot u
+            low = np.clip((-dq - v_low) / width, 0.0, 2.0)
+            w_up, w_low = np.minimum(up, 1.0), np.minimum(low, 1.0)
+            tau = np.minimum(tau, (1.0 - w_up) * limit + w_up * g - w_up * d * np.maximum(dq - v_up, 0.0)
+                             - (up - w_up) * limit)
+            tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v_low, 0.0)
+                             + (low - w_low) * limit)
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)
