@@ -37,19 +37,21 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    position limit ahead and ``a_b = 2 acceleration_max`` (:data:`BRAKING_FACTOR`): far from the
    limits 0.9 x ``velocity_max`` (full at the limit, full reverse at 1.1 x), near a limit the speed
    from which the joint can still stop before it (a reference within ``acceleration_max`` stopping
-   there is at most ``sqrt(2 acceleration_max s)``, 1/sqrt(2) of ``v_g``: not touched). Margin: in the simulator at 1 kHz a
-   law commanding saturated torque on every joint peaks at about 0.98 x ``velocity_max``
-   (test/test_controller_safety.py; bounded there by 1.1 x). It acts on the states the node
-   receives: while the controller itself stalls, the drives keep its last torque.
+   there is at most ``sqrt(2 acceleration_max s)``, 1/sqrt(2) of ``v_g``: not touched).
+   Margin: in the simulator at 1 kHz a law commanding saturated torque on every joint for 3 s,
+   into the stops, peaks at 1.02 x ``velocity_max`` and 0.25 mrad beyond a limit
+   (test/test_controller_safety.py; bounded there by 1.1 x and 1 mrad). It acts on the states the
+   node receives: while the controller itself stalls, the drives keep its last torque.
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
    cannot give is a mistake, not a request to saturate later). :attr:`SafetyGuard.saturated` flags
    the joints clipped in the last cycle.
 
-Steps 5-7 (:meth:`SafetyGuard._bounded`; evaluated only inside a zone: cheap otherwise) bound every torque that leaves: the law's, the enable
-ramp's and the fault hold's. :meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an
-implausible joint state, :mod:`.state_check`).
+Steps 5-7 (:meth:`SafetyGuard._bounded`; the guards are evaluated only inside their zones) bound
+every torque that leaves: the law's, the enable ramp's and the fault hold's.
+:meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an implausible joint state,
+:mod:`.state_check`).
 
 **What the node does with the result**: publish a returned array as the effort command; on
 ``None`` publish a zero-effort command every cycle (the drives then only brake through friction),
