@@ -496,10 +496,23 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     assert h.call("start").success
     assert h.spin_until(lambda: h.phase() is Phase.EXCITE and h.sim.sim.time > h.node.session.excite_start + 2.0,
                         30.0), h.phase()
-    response = h.call("abort")
+    response = h.call("abort")  # at full excitation speed (joints 1 and 5 at 1.3-1.4 rad/s)
     assert response.success and "aborted" in response.message, response.message
     assert h.phase() is Phase.ABORTED and "~/abort" in h.node.session.reason
-    assert h.spin_until(lambda: finished(h), 20.0)
+    speeds = []  # the simulated arm's joint speeds while it stops
+
+    def stopped() -> bool:
+        speeds.append(np.abs(h.sim.sim.data.qvel).copy())
+        return finished(h)
+
+    assert h.spin_until(stopped, 20.0)
+    # the stop brakes from the commanded state within the arm's limits (issue 14: the old stop
+    # from a late measured state drove joint 4 at -15 rad/s)
+    stop = h.node.session.stop
+    commanded = [stop.evaluate(k) for k in np.linspace(0.0, stop.duration, 101)]
+    assert max(np.max(np.abs(c[1]) / ARM.velocity_max) for c in commanded) <= 1.0
+    assert max(np.max(np.abs(c[2]) / ARM.acceleration_max) for c in commanded) <= 1.0 + 1e-9
+    assert np.all(np.max(speeds, axis=0) <= 1.1 * ARM.velocity_max), np.max(speeds, axis=0)
     t = h.sim.sim.time
     assert h.spin_until(lambda: h.sim.sim.time > t + 0.5, 10.0)
     q0 = h.sim.sim.measure().position
