@@ -358,3 +358,20 @@ def test_controller_node_refuses_a_torque_limit_beyond_the_drives(ros):
         with pytest.raises(ValueError, match=r"torque_limit of arm_joint_1 = 1000 N m exceeds the drives' limit"):
             cls(context=ros.context, parameter_overrides=[Parameter("model_file", value=str(ros.model_file)),
                                                           Parameter("torque_limit", value=[1000.0])])
+
+
+def test_hold_after_an_implausible_state_has_no_feedback(arm, true_model):
+    """Fault behaviour 'hold' after a second publisher: the states are not the arm's, so the hold is
+    G(q_h) at the last good position (a PD on another arm's state would push at full torque)."""
+    guard = SafetyGuard(arm, true_model, SafetyConfig(ramp_time=0.0, fault_behaviour="hold"))
+    guard.enable(0.0)
+    guard.command(0.0, 0.0, HOME, np.zeros(5), lambda t, q, dq: np.zeros(5))  # the last good state
+    guard.fault("arm_joint_3 jumped 0.5 rad", trust_states=False)
+    other = HOME + np.array([0.0, 0.0, 0.5, 0.0, 0.0])
+    tau = guard.command(0.001, 0.001, other, np.zeros(5), lambda t, q, dq: np.zeros(5))
+    np.testing.assert_allclose(tau, guard._terms.gravity(HOME), atol=1e-12)
+    guard.enable(0.1)  # trusted again
+    guard.command(0.1, 0.1, HOME, np.zeros(5), lambda t, q, dq: np.zeros(5))
+    guard.fault("stale")
+    tau = guard.command(0.101, 0.101, other, np.zeros(5), lambda t, q, dq: np.zeros(5))
+    assert abs(tau[2] - guard._terms.gravity(other)[2]) > 1.0  # the PD hold pulls joint 3 back

@@ -10,7 +10,8 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    :attr:`SafetyGuard.fault_reason` until the next :meth:`SafetyGuard.enable`.
 3. **Fault behaviour** ``"zero"``: ``None``. ``"hold"``: a low-gain PD + gravity hold at the last
    good position ``q_h``, ``tau = G(q) + Kp_h (q_h - q) - Kd_h q'`` with the current state while
-   it is valid, else ``G(q_h)`` (no feedback); gains from ``hold_bandwidth`` (default 10 rad/s,
+   it is valid, else ``G(q_h)`` (no feedback; also after a fault of untrusted states,
+   :meth:`SafetyGuard.fault`); gains from ``hold_bandwidth`` (default 10 rad/s,
    damping 1) on the model's reference inertia (:func:`~.terms.reference_inertia`). Without a good
    state since the last enable there is nothing to hold: ``None``.
 4. **Enable ramp**: over ``ramp_time`` after :meth:`SafetyGuard.enable` the torque blends from the
@@ -170,6 +171,7 @@ class SafetyGuard:
         self._initial = np.zeros(n)
         self._last_q: Array | None = None
         self._hold_q: Array | None = None
+        self._states_trusted = True
 
     # -- state changes --------------------------------------------------------------------------
 
@@ -181,6 +183,7 @@ class SafetyGuard:
                          else check_joint_values(initial_torque, n, "initial_torque"))
         self._enable_time = float(now)
         self._last_q = self._hold_q = None
+        self._states_trusted = True
         self.fault_reason = None
         self.state = GuardState.ENABLED
 
@@ -214,7 +217,7 @@ class SafetyGuard:
                     return self._bounded(q, dq, tau if s == 1.0 else self._initial + s * (tau - self._initial))
                 problem = "the control law returned NaN or infinite torques"
             self._fault(problem)
-        return self._hold(q, dq, valid)
+        return self._hold(q, dq, valid and self._states_trusted)
 
     def _state_problem(self, now: float, stamp: float | None, q: Array | None, dq: Array | None) -> str | None:
         if stamp is None:
@@ -226,11 +229,13 @@ class SafetyGuard:
             return "joint state contains NaN or infinite values"
         return None
 
-    def fault(self, reason: str) -> None:
+    def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
-        :meth:`command` gives the fault behaviour."""
+        :meth:`command` gives the fault behaviour. ``trust_states=False``: the joint states are
+        not the arm's (a second publisher): the hold gets no feedback (``G(q_h)``) until enable."""
         if self.state is GuardState.ENABLED:
             self._fault(reason)
+            self._states_trusted = trust_states
 
     def _fault(self, reason: str) -> None:
         self.state = GuardState.FAULT

@@ -40,7 +40,8 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     an implausible joint state as above):
     latched until the next enable, logged with the reason; ``fault_behaviour: zero`` publishes
     zero effort *every cycle* (never the last torque), ``hold`` a low-gain PD + gravity hold of the
-    last good position (gravity only while the state is invalid). A cycle that starts more than
+    last good position (gravity only while the state is invalid, and after an implausible joint
+    state until the next enable). A cycle that starts more than
     ``state_timeout`` after the previous one (the node itself was stalled: the joint states that
     arrived meanwhile are still queued behind the timer) publishes nothing and leaves the decision
     to the next cycle, so that a fault means missing joint states, not a stall of the controller
@@ -433,7 +434,7 @@ class ControllerNode(Node):
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         problem = self._monitor.check(stamp if stamp > 0.0 else arrival, q)
         if problem is not None:
-            self.guard.fault(problem)  # only while enabled; reported by the cycle below
+            self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
         self._state = (arrival, q, dq, effort)
         if self._watchdog:
             self._timer.reset()
