@@ -12,10 +12,12 @@ from numpy.typing import NDArray
 
 from .arm import ArmDescription
 
-__all__ = ["CommandError", "CommandChecker"]
+__all__ = ["CommandError", "CommandChecker", "STAMP_TOLERANCE", "from_stamp"]
 
 Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
+
+STAMP_TOLERANCE = 1.0  # [s] a trajectory stamped further than this from the executor's clock is refused
 
 
 class CommandError(ValueError):
@@ -94,3 +96,25 @@ class CommandChecker:
         if accelerations is not None:
             accelerations = self.values(accelerations, "trajectory accelerations", rows=k)
         return times, positions, velocities, accelerations
+
+
+def from_stamp(times: Array, positions: Array, velocities: Array | None, accelerations: Array | None,
+               elapsed: float, hold_time: float) -> Trajectory:
+    """A trajectory stamped ``elapsed`` [s] ago, re-timed from now (ros2_control's
+    JointTrajectoryController semantics: a non-zero ``header.stamp`` is when ``time_from_start``
+    counts from). Waypoints already due (``times <= elapsed``) are dropped, the others keep their
+    absolute times (``times - elapsed`` from now; a stamp in the future, ``elapsed < 0``, delays
+    them); when every waypoint is past, the last one is held (reached in ``hold_time``). A stamp
+    more than :data:`STAMP_TOLERANCE` from the executor's clock is a :class:`CommandError` (the
+    sender runs on another clock, e.g. ``use_sim_time`` on one side only). Timing streamed
+    messages from their stamps keeps their splices exact whatever the delivery latency."""
+    if abs(elapsed) > STAMP_TOLERANCE:
+        raise CommandError(f"trajectory stamped {-elapsed:+.3f} s from this node's clock (more than "
+                           f"{STAMP_TOLERANCE:g} s: use_sim_time on one side only?)")
+    if times.size == 0:
+        return times, positions, velocities, accelerations
+    ahead = times > elapsed + 1e-4
+    if not ahead.any():
+        return np.array([hold_time]), positions[-1:], None, None
+    return (times[ahead] - elapsed, positions[ahead], None if velocities is None else velocities[ahead],
+            None if accelerations is None else accelerations[ahead])

@@ -44,6 +44,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
+from ..commands import from_stamp
 from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
 from ..timing import LoopStatistics
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
@@ -245,7 +246,12 @@ class SimNode(Node):
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             with self._lock:
+                if stamp > 0.0:  # timed from its stamp (0: from now)
+                    now = self.sim.time if self._publish_clock else self.get_clock().now().nanoseconds * 1e-9
+                    times, positions, velocities, accelerations = from_stamp(
+                        times, positions, velocities, accelerations, now - stamp, self.sim.timestep)
                 if times.size == 0:  # an empty trajectory stops the motion: hold the current position
                     here = self.sim.measure().position[None, :]
                     self.sim.command_trajectory(np.array([self.sim.timestep]), here)

@@ -47,6 +47,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
+from ..commands import from_stamp
 from ..driver import (INTERFACES, ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
                       VirtualBus)
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
@@ -293,6 +294,13 @@ class YoubotDriverNode(Node):
         try:
             self._check_interface("trajectory")
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            if stamp > 0.0:  # timed from its stamp (0: from now), on the clock of the joint state stamps
+                state = self.driver.state()
+                now = (state.time if self._publish_clock and state is not None
+                       else self.get_clock().now().nanoseconds * 1e-9)
+                times, positions, velocities, accelerations = from_stamp(
+                    times, positions, velocities, accelerations, now - stamp, self.driver.config.cycle_period)
             self.driver.command_trajectory(times, positions, velocities, accelerations)
         except ValueError as exc:
             self._reject("trajectory", exc)
