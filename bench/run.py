@@ -134,7 +134,28 @@ def bench_dynamics() -> dict:
         "inverse_dynamics_ratio_to_pinocchio_rnea": id_us / pin_rnea_us,
         "symbolic_derivation_s": derive_s,
         "model_load_and_first_call_s": load_s,
+        "control_cycle_median_us": control_cycle_us(arm, model),
     }
+
+
+def control_cycle_us(arm, model) -> float:
+    """Median cost [us] of one computed-torque cycle inside the safety guard (what a controller
+    node computes per joint state) on the states of a 1 s move."""
+    from youbot_dynamics.control import ComputedTorqueController, JointTrajectory, SafetyGuard
+
+    home = 0.5 * (arm.position_min + arm.position_max)
+    ctl = ComputedTorqueController(model, arm)
+    ctl.follow(JointTrajectory.through(home, np.array([1.0]), (home + 0.3)[None, :]), 0.0)
+    guard = SafetyGuard(arm, model)
+    guard.enable(-1.0)
+    states = [(tk, *ctl.reference(tk)[:2]) for tk in np.linspace(0.0, 1.0, 1000)]
+
+    def cycles() -> None:
+        for tk, q, dq in states:
+            guard.command(tk, tk, q + 1e-3, dq, ctl.torque)
+
+    cycles()
+    return best_time(cycles) / len(states) * 1e6
 
 
 def report(title: str, values: dict) -> None:
@@ -165,6 +186,8 @@ def main() -> int:
          "base regressor of 10,000 samples at least 3x faster than Pinocchio's per-sample loop"),
         ("dynamics", "inverse_dynamics_single_median_us", "<=", 30.0, "single-sample inverse dynamics median <= 30 us"),
         ("dynamics", "m_cq_g_single_median_us", "<=", 30.0, "single-sample M, C q', G median <= 30 us"),
+        ("dynamics", "control_cycle_median_us", "<=", 60.0,
+         "one computed-torque cycle inside the safety guard <= 60 us (mean of 1,000, best of 3)"),
         ("dynamics", "symbolic_derivation_s", "<=", 60.0, "symbolic derivation of the youBot model <= 60 s"),
         ("dynamics", "model_load_and_first_call_s", "<=", 1.0, "loading the generated model <= 1 s"),
         ("identification", "wls_60k_samples_s", "<=", 5.0, "60 s of 1 kHz data identified by WLS <= 5 s"),

@@ -129,24 +129,29 @@ def test_computed_torque_tracks_within_1_mrad_rms_true_vs_nominal(tracking):
 
 
 def test_cycle_cost(arm, sim, true_model):
-    """One full cycle (reference sample, M, C q', G, law, friction, guard) on states of a real motion."""
+    """The safety guard is cheap next to the law it guards: one full cycle (reference sample, M,
+    C q', G, law, friction, guard) on the states of a real motion against the law alone, measured
+    interleaved in the same run (a ratio: robust to the machine's speed and load). The absolute
+    cycle cost and its 60 us goal are in ``make bench``."""
     ctl = ComputedTorqueController(true_model, arm)
     ctl.follow(out_and_back(HOME), 0.0)
     guard = SafetyGuard(arm, true_model)
     guard.enable(-1.0)
     t = np.linspace(0.0, 2 * SEGMENT, 2000)
     states = [ctl.reference(tk)[:2] for tk in t]
-    medians = []
-    for _ in range(3):  # the best of three medians: robust to other load on the machine
-        costs = []
-        for tk, (q, dq) in zip(t, states):
+    ratios = []
+    for _ in range(3):  # the best of three: robust to other load on the machine
+        cycle, law = np.empty(t.size), np.empty(t.size)
+        for k, (tk, (q, dq)) in enumerate(zip(t, states)):
             start = time.perf_counter()
             guard.command(tk, tk, q + 1e-3, dq, ctl.torque)
-            costs.append(time.perf_counter() - start)
-        medians.append(np.median(costs))
-    print(f"\ncycle cost (computed torque + safety guard): median {1e6 * min(medians):.1f} us, "
-          f"99th percentile {1e6 * np.percentile(costs, 99):.1f} us")
-    assert min(medians) <= 60e-6
+            middle = time.perf_counter()
+            ctl.torque(tk, q + 1e-3, dq)
+            cycle[k], law[k] = middle - start, time.perf_counter() - middle
+        ratios.append(np.median(cycle) / np.median(law))
+        print(f"\ncycle cost (computed torque + safety guard): median {1e6 * np.median(cycle):.1f} us, "
+              f"99th percentile {1e6 * np.percentile(cycle, 99):.1f} us; the law alone {1e6 * np.median(law):.1f} us")
+    assert min(ratios) <= 1.6
 
 
 # ---------------------------------------------------------------------------------------------
