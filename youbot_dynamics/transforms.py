@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+#: Largest ``|norm - 1|`` of a quaternion that :func:`quaternion_to_rotation` normalises (beyond: refused).
+QUATERNION_TOLERANCE = 1e-3
+
 __all__ = [
     "rot_x",
     "rot_z",
@@ -16,6 +19,7 @@ __all__ = [
     "invert_transform",
     "rotation_to_quaternion",
     "quaternion_to_rotation",
+    "QUATERNION_TOLERANCE",
     "rotation_angle",
     "skew",
     "rpy_to_rotation",
@@ -103,10 +107,12 @@ def rotation_to_quaternion(r: ArrayLike) -> NDArray[np.float64]:
 
 
 def quaternion_to_rotation(q: ArrayLike) -> NDArray[np.float64]:
-    """Rotation matrix of quaternions ``[x, y, z, w]``; raises ``ValueError`` if not unit length.
+    """Rotation matrix of quaternions ``[x, y, z, w]``, each normalised first.
 
-    A quaternion whose norm differs from 1 by more than 1e-6 is rejected rather than silently
-    normalised: a malformed pose message should not become a motion.
+    A quaternion whose norm differs from 1 by at most :data:`QUATERNION_TOLERANCE` (1e-3) is
+    normalised: a unit quaternion rounded to 5 decimals (norm within ~2e-5 of 1) is accepted. One
+    further off (a zero quaternion, a typo) raises ``ValueError`` naming its norm, rather than
+    being silently normalised: a malformed pose should not become a motion.
     """
     q = np.asarray(q, dtype=float)
     if q.shape[-1] != 4:
@@ -114,8 +120,11 @@ def quaternion_to_rotation(q: ArrayLike) -> NDArray[np.float64]:
     if not np.all(np.isfinite(q)):
         raise ValueError("quaternion contains NaN or infinite values")
     n = np.linalg.norm(q, axis=-1)
-    if np.any(np.abs(n - 1.0) > 1e-6):
-        raise ValueError(f"quaternion is not unit length (norm {np.max(np.abs(n - 1.0)) + 1:.6g})")
+    deviation = np.abs(n - 1.0)
+    if np.any(deviation > QUATERNION_TOLERANCE):
+        worst = n.flat[int(np.argmax(deviation))]
+        raise ValueError(f"quaternion is not unit length (norm {worst:.6g}; |norm - 1| may be at most "
+                         f"{QUATERNION_TOLERANCE:g})")
     x, y, z, w = np.moveaxis(q / n[..., None], -1, 0)
     return np.stack(
         [

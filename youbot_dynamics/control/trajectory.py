@@ -16,6 +16,10 @@ everywhere, not only at the waypoints: per segment the extrema of ``q, q', q''``
 ends or at the real roots of the next derivative inside the segment. A violation raises
 :class:`TrajectoryError` naming the joint, the value, the limit and the time.
 
+**Size.** A trajectory has at most :data:`MAX_TRAJECTORY_POINTS` waypoints and a line at most as many
+IK samples (``duration x rate``): planning time and memory stay bounded (measured ~0.1 ms per point,
+0.5 s for the maximum); more is refused with :class:`TrajectoryError` before any work.
+
 **Cartesian line** (:func:`cartesian_line`): the tool moves on the straight line from its pose at
 ``q_start`` to ``T_goal`` with the rest-to-rest quintic time scaling
 ``s(t) = 10 u^3 - 15 u^4 + 6 u^5`` (``u = t / T``): ``p(s) = p_0 + s (p_1 - p_0)``, orientation
@@ -43,11 +47,16 @@ from ..kinematics import forward_kinematics
 from ..interpolation import HermiteSpline, waypoint_velocities
 from ..transforms import quaternion_to_rotation, rotation_to_quaternion
 
-__all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp"]
+__all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp", "MAX_TRAJECTORY_POINTS",
+           "LINE_IK_RATE"]
 
 Array = NDArray[np.float64]
 
 LIMIT_TOLERANCE = 1e-9  # absolute slack of every limit check [rad, rad/s, rad/s^2]
+#: Most waypoints of a :class:`JointTrajectory` (and IK samples of a :func:`cartesian_line`): planning
+#: and checking cost ~0.1 ms per point, so a reference is planned in about 0.5 s and ~10 MB at most.
+MAX_TRAJECTORY_POINTS = 5_000
+LINE_IK_RATE = 100.0  # [1/s] default IK samples per second of a Cartesian line
 _EXPONENTS = np.arange(6)  # of a quintic's monomials
 
 
@@ -147,7 +156,8 @@ class JointTrajectory:
         """Trajectory from the start state at ``t = 0`` through the waypoints ``positions`` (K, n)
         reached ``times`` (K,) seconds from the start; optional ``velocities`` and ``accelerations``
         (K, n); the start velocity and acceleration default to zero. Malformed input (shapes, NaN,
-        times not positive and strictly increasing) raises :class:`TrajectoryError`."""
+        times not positive and strictly increasing) or more than :data:`MAX_TRAJECTORY_POINTS`
+        waypoints raises :class:`TrajectoryError`."""
         n = np.size(start_position)
         try:
             t = np.asarray(times, dtype=float)
@@ -155,6 +165,9 @@ class JointTrajectory:
             raise TrajectoryError(f"times must be numbers ({exc})") from None
         if t.ndim != 1 or t.size == 0:
             raise TrajectoryError(f"times must be a non-empty 1-D sequence, got shape {t.shape}")
+        if t.size > MAX_TRAJECTORY_POINTS:
+            raise TrajectoryError(f"{t.size} waypoints: at most {MAX_TRAJECTORY_POINTS} are accepted (send a long "
+                                  "motion in parts)")
         if not np.all(np.isfinite(t)) or t[0] <= 0.0 or np.any(np.diff(t) <= 0.0):
             raise TrajectoryError(f"times from start must be finite, positive and strictly increasing, "
                                   f"got {t.tolist()}")
@@ -263,18 +276,26 @@ def _unwrap(q: Array, reference: Array) -> Array:
     return reference + np.mod(q - reference + np.pi, 2.0 * np.pi) - np.pi
 
 
-def cartesian_line(arm: ArmDescription, q_start: Any, goal: Any, duration: float, *, rate: float = 100.0,
+def cartesian_line(arm: ArmDescription, q_start: Any, goal: Any, duration: float, *, rate: float = LINE_IK_RATE,
                    max_joint_step: float = 0.1, orientation_tolerance: float = 1e-3) -> JointTrajectory:
     """Joint trajectory moving the tool on a straight line from ``FK(q_start)`` to ``goal`` (4, 4)
     in ``duration`` seconds, rest to rest; see the module docstring. ``rate``: IK samples per second;
     ``max_joint_step`` [rad]: largest joint change between samples; ``orientation_tolerance`` [rad]:
-    largest change of a slerped orientation by the projection onto the 5-DOF reachable set."""
+    largest change of a slerped orientation by the projection onto the 5-DOF reachable set.
+    ``ceil(duration x rate)`` samples, at most :data:`MAX_TRAJECTORY_POINTS` (at 100 per second a
+    50 s line; ~0.12 ms and a few kB each): more is refused before any work."""
     q0 = _rows(q_start, arm.n_joints, "start position")
     goal = np.asarray(goal, dtype=float)
     if goal.shape != (4, 4) or not np.all(np.isfinite(goal)):
         raise TrajectoryError(f"goal must be a finite 4x4 transform, got shape {goal.shape}")
     if not (np.isfinite(duration) and duration > 0.0):
         raise TrajectoryError(f"duration must be positive, got {duration}")
+    if not (np.isfinite(rate) and rate > 0.0):
+        raise TrajectoryError(f"IK rate must be positive, got {rate}")
+    if duration * rate > MAX_TRAJECTORY_POINTS:
+        raise TrajectoryError(f"a line of {duration:g} s at {rate:g} IK samples/s needs {np.ceil(duration * rate):.0f} "
+                              f"samples, at most {MAX_TRAJECTORY_POINTS} are allowed (at most "
+                              f"{MAX_TRAJECTORY_POINTS / rate:g} s at this rate)")
     _check_range(arm, q0, q0, "start position")
     start = forward_kinematics(arm, q0)
     branch = _start_branch(arm, q0, start)

@@ -8,19 +8,28 @@ diagnostics, faults: see there). References:
 * ``~/trajectory`` (``trajectory_msgs/JointTrajectory``, joints by name in any order): quintic
   interpolation from the current reference (position, velocity and acceleration: a running
   trajectory is replaced without a jump) through the points, each reached at its
-  ``time_from_start`` (> 0, strictly increasing) counted from the reception; velocities and
+  ``time_from_start`` (strictly increasing) counted from the reception; velocities and
   accelerations of the points are used when every point gives them (else estimated / zero).
+  A first point at ``time_from_start = 0`` is the start state: accepted if every joint is within
+  :data:`~youbot_dynamics.trajectory_start.START_TOLERANCE` (0.02 rad) of the current reference
+  and then dropped, else refused with the distance (:func:`~youbot_dynamics.trajectory_start.drop_start_point`).
   ``header.stamp`` is ignored (execution starts once planned, a few ms after reception; a trajectory
   replacing a running one starts at its reception, continuous with it). An empty trajectory (no
-  points) stops: the current desired position is held. After the last point it is held;
+  points, or only the start point) stops: the current desired position is held. After the last
+  point it is held. At most :data:`~youbot_dynamics.control.trajectory.MAX_TRAJECTORY_POINTS`
+  (5,000) points: a larger message is refused on receipt, before it is deserialized. The topic is
+  subscribed serialized (``raw``): rclpy's deserialization (~25 us per point) and the conversion
+  run in the planning thread, so that a big message never holds up the control loop;
 * ``~/line`` (``geometry_msgs/PoseStamped`` in ``base_frame``): the tool moves on a straight line
   with the same orientation interpolation (slerp) from its desired pose to the target in
-  ``line_duration`` s, rest to rest, solved by the IK in the branch of the start configuration
+  ``line_duration`` s (at most 50 s: 100 IK samples per second, at most ``MAX_TRAJECTORY_POINTS``),
+  rest to rest, solved by the IK in the branch of the start configuration
   (:func:`youbot_dynamics.control.cartesian_line`; refused on a branch change, a joint jump near a
   singularity, an unreachable orientation or the joint limits). Only from rest: refused while a
   trajectory is running.
 
-Both are planned (interpolated, solved, limit-checked) in the planning thread and installed by the
+Both are planned (deserialized, converted, interpolated, solved, limit-checked; at most ~0.5 s) in
+the planning thread and installed by the
 control loop at its next cycle. A reference reaching outside the joint limits or beyond
 ``velocity_max`` / ``acceleration_max`` anywhere (exact extrema of the quintics), malformed, sent
 while the controller is disabled, or overtaken by another reference while planned is refused: the
@@ -40,9 +49,11 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..control.laws import CT_BANDWIDTH
+from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..kinematics import forward_kinematics
+from ..trajectory_start import drop_start_point
 from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
-from .conversions import pose_to_matrix, trajectory_arrays
+from .conversions import check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
 
@@ -92,7 +103,9 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('realtime_priority', *c['realtime_priority'])
         self.declare_parameter('line_duration', 2.0, descriptor(
             "Duration [s] of a Cartesian straight line on ~/line (rest to rest); a line too fast for the "
-            "joint velocity or acceleration limits is refused.", _D, range_=(0.01, 3600.0)))
+            "joint velocity or acceleration limits is refused. At most 50 s: the line is solved at 100 IK samples "
+            "per second, at most 5000 samples (bounded planning time).", _D,
+            range_=(0.01, MAX_TRAJECTORY_POINTS / LINE_IK_RATE)))
 
     def _create_law(self) -> ComputedTorqueController:
         return ComputedTorqueController(self.model, self.arm, kp=self._optional_array('kp'),
@@ -104,7 +117,8 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def _create_interfaces(self) -> None:
         self.line_duration = float(self._param('line_duration'))
-        self.create_subscription(JointTrajectoryMsg, '~/trajectory', self._on_trajectory, QOS_DEPTH)
+        # raw: the executor only copies the bytes; deserializing is planning work (module docstring)
+        self.create_subscription(JointTrajectoryMsg, '~/trajectory', self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(PoseStamped, '~/line', self._on_line, QOS_DEPTH)
 
     def _hold(self, q: np.ndarray) -> None:
@@ -148,9 +162,14 @@ class ComputedTorqueControllerNode(ControllerNode):
         return (f"{trajectory.duration:.3f} s to {np.round(trajectory.final, 4).tolist()}"
                 + (f", starting after the enable ramp in {delay:.3f} s" if delay > 0.0 else ""))
 
-    def _on_trajectory(self, msg: JointTrajectoryMsg) -> None:
+    def _on_trajectory(self, data: bytes) -> None:
+        """A serialized ``JointTrajectory``: only its size is checked here (O(1)); an empty one
+        (a stop) is read and applied at once, any other planned."""
+        names = self.arm.joint_names
         try:
-            times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
+            count = check_serialized_trajectory(data, self.arm.n_joints)
+            if count == 0:
+                read_trajectory(data, names)  # a few bytes: checks the joint names
         except ValueError as exc:
             self.refuse("trajectory", exc)
             return
@@ -159,11 +178,15 @@ class ComputedTorqueControllerNode(ControllerNode):
             return
         start, at_rest = self._start()
         q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
-        if times.size == 0:  # stop: hold the desired position
+        if count == 0:  # stop: hold the desired position
             self.apply("empty trajectory (stop)", lambda: self._hold_description(q0))
             return
 
         def compute():  # planning thread
+            times, positions, velocities, accelerations = drop_start_point(*read_trajectory(data, names), q0,
+                                                                           joint_names=names)
+            if times.size == 0:  # only the start point: hold the desired position
+                return lambda: self._hold_description(q0)
             trajectory = JointTrajectory.through(q0, times, positions, velocities, accelerations,
                                                  start_velocity=dq0, start_acceleration=ddq0)
             trajectory.check_limits(self.arm)

@@ -8,16 +8,19 @@ turning it into a motion.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from geometry_msgs.msg import Point, Pose, Quaternion
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import ColorRGBA, Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ..control.trajectory import MAX_TRAJECTORY_POINTS
 from ..transforms import quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = [
@@ -27,6 +30,10 @@ __all__ = [
     "JointStateReader",
     "joint_trajectory",
     "trajectory_arrays",
+    "serialized_point_count",
+    "serialized_trajectory_limit",
+    "check_serialized_trajectory",
+    "read_trajectory",
     "frame_markers",
     "trajectory_message",
     "AXIS_COLORS",
@@ -46,8 +53,8 @@ def pose_to_matrix(pose: Pose) -> Array:
     """4x4 homogeneous transform of a ``geometry_msgs/Pose``.
 
     Raises ``ValueError`` if the position is not finite, or if the quaternion contains NaN/inf or
-    is not unit length (checked by :func:`..transforms.quaternion_to_rotation`; it is not silently
-    normalised).
+    its norm differs from 1 by more than 1e-3 (:func:`..transforms.quaternion_to_rotation`, which
+    normalises within that tolerance: rounded input is accepted).
     """
     p = (pose.position.x, pose.position.y, pose.position.z)
     if not all(math.isfinite(v) for v in p):
@@ -150,50 +157,133 @@ def joint_trajectory(joint_names: Sequence[str], configurations: Iterable[Any], 
     return msg
 
 
-def _point_values(point: Any, field: str, order: Sequence[int], k: int) -> Array | None:
-    values = getattr(point, field)
-    if len(values) == 0:
+def _point_field(points: Sequence[Any], field: str, order: NDArray[np.intp], required: bool) -> Array | None:
+    """The ``field`` rows (k, n) of ``points``, columns in ``order``; None unless every point gives
+    it. A point with a wrong number of values, without a ``required`` field, or with a NaN or
+    infinite value in a given field raises ``ValueError`` naming the first such point."""
+    n = order.size
+    rows = [getattr(point, field) for point in points]
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    wrong = np.flatnonzero((lengths != n) & ((lengths != 0) | required))
+    if wrong.size:
+        k = int(wrong[0])
+        raise ValueError(f"point {k} has no {field}" if lengths[k] == 0
+                         else f"point {k}: {lengths[k]} {field} for {n} joint names")
+    given = lengths == n
+    if not given.any():
         return None
-    if len(values) != len(order):
-        raise ValueError(f"point {k}: {len(values)} {field} for {len(order)} joint names")
-    out = np.asarray(values, dtype=float)[list(order)]
-    if not np.isfinite(out).all():
-        raise ValueError(f"point {k}: {field} contain NaN or infinite values")
-    return out
+    values = np.frombuffer(b"".join(rows), dtype=float).reshape(-1, n)  # the rows are array.array("d")
+    finite = np.isfinite(values).all(axis=1)
+    if not finite.all():
+        raise ValueError(f"point {int(np.flatnonzero(given)[np.argmin(finite)])}: {field} contain NaN or infinite "
+                         "values")
+    return values[:, order] if given.all() else None
 
 
-def trajectory_arrays(msg: JointTrajectory, joint_names: Sequence[str]
+def trajectory_arrays(msg: JointTrajectory, joint_names: Sequence[str], max_points: int = MAX_TRAJECTORY_POINTS
                       ) -> tuple[Array, Array, Array | None, Array | None]:
     """``(times, positions, velocities, accelerations)`` of a ``trajectory_msgs/JointTrajectory``,
     columns in the order of ``joint_names``.
 
-    ``times`` are the points' ``time_from_start`` [s], strictly increasing; ``positions`` (k, n);
-    velocities or accelerations are None unless every point gives them. Raises ``ValueError`` if
-    the message does not name exactly ``joint_names`` (any order), a point lacks positions, a
-    value is NaN, or the times do not increase.
+    ``times`` are the points' ``time_from_start`` [s], non-negative and strictly increasing (a first
+    point at 0 is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`);
+    ``positions`` (k, n); velocities or accelerations are None unless every point gives them.
+    Raises ``ValueError`` if the message has more than ``max_points`` points (checked first, before
+    any work), does not name exactly ``joint_names`` (any order), a point lacks positions, a value
+    is NaN, or the times do not increase. Vectorised: ~1 us per point.
     """
+    points = msg.points
+    if len(points) > max_points:
+        raise ValueError(f"trajectory has {len(points)} points, at most {max_points} are accepted (send a long "
+                         "motion in parts)")
     names = list(msg.joint_names)
     if sorted(names) != sorted(joint_names) or len(set(names)) != len(names):
         raise ValueError(f"trajectory joint_names {names} must be exactly {list(joint_names)} (any order)")
-    order = [names.index(name) for name in joint_names]
-    times, positions, velocities, accelerations = [], [], [], []
-    for k, point in enumerate(msg.points):
-        q = _point_values(point, "positions", order, k)
-        if q is None:
-            raise ValueError(f"point {k} has no positions")
-        times.append(point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec)
-        positions.append(q)
-        velocities.append(_point_values(point, "velocities", order, k))
-        accelerations.append(_point_values(point, "accelerations", order, k))
-    t = np.asarray(times, dtype=float)
+    order = np.array([names.index(name) for name in joint_names], dtype=np.intp)
+    stamps = np.array([(d.sec, d.nanosec) for d in (point.time_from_start for point in points)],
+                      dtype=float).reshape(-1, 2)
+    t = stamps[:, 0] + 1e-9 * stamps[:, 1]
     if t.size and (t[0] < 0.0 or np.any(np.diff(t) <= 0.0)):
-        raise ValueError(f"time_from_start must be non-negative and strictly increasing, got {t.tolist()}")
-    n = len(joint_names)
+        bad = 0 if t[0] < 0.0 else int(np.argmax(np.diff(t) <= 0.0)) + 1
+        raise ValueError(f"time_from_start must be non-negative and strictly increasing: point {bad} at "
+                         f"{t[bad]:.9g} s" + ("" if bad == 0 else f" after {t[bad - 1]:.9g} s"))
+    positions = _point_field(points, "positions", order, required=True)
+    return (t, np.empty((0, order.size)) if positions is None else positions,
+            _point_field(points, "velocities", order, required=False),
+            _point_field(points, "accelerations", order, required=False))
 
-    def stacked(rows: list) -> Array | None:
-        return None if not rows or any(r is None for r in rows) else np.asarray(rows).reshape(-1, n)
 
-    return t, np.asarray(positions).reshape(-1, n), stacked(velocities), stacked(accelerations)
+def serialized_point_count(data: bytes) -> int | None:
+    """Number of points of a serialized ``trajectory_msgs/JointTrajectory`` (what a ``raw``
+    subscription delivers), read from the prefix of the CDR data without deserializing it (O(number
+    of joint names)); None if the data is too short for it (malformed: deserializing will tell).
+
+    Layout: 4 bytes of encapsulation (representation id, big endian; odd = little endian data),
+    ``header.stamp`` (2 x 4 bytes), ``header.frame_id`` (uint32 length including the terminating
+    NUL, the bytes), ``joint_names`` (uint32 count, then each string as before), ``points`` (uint32
+    count); every uint32 aligned to 4 bytes from the end of the encapsulation. The same in XCDR1
+    and XCDR2 (no 8-byte alignment and no member headers before the point count).
+    """
+    if len(data) < 4:
+        return None
+    fmt = "<I" if data[1] & 1 else ">I"
+    offset = 12  # encapsulation, stamp
+
+    def uint32() -> int:
+        nonlocal offset
+        offset = 4 + (offset - 1 & ~3)  # = 4 + round_up(offset - 4, 4)
+        if offset + 4 > len(data):
+            raise IndexError
+        (value,) = struct.unpack_from(fmt, data, offset)
+        offset += 4
+        return value
+
+    def skip_string() -> None:
+        nonlocal offset
+        length = uint32()
+        offset += length
+
+    try:
+        skip_string()  # frame_id
+        for _ in range(min(uint32(), len(data))):  # joint names
+            skip_string()
+        return uint32()
+    except IndexError:
+        return None
+
+
+def serialized_trajectory_limit(n_joints: int, max_points: int = MAX_TRAJECTORY_POINTS) -> int:
+    """Largest accepted size [bytes] of a serialized ``JointTrajectory``: ``max_points`` points
+    with positions, velocities, accelerations and efforts of ``n_joints`` joints, plus 64 KiB for
+    the header and joint names (a bound on deserialization work when the point count is unread)."""
+    return max_points * (8 + 4 * (8 + 8 * n_joints)) + 65536
+
+
+def check_serialized_trajectory(data: bytes, n_joints: int, max_points: int = MAX_TRAJECTORY_POINTS) -> int | None:
+    """Before deserializing (cheap, in a subscription callback): the number of points of a
+    serialized ``JointTrajectory`` (:func:`serialized_point_count`; None if unreadable); raises
+    ``ValueError`` if it exceeds ``max_points`` or the data exceed :func:`serialized_trajectory_limit`."""
+    count = serialized_point_count(data)
+    if count is not None and count > max_points:
+        raise ValueError(f"trajectory has {count} points, at most {max_points} are accepted (send a long motion "
+                         "in parts)")
+    limit = serialized_trajectory_limit(n_joints, max_points)
+    if len(data) > limit:
+        raise ValueError(f"trajectory message of {len(data)} bytes, at most {limit} are accepted")
+    return count
+
+
+def read_trajectory(data: bytes, joint_names: Sequence[str], max_points: int = MAX_TRAJECTORY_POINTS
+                    ) -> tuple[Array, Array, Array | None, Array | None]:
+    """:func:`trajectory_arrays` of a serialized ``JointTrajectory``, checked by
+    :func:`check_serialized_trajectory` before it is deserialized (deserializing costs ~25 us
+    per point: do it outside a control thread)."""
+    check_serialized_trajectory(data, len(joint_names), max_points)
+    try:
+        msg = deserialize_message(data, JointTrajectory)
+    except RuntimeError as exc:  # rclpy's RMWError
+        raise ValueError(f"malformed trajectory message ({exc})") from None
+    return trajectory_arrays(msg, joint_names, max_points)
 
 
 def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale: float) -> MarkerArray:
