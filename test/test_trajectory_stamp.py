@@ -37,14 +37,3 @@ def test_a_stamp_from_another_clock_is_refused(elapsed):
     with pytest.raises(CommandError, match="use_sim_time on one side only"):
         from_stamp(TIMES, POS, None, None, elapsed, 0.001)
 
-
-def test_a_start_point_at_time_zero_is_dropped_when_the_arm_is_there():
-    from youbot_dynamics.commands import drop_start_point
-    times, pos, vel, _ = drop_start_point(np.r_[0.0, TIMES], np.vstack([POS[:1], POS]), None, None, POS[0] + 0.005)
-    np.testing.assert_array_equal(times, TIMES)
-    np.testing.assert_array_equal(pos, POS)
-    assert vel is None
-    with pytest.raises(CommandError, match="0.0500 rad from the current position"):
-        drop_start_point(np.r_[0.0, TIMES], np.vstack([POS[:1], POS]), None, None, POS[0] + 0.05)
-    unchanged = drop_start_point(TIMES, POS, None, None, POS[0] + 1.0)
-    assert unchanged[0] is TIMES

@@ -11,13 +11,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .arm import ArmDescription
+from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
 
 __all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp"]
 
 Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
 
-START_TOLERANCE = 0.01  # [rad] a first waypoint at time 0 this close to the current position is the start
 STAMP_TOLERANCE = 1.0  # [s] a trajectory stamped further than this from the executor's clock is refused
 
 
@@ -120,18 +120,3 @@ def from_stamp(times: Array, positions: Array, velocities: Array | None, acceler
     return (times[ahead] - elapsed, positions[ahead], None if velocities is None else velocities[ahead],
             None if accelerations is None else accelerations[ahead])
 
-
-def drop_start_point(times: Array, positions: Array, velocities: Array | None, accelerations: Array | None,
-                     q_current: Array, tolerance: float = START_TOLERANCE) -> Trajectory:
-    """A first waypoint at ``time_from_start = 0`` (the usual ROS form: the start state) is dropped
-    when it is within ``tolerance`` [rad] (every joint) of ``q_current``, the position the executor
-    starts from; farther, it would need an infinite velocity: :class:`CommandError` with the
-    distance. Other trajectories are returned unchanged (a lone start point gives an empty one)."""
-    if times.size == 0 or times[0] > 0.0:
-        return times, positions, velocities, accelerations
-    distance = np.abs(np.asarray(positions[0], dtype=float) - q_current)
-    if not distance.max() <= tolerance:
-        raise CommandError(f"the first waypoint (time_from_start 0) is {distance.max():.4f} rad from the current "
-                           f"position (more than {tolerance:g} rad): give it a time > 0 or start where the arm is")
-    return (times[1:], positions[1:], None if velocities is None else velocities[1:],
-            None if accelerations is None else accelerations[1:])
