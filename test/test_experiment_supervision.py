@@ -45,7 +45,7 @@ EXCITATION = load_trajectory(ROOT / "config" / "excitation_default.yaml", ARM.jo
 Q_START = EXCITATION.evaluate(0.0)[0]
 DOMAIN_ID = "180"
 SIGNAL_DOMAIN_ID = "182"
-REST_AFTER_KILL = 1.5  # [s] of simulated time from kill -9 to rest (bound: horizon 0.3 + tail 0.54 + settling)
+REST_AFTER_KILL = 1.5  # [s] of simulated time from kill -9 to rest (bound: horizon 0.5 + tail 0.54 + settling)
 REST_SPEED = 0.02  # [rad/s] a joint slower than this is at rest (the velocity quantum is 0.0007 rad/s)
 SPEED_MARGIN = 1.1  # no measured joint velocity above SPEED_MARGIN x velocity_max
 
