@@ -168,9 +168,11 @@ class JointTrajectory:
         if t.size > MAX_TRAJECTORY_POINTS:
             raise TrajectoryError(f"{t.size} waypoints: at most {MAX_TRAJECTORY_POINTS} are accepted (send a long "
                                   "motion in parts)")
-        if not np.all(np.isfinite(t)) or t[0] <= 0.0 or np.any(np.diff(t) <= 0.0):
-            raise TrajectoryError(f"times from start must be finite, positive and strictly increasing, "
-                                  f"got {t.tolist()}")
+        bad = ~np.isfinite(t) | (np.diff(t, prepend=0.0) <= 0.0)  # each time after the previous one (and 0)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise TrajectoryError(f"times from start must be finite, positive and strictly increasing: waypoint {k} "
+                                  f"at {t[k]:.9g} s" + (f" after {t[k - 1]:.9g} s" if k else ""))
         k = t.size
         all_t = np.concatenate([[0.0], t])
         q = np.vstack([_rows(start_position, n, "start position"), _rows(positions, n, "positions", k)])
