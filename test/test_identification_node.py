@@ -37,8 +37,9 @@ from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.dataset import Dataset, read_csv_dataset
 from youbot_dynamics.identification.pipeline import excitation_delay, periodic_cut, reference_models
-from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, TRAJECTORY_STEP, ExcitationSession, JointSample,
-                                                     PDFeedforward, Phase, SessionConfig, SessionRefused)
+from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
+                                                     ExcitationSession, JointSample, PDFeedforward, Phase,
+                                                     SessionConfig, SessionRefused)
 from youbot_dynamics.identification.streaming import braking_duration
 from youbot_dynamics.identification.trajfile import load_trajectory
 
@@ -124,6 +125,12 @@ def test_phases_progress_and_segments():
     assert times[Phase.HOLD] - times[Phase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
     assert np.all(np.diff(progress) >= -1e-9) and progress[-1] == pytest.approx(90.0, abs=0.1)
     assert session.recording_complete(t) and session.max_tracking < 1e-9
+    # the recording is complete only once it holds the last requested sample on the stamps' clock
+    # (a node handling joint states late would otherwise cut it short: issue 15), else after RECORDING_WAIT
+    end_stamp = 10.0 + approach + 0.5 - 7.0 + 3 * 8.0
+    assert not session.recording_complete(t, last_stamp=end_stamp - 0.2)
+    assert session.recording_complete(t, last_stamp=end_stamp + 0.001)
+    assert session.recording_complete(session.phase_start + RECORDING_WAIT, last_stamp=end_stamp - 0.2)
     segments = session.segments()  # on the stamps' clock (7 s behind the node's here), exactly as planned
     assert segments == {"start": pytest.approx(10.0 + approach + 0.5 - 7.0), "period": 8.0,
                         "identification_periods": 2, "validation_periods": 1}

@@ -99,6 +99,7 @@ class Phase(str, Enum):
 
 
 MOTION_PHASES = (Phase.APPROACH, Phase.SETTLE, Phase.EXCITE, Phase.HOLD)
+RECORDING_WAIT = 5.0  # [s] after the motion, longest wait for the recording to hold the last requested sample
 _PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; identification the rest
 
 
@@ -399,11 +400,19 @@ class ExcitationSession:
                 self.excite_start_stamp = end - self.stamp_offset
         return self._enter(following, end)
 
-    def recording_complete(self, now: float) -> bool:
-        """The recording can be closed: the motion ended (identify) or the abort's stop has settled."""
+    def recording_complete(self, now: float, last_stamp: float | None = None) -> bool:
+        """The recording can be closed: the abort's stop has settled, or the motion ended
+        (identify) and the recording holds the last requested sample: ``last_stamp``, the stamp of
+        the newest recorded joint state, has reached the end of the last period on the arm's clock
+        (a node that handles joint states late, on a loaded machine, would otherwise close the
+        recording before its end is in); after :data:`RECORDING_WAIT` it closes anyway."""
         if self.phase is Phase.ABORTED:
             return now >= self.stop_time + (self.stop.duration if self.stop else 0.0) + self.config.stop_settle
-        return self.start_time is not None and not self.moving
+        if self.start_time is None or self.moving:
+            return False
+        if self.excite_start_stamp is None or last_stamp is None or now >= self.phase_start + RECORDING_WAIT:
+            return True
+        return last_stamp >= self.excite_start_stamp + self.config.periods * self.period
 
     # -- references -----------------------------------------------------------------------------
 

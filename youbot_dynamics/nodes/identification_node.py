@@ -357,7 +357,8 @@ class IdentificationNode(Node):
             return
         if session.update(now, self._latest) is not None:
             self._phase_changed(now)
-        if self.recorder is not None and session.recording_complete(now):
+        if self.recorder is not None and session.recording_complete(
+                now, None if self._latest is None else self._latest.stamp):
             self._close_recording()
             if session.phase is Phase.IDENTIFY:
                 self._identification = self._worker.submit(self._identify, session, self.run_directory)
