@@ -127,7 +127,7 @@ def test_phases_progress_and_segments():
     assert session.recording_complete(t) and session.max_tracking < 1e-9
     # the recording is complete only once it holds the last requested sample on the stamps' clock
     # (a node handling joint states late would otherwise cut it short: issue 15), else after RECORDING_WAIT
-    end_stamp = 10.0 + approach + 0.5 - 7.0 + 3 * 8.0
+    end_stamp = 10.0 + approach + 0.5 - 7.0 + 3 * 8.0 + config.max_command_delay
     assert not session.recording_complete(t, last_stamp=end_stamp - 0.2)
     assert session.recording_complete(t, last_stamp=end_stamp + 0.001)
     assert session.recording_complete(session.phase_start + RECORDING_WAIT, last_stamp=end_stamp - 0.2)

@@ -404,6 +404,7 @@ class ExcitationSession:
         """The recording can be closed: the abort's stop has settled, or the motion ended
         (identify) and the recording holds the last requested sample: ``last_stamp``, the stamp of
         the newest recorded joint state, has reached the end of the last period on the arm's clock
+        plus ``max_command_delay`` (the arm's delay the identification may find)
         (a node that handles joint states late, on a loaded machine, would otherwise close the
         recording before its end is in); after :data:`RECORDING_WAIT` it closes anyway."""
         if self.phase is Phase.ABORTED:
@@ -412,7 +413,9 @@ class ExcitationSession:
             return False
         if self.excite_start_stamp is None or last_stamp is None or now >= self.phase_start + RECORDING_WAIT:
             return True
-        return last_stamp >= self.excite_start_stamp + self.config.periods * self.period
+        # the identification looks for the arm's delay up to max_command_delay after the plan
+        return last_stamp >= (self.excite_start_stamp + self.config.periods * self.period
+                              + self.config.max_command_delay)
 
     # -- references -----------------------------------------------------------------------------
 
