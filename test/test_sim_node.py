@@ -194,8 +194,10 @@ def test_trajectory_is_followed_to_its_last_point(reset):
     for t, q in ((0.5, mid), (1.0, goal)):
         msg.points.append(JointTrajectoryPoint(positions=[float(v) for v in q[::-1]],
                                                time_from_start=Duration(sec=int(t), nanosec=int((t % 1) * 1e9))))
+    start = h.node.sim.time
     h.traj_pub.publish(msg)
-    h.spin_for(0.75)
+    # 0.75 s of the arm's time (wall time would depend on the machine keeping the sim real-time)
+    assert h.spin_until(lambda: h.node.sim.time >= start + 0.75, timeout=30.0)
     assert h.node.sim.mode == "trajectory"
     progress = (h.q() - Q_START) / (goal - Q_START)  # 0.5 at the middle point (t = 0.5 s), 1 at the goal
     assert np.all((progress > 0.55) & (progress < 0.98)), progress
