@@ -262,7 +262,15 @@ def test_bad_commands_are_rejected():
             driver.command(interface, values)
     with pytest.raises(CommandError, match="increasing"):
         driver.command_trajectory([0.5, 0.4], [Q_START, Q_START])
+    # the same refusals as the simulator (issue 19 items 7, 12): a path beyond velocity_max (the
+    # driver used to clip it: the arm lagged its reference), a start point away from the arm
+    with pytest.raises(CommandError, match="arm_joint_1 would move at .* above its velocity_max"):
+        driver.command_trajectory([0.05], (Q_START + [1.5, 0, 0, 0, 0])[None, :])
+    with pytest.raises(CommandError, match=r"0\.30\d\d rad from the current position on arm_joint_2"):
+        driver.command_trajectory([0.0, 1.0], [Q_START + [0, 0.3, 0, 0, 0], Q_START])
     assert run(driver, 3).interface is None
+    driver.command_trajectory([0.0, 1.0], [Q_START, Q_START + [0, 0.1, 0, 0, 0]])  # the start state: accepted
+    assert run(driver, 3).interface == "trajectory"
 
 
 # -- safety -----------------------------------------------------------------------------------------

@@ -516,7 +516,11 @@ def test_bad_commands_raise_and_keep_the_last_valid_command(arm, config, interfa
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"times": [0.5, 0.5], "positions": "home2"}, "strictly increasing"),
-    ({"times": [0.0, 0.5], "positions": "home2"}, "positive"),
+    ({"times": [-0.1, 0.5], "positions": "home2"}, "positive"),
+    # a first point at time 0 is the start state: refused away from where the arm is (issue 19 item 12)
+    ({"times": [0.0, 0.5], "positions": "away2"}, "0.3000 rad from the current position on arm_joint_1"),
+    # waypoints inside the limits, the path between them 10 x too fast (issue 19 item 7: it was executed)
+    ({"times": [0.05], "positions": "far1"}, "arm_joint_1 would move at .* above its velocity_max"),
     ({"times": [0.5, 1.0], "positions": "home1"}, "shape"),
     ({"times": [0.5], "positions": "outside"}, "outside the joint limits"),
     ({"times": [0.5], "positions": "home1", "velocities": [[0, 0, 0, 0, np.inf]]}, "NaN or infinite"),
@@ -524,9 +528,22 @@ def test_bad_commands_raise_and_keep_the_last_valid_command(arm, config, interfa
 ])
 def test_bad_trajectories_raise(arm, config, kwargs, message):
     positions = {"home1": [config.home], "home2": [config.home, config.home],
-                 "outside": [config.home + [0, 0, 5.0, 0, 0]]}[kwargs.pop("positions")]
+                 "outside": [config.home + [0, 0, 5.0, 0, 0]],
+                 "away2": [config.home + [0.3, 0, 0, 0, 0], config.home],
+                 "far1": [config.home + [1.5, 0, 0, 0, 0]]}[kwargs.pop("positions")]
     with pytest.raises(CommandError, match=message):
         ArmSimulator(arm, config).command_trajectory(positions=positions, **kwargs)
+
+
+def test_a_start_point_at_time_zero_is_dropped(arm, config):
+    """The usual ROS form: the first point is where the arm is, at time_from_start 0."""
+    sim = ArmSimulator(arm, config, realism=EXACT)
+    here = sim.measure().position
+    sim.command_trajectory([0.0, 0.5], [here, here + [0.05, 0, 0, 0, 0]])
+    assert sim.mode == "trajectory"
+    sim.step(round(0.6 / sim.timestep))
+    np.testing.assert_allclose(sim.measure().position[0], here[0] + 0.05, atol=5e-3)
+
 
 
 def test_disabled_interface_is_rejected(arm, config):

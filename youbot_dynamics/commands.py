@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .arm import ArmDescription
+from .interpolation import HermiteSpline
 from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
 
 __all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp"]
@@ -19,6 +20,11 @@ Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
 
 STAMP_TOLERANCE = 1.0  # [s] a trajectory stamped further than this from the executor's clock is refused
+
+
+def _brief(times: Array) -> str:
+    """At most 6 of ``times`` (a trajectory may have thousands)."""
+    return str(times.tolist()) if times.size <= 6 else f"[{', '.join(f'{t:g}' for t in times[:6])}, ...] ({times.size})"
 
 
 class CommandError(ValueError):
@@ -72,11 +78,13 @@ class CommandChecker:
         return values
 
     def trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None, *,
-                   allow_empty: bool = False) -> Trajectory:
+                   allow_empty: bool = False, start: Array | None = None) -> Trajectory:
         """``(times, positions, velocities, accelerations)`` of waypoints reached ``times`` [s] from
         now (finite, > 0, strictly increasing); positions within the limits, velocities within
         ``velocity_max``. ``allow_empty``: no waypoints at all is accepted (positions etc. then
-        returned as given)."""
+        returned as given). ``start``: the position the executor starts from; a first waypoint at
+        time 0 is then the start state, dropped by :func:`drop_start_point` (which may leave no
+        waypoint: hold)."""
         try:
             times = np.asarray(times, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -86,9 +94,10 @@ class CommandChecker:
         k = times.size
         if k == 0:
             return times, positions, velocities, accelerations
-        if not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
-            raise CommandError("trajectory times must be finite, positive and strictly increasing, "
-                               f"got {times.tolist()}")
+        first = 0.0 if start is not None else np.nextafter(0.0, 1.0)  # time 0: the start state
+        if not np.all(np.isfinite(times)) or times[0] < first or np.any(np.diff(times) <= 0):
+            raise CommandError("trajectory times must be finite, positive (a first point may be at 0, the start "
+                               f"state) and strictly increasing, got {_brief(times)}")
         positions = self.values(positions, "trajectory positions", rows=k)
         self.limits(positions, "trajectory positions")
         if velocities is not None:
@@ -96,7 +105,25 @@ class CommandChecker:
             self.velocities(velocities, "trajectory velocities")
         if accelerations is not None:
             accelerations = self.values(accelerations, "trajectory accelerations", rows=k)
+        if start is not None:
+            try:
+                times, positions, velocities, accelerations = drop_start_point(
+                    times, positions, velocities, accelerations, start, joint_names=self.arm.joint_names)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
         return times, positions, velocities, accelerations
+
+    def spline(self, spline: HermiteSpline) -> None:
+        """The interpolated path an executor is about to follow stays within ``velocity_max``
+        (:meth:`HermiteSpline.peak_velocities`, 0.1 % tolerance for sampling): the waypoints may be
+        inside the limits while the path between them is not (1.5 rad in 0.05 s)."""
+        peak, at = spline.peak_velocities()
+        over = peak > self.arm.velocity_max * 1.001
+        if np.any(over):
+            j = int(np.argmax(peak / self.arm.velocity_max))
+            raise CommandError(f"trajectory: {self.arm.joint_names[j]} would move at {peak[j]:.3g} rad/s at "
+                               f"t = {at[j]:.3f} s, above its velocity_max {self.arm.velocity_max[j]:.4g} rad/s "
+                               "(give the waypoints more time)")
 
 
 def from_stamp(times: Array, positions: Array, velocities: Array | None, accelerations: Array | None,

@@ -83,6 +83,20 @@ class HermiteSpline:
     def duration(self) -> float:
         return float(self.breaks[-1])
 
+    def peak_velocities(self, samples: int = 64) -> tuple[Array, Array]:
+        """Per joint, the largest ``|q'(t)|`` [rad/s] and the time [s] where it occurs, from
+        ``samples`` + 1 evenly spaced points of every segment (both ends included). Sampling can
+        only underestimate a peak inside a segment, by a relative ``O(1/samples^2)`` (0.1 % at
+        most for a quintic with 64 samples): enough to refuse a command far beyond the limits."""
+        h = np.diff(self.breaks)  # (K-1,)
+        u = np.linspace(0.0, 1.0, samples + 1)  # (m,)
+        tau = h[:, None] * u[None, :]  # (K-1, m) local times
+        powers = tau[:, :, None] ** np.arange(self.derivative.shape[1])[None, None, :]  # (K-1, m, d)
+        v = np.abs(np.einsum("kmd,kdn->kmn", powers, self.derivative)).reshape(-1, self.final.size)
+        at = np.argmax(v, axis=0)
+        times = (self.breaks[:-1, None] + tau).ravel()[at]
+        return v[at, np.arange(self.final.size)], times
+
     def evaluate(self, t: float) -> tuple[Array, Array]:
         """Position and velocity at time ``t`` (clamped to ``[0, duration]``; zero velocity at the end)."""
         if t >= self.breaks[-1]:

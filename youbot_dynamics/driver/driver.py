@@ -269,9 +269,32 @@ class ArmDriver:
                            accelerations: Any = None) -> None:
         """Waypoints reached ``times`` [s] after now, as :meth:`ArmSimulator.command_trajectory`; an
         empty ``times`` holds the current position."""
+        start_q, start_dq = self._reference_now()
         times, positions, velocities, accelerations = self._commands.trajectory(
-            np.ravel(times), positions, velocities, accelerations, allow_empty=True)
+            np.ravel(times), positions, velocities, accelerations, allow_empty=True, start=start_q)
+        if times.size and start_q is not None:  # the path from where the arm is now, as the cycle will build it
+            self._commands.spline(self._spline(start_q, start_dq, times, positions, velocities, accelerations))
         self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
+
+    def _reference_now(self) -> tuple[Array | None, Array | None]:
+        """The running trajectory's reference now, else the measured position at rest (None before
+        the first cycle): where a new trajectory will start."""
+        active, state = self._active, self.state()
+        if active.interface == "trajectory" and active.reference is not None:
+            return active.spline.evaluate(self._clock() - active.started)
+        return (None, None) if state is None else (state.position.copy(), np.zeros(self.n))
+
+    def _spline(self, start_q: Array, start_dq: Array, times: Array, positions: Array, velocities: Array | None,
+                accelerations: Array | None) -> HermiteSpline:
+        """The path from the start state through the waypoints (per ``trajectory_interpolation``)."""
+        all_times = np.concatenate([[0.0], times])
+        all_q = np.vstack([start_q, positions])
+        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
+        all_dq[0] = start_dq
+        all_ddq = np.zeros_like(all_q)
+        if accelerations is not None:
+            all_ddq[1:] = accelerations
+        return HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
 
     def run_in_cycle(self, function: Callable[[], str]) -> Future:
         """Run ``function()`` on the cycle's thread before the next cycle's decision (e.g. reset the
@@ -423,14 +446,7 @@ class ArmDriver:
             start_q, start_dq = q, np.zeros(self.n)
         if times.size == 0:  # hold here
             times, positions = np.array([self.config.cycle_period]), start_q[None, :]
-        all_times = np.concatenate([[0.0], times])
-        all_q = np.vstack([start_q, positions])
-        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
-        all_dq[0] = start_dq
-        all_ddq = np.zeros_like(all_q)
-        if accelerations is not None:
-            all_ddq[1:] = accelerations
-        spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        spline = self._spline(start_q, start_dq, times, positions, velocities, accelerations)
         self._active = _Active("trajectory", None, command.time, spline, start_q, now)
 
     # -- internals: sequences -------------------------------------------------------------------

@@ -213,7 +213,9 @@ class ArmSimulator:
         self._deadline = self._steps + self._timeout_steps
 
     def command_trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None) -> None:
-        """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0) with the position PID.
+        """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0; a first point at 0
+        is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`) with the position
+        PID. A path faster than ``velocity_max`` anywhere is refused (:class:`CommandError`).
 
         The trajectory starts at the current reference (or the measured state when no PID mode is
         active) and is interpolated per ``sim.trajectory_interpolation``: cubic Hermite (positions,
@@ -223,9 +225,11 @@ class ArmSimulator:
         (no timeout in this mode).
         """
         self._check_interface("trajectory")
-        times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
-                                                                               accelerations)
         start_q, start_dq = self._current_reference()
+        times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
+                                                                               accelerations, start=start_q)
+        if times.size == 0:  # only the start point: hold it
+            times, positions, velocities, accelerations = np.array([self.timestep]), start_q[None, :], None, None
         all_times = np.concatenate([[0.0], times])
         all_q = np.vstack([start_q, positions])
         all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
@@ -233,7 +237,9 @@ class ArmSimulator:
         all_ddq = np.zeros_like(all_q)
         if accelerations is not None:
             all_ddq[1:] = accelerations
-        self._spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays
+        self._spline = spline
         if self._mode not in _PID_MODES:
             self._position_pid.reset()
         self._reference, self._reference_velocity = start_q, start_dq
