@@ -206,7 +206,7 @@ def test_excitations_the_arm_could_not_stop_from_are_rejected_up_front():
     with pytest.raises(ValueError, match="stream_period"):
         SessionConfig(stream_horizon=0.1, stream_period=0.1)
     session = ExcitationSession(ARM, EXCITATION)
-    assert 0.4 < session.max_tail < 0.7 and session.stop_time_bound() == pytest.approx(0.3 + session.max_tail)
+    assert 0.4 < session.max_tail < 0.7 and session.stop_time_bound() == pytest.approx(session.config.stream_horizon + session.max_tail)
 
 
 def test_an_arm_resting_on_a_stop_may_start_and_move_away():
