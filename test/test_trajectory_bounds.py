@@ -284,8 +284,13 @@ def test_a_maximal_trajectory_is_planned_without_stalling_the_loop(tmp_path):
                 if st.name.startswith("computed_torque_controller"):
                     reports.append((time.perf_counter(), {kv.key: kv.value for kv in st.values}))
 
-        tester.create_subscription(Float64MultiArray, "/computed_torque_controller/state",
-                                   lambda m: desired.append(np.asarray(m.data[:5])), 100)
+        measured: list[np.ndarray] = []  # q of ~/state
+
+        def on_state(m) -> None:
+            desired.append(np.asarray(m.data[:5]))
+            measured.append(np.asarray(m.data[5:10]))
+
+        tester.create_subscription(Float64MultiArray, "/computed_torque_controller/state", on_state, 100)
         tester.create_subscription(String, "/computed_torque_controller/status", lambda m: status.append(m.data), 100)
         tester.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
         pub = tester.create_publisher(JointTrajectoryMsg, "/computed_torque_controller/trajectory", 10)
@@ -314,11 +319,12 @@ def test_a_maximal_trajectory_is_planned_without_stalling_the_loop(tmp_path):
                 f"model_file:={model_file}", f"state_timeout:={STATE_TIMEOUT}", "state_publish_decimation:=100",
                 "diagnostics_period:=0.25"], env, tmp_path))
 
-            def held_by_the_drives() -> bool:  # until the controller is up (else the arm falls meanwhile)
-                drives.publish(Float64MultiArray(data=HOME.tolist()))
-                return enable.service_is_ready() and len(desired) > 0
+            def held_by_the_drives() -> bool:  # until the controller is up and the arm is back at HOME
+                drives.publish(Float64MultiArray(data=HOME.tolist()))  # (it falls onto its stops at start-up)
+                return (enable.service_is_ready() and len(measured) > 0
+                        and bool(np.max(np.abs(measured[-1] - HOME)) < 0.01))
 
-            wait(held_by_the_drives, 120.0, "the controller")
+            wait(held_by_the_drives, 120.0, "the controller and the arm at HOME")
             future = enable.call_async(SetBool.Request(data=True))
             wait(future.done, 10.0, "enable")
             assert future.result().success, future.result().message
