@@ -79,6 +79,21 @@ class HermiteSpline:
         derivative = coefficients[:, 1:] * np.arange(1, degree + 1)[None, :, None]
         return cls(np.asarray(times, dtype=float), coefficients, derivative, positions[-1].copy())
 
+    @classmethod
+    def from_state(cls, start_q: Array, start_dq: Array, times: Array, positions: Array, velocities: Array | None,
+                   accelerations: Array | None, interpolation: str) -> "HermiteSpline":
+        """The path an executor follows: from its current reference ``(start_q, start_dq)`` at time
+        0 (acceleration 0) through waypoints reached ``times`` (> 0) later; missing velocities from
+        :func:`waypoint_velocities`, missing accelerations 0."""
+        all_times = np.concatenate([[0.0], times])
+        all_q = np.vstack([start_q, positions])
+        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
+        all_dq[0] = start_dq
+        all_ddq = np.zeros_like(all_q)
+        if accelerations is not None:
+            all_ddq[1:] = accelerations
+        return cls.through(all_times, all_q, all_dq, all_ddq, interpolation)
+
     @property
     def duration(self) -> float:
         return float(self.breaks[-1])

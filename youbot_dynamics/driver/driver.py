@@ -63,7 +63,7 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
 from ..commands import CommandChecker, CommandError
-from ..interpolation import INTERPOLATIONS, HermiteSpline, waypoint_velocities
+from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
                            StatusFlag, TmclCommand, decode_flags)
@@ -284,17 +284,9 @@ class ArmDriver:
             return active.spline.evaluate(self._clock() - active.started)
         return (None, None) if state is None else (state.position.copy(), np.zeros(self.n))
 
-    def _spline(self, start_q: Array, start_dq: Array, times: Array, positions: Array, velocities: Array | None,
-                accelerations: Array | None) -> HermiteSpline:
+    def _spline(self, start_q: Array, start_dq: Array, *waypoints: Array | None) -> HermiteSpline:
         """The path from the start state through the waypoints (per ``trajectory_interpolation``)."""
-        all_times = np.concatenate([[0.0], times])
-        all_q = np.vstack([start_q, positions])
-        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
-        all_dq[0] = start_dq
-        all_ddq = np.zeros_like(all_q)
-        if accelerations is not None:
-            all_ddq[1:] = accelerations
-        return HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        return HermiteSpline.from_state(start_q, start_dq, *waypoints, self.config.trajectory_interpolation)
 
     def run_in_cycle(self, function: Callable[[], str]) -> Future:
         """Run ``function()`` on the cycle's thread before the next cycle's decision (e.g. reset the

@@ -45,7 +45,7 @@ from ..arm import ArmDescription, default_arm
 from ..commands import CommandChecker, CommandError
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
-from ..interpolation import HermiteSpline, waypoint_velocities
+from ..interpolation import HermiteSpline
 from .mujoco_model import build_model
 from .true_robot import NOISE_STREAM, armature, rng_stream, true_arm, true_standard_parameters
 
@@ -230,14 +230,8 @@ class ArmSimulator:
                                                                                accelerations, start=start_q)
         if times.size == 0:  # only the start point: hold it
             times, positions, velocities, accelerations = np.array([self.timestep]), start_q[None, :], None, None
-        all_times = np.concatenate([[0.0], times])
-        all_q = np.vstack([start_q, positions])
-        all_dq = waypoint_velocities(all_times, all_q) if velocities is None else np.vstack([start_dq, velocities])
-        all_dq[0] = start_dq
-        all_ddq = np.zeros_like(all_q)
-        if accelerations is not None:
-            all_ddq[1:] = accelerations
-        spline = HermiteSpline.through(all_times, all_q, all_dq, all_ddq, self.config.trajectory_interpolation)
+        spline = HermiteSpline.from_state(start_q, start_dq, times, positions, velocities, accelerations,
+                                          self.config.trajectory_interpolation)
         self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays
         self._spline = spline
         if self._mode not in _PID_MODES:
