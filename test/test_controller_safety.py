@@ -306,7 +306,42 @@ def test_pd_node_far_goal_measured_velocity_within_the_limit(pd_node):
 
 @pytest.mark.ros
 @pytest.mark.timeout(120)
+def test_second_joint_state_publisher_on_the_graph_refuses_enable_and_faults(pd_node):
+    """A second publisher at the same pose on the same clock (two simulators started together):
+    its states continue the arm's, so only the ROS graph reveals it."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from test_controller_nodes import COMMANDS, Q_START, enable
+    c, h = pd_node, pd_node.h
+    commands = h.record(Float64MultiArray, COMMANDS)
+    enable(c)  # one publisher (the simulator): enabled
+    import rclpy
+    second = rclpy.create_node("second_arm_driver", context=h.context)  # publishes nothing: it is there
+    publisher = second.create_publisher(JointState, "/joint_states", 10)
+    c.status.clear()
+    reason = c.wait_status("fault", timeout=5.0)
+    print(f"\nsecond publisher appears while enabled: {reason}")
+    assert "2 publishers of /joint_states (/second_arm_driver, /sim_node)" in reason
+    assert c.node.guard.state is GuardState.FAULT
+    h.spin_for(0.05)
+    assert not np.any(commands[-1][1].data)  # zero effort
+    h.hold_with_drives(Q_START)
+    response = c.set_enabled(True)
+    print(f"enable with two publishers: {response.message}")
+    assert not response.success and "2 publishers of /joint_states" in response.message
+    assert c.node.guard.state is GuardState.FAULT
+    second.destroy_publisher(publisher)
+    second.destroy_node()
+    assert h.spin_until(lambda: c.node.joint_state_publishers_problem() is None, timeout=5.0)
+    enable(c)  # the second one is gone: enabled again
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("pd_node", [{"joint_state_publishers_max": 2}], indirect=True)
 def test_second_joint_state_publisher_faults_with_the_reason(pd_node):
+    """With the graph check relaxed (2 publishers allowed), the states themselves give away a
+    second arm or clock."""
     from builtin_interfaces.msg import Time
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray, Header

@@ -76,6 +76,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('rate', *c['rate'])
         self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
         self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
+        self.declare_parameter('joint_state_publishers_max', *c['joint_state_publishers_max'])
         self.declare_parameter('command_topic', *c['command_topic'])
         self.declare_parameter('kp', *c['kp'])
         self.declare_parameter('kd', *c['kd'])

@@ -14,7 +14,10 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   publication, + 0.01 rad; the interval counted at most 50 ms: at 1 kHz 0.045 rad, after any gap
   0.2 rad), is a fault while enabled (a second publisher on the topic, a wrong state). rclpy's
   events executor (Kilted) cannot pass the ``MessageInfo`` with the publisher GID to a callback
-  (a two-argument callback fails with ``SystemError``), hence the stamps;
+  (a two-argument callback fails with ``SystemError``), hence the stamps; and a second publisher
+  at the same pose on the same clock, which the stamps cannot reveal, is seen on the ROS graph:
+  more than ``joint_state_publishers_max`` (1) nodes publishing on the topic refuses ``~/enable``
+  and, found by the reporting thread every 0.2 s, is a fault at the next cycle, naming them;
 * runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
   joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
   half period), so the torque leaves as soon as the state is in, and a watchdog timer, restarted
@@ -119,6 +122,7 @@ ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
+PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
 
@@ -155,6 +159,11 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "is up to one period old).", _S)),
     'joint_states_topic': ('/joint_states', descriptor(
         "sensor_msgs/JointState input (arm joints by name; position and velocity required).", _S)),
+    'joint_state_publishers_max': (1, descriptor(
+        "At most this many nodes may publish on joint_states_topic (checked on the ROS graph at ~/enable and "
+        "every 0.2 s): more (a second simulator or driver in the domain, whose states would be taken for the "
+        "arm's) refuses ~/enable and is a fault while enabled, naming the publishers; raise it where other "
+        "nodes share the topic (e.g. a base driver), 0 = not checked.", _I, int_range=(0, 1000))),
     'command_topic': ('/arm_effort_controller/commands', descriptor(
         "std_msgs/Float64MultiArray output: joint torques [N m] in the arm's joint order "
         "(ros2_control effort group controller).", _S)),
@@ -247,6 +256,9 @@ class ControllerNode(Node):
         # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
         self._monitor = JointStateMonitor(self.arm)
+        self._publishers_max = int(self._param('joint_state_publishers_max'))
+        self._publishers_problem: str | None = None  # found by the reporting thread, acted on by the cycle
+        self._publishers_due = 0.0
         self._state: tuple[float, Array, Array, Array | None] | None = None
         self._zero = np.zeros(n)
         self._zero_cycles = 0
@@ -284,7 +296,8 @@ class ControllerNode(Node):
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
-        self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state, JOINT_STATE_QOS)
+        self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
+                                                   JOINT_STATE_QOS)
         self.create_service(SetBool, '~/enable', self._on_enable)
         self._create_interfaces()
         self._warm_up()
@@ -460,6 +473,9 @@ class ControllerNode(Node):
                            f"(timeout {1e3 * timeout:.0f} ms)")
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
             return False, "joint state contains NaN or infinite values"
+        publishers = self.joint_state_publishers_problem()
+        if publishers is not None:
+            return False, publishers
         if self.enabled:
             return True, "already enabled"
         try:
@@ -510,6 +526,8 @@ class ControllerNode(Node):
             return
         self._deferred = False
         state = self._state
+        if self._publishers_problem is not None:
+            self.guard.fault(self._publishers_problem, trust_states=False)  # only while enabled
         if self._enable_pending and state is not None:
             self._enable_pending = False
             ok, message = self.enable()
@@ -554,6 +572,28 @@ class ControllerNode(Node):
         if self._diagnostics_period > 0.0 and end >= self._diagnostics_due:
             self._diagnostics_due = max(self._diagnostics_due + self._diagnostics_period, end)
             self._reporter.submit(self._publish_diagnostics)  # ~1 ms of work: off the control thread
+        if self._publishers_max and end >= self._publishers_due:
+            self._publishers_due = end + PUBLISHERS_CHECK_PERIOD
+            self._reporter.submit(self._check_publishers)  # a graph query: off the control thread
+
+    # -- publishers of joint states -------------------------------------------------------------
+
+    def joint_state_publishers_problem(self) -> str | None:
+        """Why the publishers of ``joint_states_topic`` on the ROS graph are more than
+        ``joint_state_publishers_max`` (naming them), or ``None``."""
+        if not self._publishers_max:
+            return None
+        topic = self._state_sub.topic_name
+        infos = self.get_publishers_info_by_topic(topic)
+        if len(infos) <= self._publishers_max:
+            return None
+        names = ", ".join(sorted(f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos))
+        return (f"{len(infos)} publishers of {topic} ({names}), at most {self._publishers_max} expected: another "
+                f"simulator or driver in this ROS domain? Its states would be taken for the arm's "
+                f"(joint_state_publishers_max)")
+
+    def _check_publishers(self) -> None:
+        self._publishers_problem = self.joint_state_publishers_problem()
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints
