@@ -153,7 +153,7 @@ class Harness:
         return self.call(self.sim_clients[name], Trigger.Request())
 
     def reset_sim(self) -> None:
-        """Back to Q_START, motors off, joint states flowing."""
+        """Back to Q_START, held by the drives until the next command, joint states flowing."""
         assert self.sim_call("resume").success
         assert self.sim_call("reset").success
         assert self.spin_until(lambda: self.sim.statistics.total_cycles > 0)

@@ -410,3 +410,64 @@ def test_hold_after_an_implausible_state_has_no_feedback(arm, true_model):
     guard.fault("stale")
     tau = guard.command(0.101, 0.101, other, np.zeros(5), lambda t, q, dq: np.zeros(5))
     assert abs(tau[2] - guard._terms.gravity(other)[2]) > 1.0  # the PD hold pulls joint 3 back
+
+
+# -- letting go of the arm: the release to the drives -------------------------------------------
+
+
+def _let_go_and_watch(c, h, let_go, seconds: float = 1.5):
+    """Enable at Q_START, ``let_go()``, then watch the true arm for ``seconds``: the largest
+    distance from where it was let go and the peak speed (measured in the simulator's thread)."""
+    from test_controller_nodes import enable
+    enable(c)
+    q0 = h.sim.sim.data.qpos.copy()
+    peak = np.zeros(5)
+    publish_state = h.sim._publish_state
+
+    def measured(m) -> None:
+        np.maximum(peak, np.abs(m.velocity), out=peak)
+        publish_state(m)
+
+    h.sim._publish_state = measured
+    try:
+        let_go()
+        h.spin_for(seconds)
+    finally:
+        h.sim._publish_state = publish_state
+    return np.abs(h.sim.sim.data.qpos - q0).max(), peak
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["disable", "shutdown", "fault"])
+def test_letting_go_hands_the_arm_to_the_drives(pd_node, how):
+    """Disable, shutdown and a fault with zero effort (default fault_behaviour): the arm, leaning
+    forward under gravity, is handed to the drives' trajectory interface and stays put (zero
+    torque alone would drop it onto its stops: the test below)."""
+    from test_controller_nodes import COMMANDS
+    from std_msgs.msg import Float64MultiArray
+    c, h = pd_node, pd_node.h
+    commands = h.record(Float64MultiArray, COMMANDS)
+    actions = {"disable": lambda: c.set_enabled(False),
+               "shutdown": c.node.stop_commanding,
+               "fault": lambda: c.node.guard.fault("a test fault")}
+    moved, peak = _let_go_and_watch(c, h, actions[how])
+    status = c.wait_status("released to the drives")
+    print(f"\n{how}: {status}; the arm moved {1e3 * moved:.2f} mrad, peak |q'| {np.round(peak, 3).tolist()} rad/s")
+    assert "/arm_trajectory_controller/joint_trajectory" in status
+    assert h.sim.sim.mode == "trajectory"  # the drives hold it (no timeout)
+    assert moved < 5e-3 and np.all(peak < 0.2)
+    assert not np.any(commands[-1][1].data)  # the last effort command was zero
+    zeros = [m for t, m in commands if not np.any(m.data)]
+    assert 1 <= len(zeros) <= 11
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("pd_node", [{"release_topic": ""}], indirect=True)
+def test_without_a_release_topic_zero_effort_leaves_the_arm_to_fall(pd_node):
+    c, h = pd_node, pd_node.h
+    moved, _ = _let_go_and_watch(c, h, lambda: c.set_enabled(False), seconds=0.3)
+    assert h.sim.sim.mode is None  # the drives' timeout stopped the motors: the arm falls from here
+    assert moved > 1e-3
+    h.reset_sim()  # before it reaches the stops

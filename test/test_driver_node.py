@@ -142,6 +142,8 @@ def harness():
             h.close()
 
 
+@pytest.mark.limits_exempt("the virtual arm is powered up leaning forward (Q_START) and falls onto its stops with the "
+                           "motors off, on purpose: the reported positions must follow it")
 def test_joint_states_are_published_with_the_true_positions(harness):
     h = harness
     h.states.clear()

@@ -175,12 +175,13 @@ def test_executable_refuses_an_unknown_executor():
 def test_controller_watchdog_faults_and_commands_zero_when_joint_states_stop(context, executor):
     """The executable fed by this test at 200 Hz: enabled at the first state, then the states stop:
     the watchdog timer (restarted by every state) detects it within the timeout and the node
-    publishes zero effort every 1.5 periods; it never fires while states flow."""
+    publishes zero effort every 1.5 periods; it never fires while states flow. (Without a
+    release_topic: with one, the node lets go after 10 zero-effort commands, test_controller_safety.py.)"""
     arm = load_arm()
     rate, timeout = 200.0, 0.1
     args = ["-p", "joint_states_topic:=/wd/joint_states", "-p", "command_topic:=/wd/commands", "-p", f"rate:={rate}",
             "-p", f"state_timeout:={timeout}", "-p", "enabled_on_start:=true", "-p", "ramp_time:=0.0",
-            "-p", "realtime_priority:=0", "-p", "diagnostics_period:=0.0"]
+            "-p", "realtime_priority:=0", "-p", "diagnostics_period:=0.0", "-p", "release_topic:=''"]
     node = rclpy.create_node("watchdog_tester", context=context)
     spinner = SingleThreadedExecutor(context=context)
     spinner.add_node(node)

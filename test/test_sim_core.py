@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import os
 
 import mujoco
 import numpy as np
@@ -104,6 +106,7 @@ def test_mujoco_inverse_dynamics_equals_project_model(arm):
     assert np.abs(got - expected).max() < 1e-6
 
 
+@pytest.mark.limits_exempt("the negative control lets the arm fall without torques for 1 s")
 def test_inverse_dynamics_torques_drive_the_sim_along_the_trajectory(arm):
     sim = ArmSimulator(arm, realism=EXACT)
     traj = smooth_trajectory(BENT, np.array([0.4, 0.4, 0.5, -0.5, 0.6]), np.array([2.0, 2.5, 3.0, 3.5, 4.0]))
@@ -125,6 +128,7 @@ def test_inverse_dynamics_torques_drive_the_sim_along_the_trajectory(arm):
     assert np.abs(sim.data.qpos - traj(1.0)[0]).max() > 0.3
 
 
+@pytest.mark.limits_exempt("the arm falls with zero torque on purpose")
 def test_zero_torque_arm_falls_under_gravity(arm):
     sim = ArmSimulator(arm, realism=EXACT)
     sim.reset(BENT)
@@ -269,6 +273,7 @@ def test_friction_steady_state_and_sticking_on_joint_1(arm, config):
         assert (abs(sim.data.qpos[0] - q0[0]) > moved) == (speed > 0), tau1
 
 
+@pytest.mark.limits_exempt("commands 100 N m on purpose: the simulated drives must saturate it")
 def test_saturation_at_max_current_times_kt_times_gear_ratio(arm):
     sim = ArmSimulator(arm, realism=EXACT)
     sim.reset(BENT)
@@ -335,6 +340,7 @@ def test_torque_noise_statistics_and_determinism(arm, config):
     assert not np.array_equal(first, other)
 
 
+@pytest.mark.limits_exempt("drives joint 3 into its stop at full torque on purpose: the stop must hold")
 def test_joint_limits_are_hard_stops(arm):
     sim = ArmSimulator(arm, realism=EXACT)
     q0 = BENT.copy()
@@ -637,3 +643,70 @@ def test_config_file_errors(tmp_path, arm):
         load_sim_config(bad, arm)
     with pytest.raises(SimConfigError, match="cannot read"):
         load_sim_config(tmp_path / "missing.yaml", arm)
+
+
+# -- the limit monitor (the suite-wide rule of test/conftest.py) ---------------------------------
+
+
+def test_limit_monitor_bounds_and_log(arm, tmp_path, monkeypatch):
+    from youbot_dynamics.sim.limits import LIMIT_LOG_VARIABLE, LimitMonitor
+    log = tmp_path / "excursions.jsonl"
+    monkeypatch.setenv(LIMIT_LOG_VARIABLE, str(log))
+    monitor = LimitMonitor(arm)
+    inside = 0.5 * (arm.position_min + arm.position_max)
+    # at the bounds: 1.1 x velocity_max (hand computed from the arm description), a limit + 1 mrad
+    monitor.observe(0.0, inside, -1.0999 * arm.velocity_max, "effort")
+    monitor.observe(0.0, arm.position_max + 0.9e-3, np.zeros(5), "effort")
+    monitor.observe(0.0, arm.position_min - 0.9e-3, np.zeros(5), None)
+    monitor.command(0.0, -arm.drive_torque_limit, "effort")
+    assert monitor.excursions == [] and not log.exists()
+    fast = np.zeros(5)
+    fast[1] = -1.11 * arm.velocity_max[1]
+    monitor.observe(1.5, inside, fast, "trajectory")
+    fast[1] = -1.3 * arm.velocity_max[1]
+    monitor.observe(1.501, inside, fast, "trajectory")  # the same excursion, its peak updated
+    beyond = inside.copy()
+    beyond[2] = arm.position_min[2] - 2e-3
+    monitor.observe(2.0, beyond, np.zeros(5), None)
+    torque = np.zeros(5)
+    torque[4] = 1.01 * arm.drive_torque_limit[4]
+    monitor.command(3.0, torque, "effort")
+    kinds = [(e.kind, e.joint, e.time, e.mode) for e in monitor.excursions]
+    assert kinds == [("velocity", "arm_joint_2", 1.5, "trajectory"), ("position", "arm_joint_3", 2.0, None),
+                     ("torque", "arm_joint_5", 3.0, "effort")]
+    velocity = monitor.excursions[0]
+    assert velocity.value == pytest.approx(-1.3 * arm.velocity_max[1])
+    assert velocity.limit == pytest.approx(-1.1 * arm.velocity_max[1])
+    assert monitor.excursions[1].limit == arm.position_min[2]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["kind"], e["joint"]) for e in lines] == [("velocity", "arm_joint_2"), ("position", "arm_joint_3"),
+                                                       ("torque", "arm_joint_5")]
+    assert lines[0]["pid"] == os.getpid() and "arm_joint_2 velocity -1.7436 rad/s beyond its limit -1.7279" in lines[0]["message"]
+    assert "(drives: motors off)" in lines[1]["message"]
+
+
+@pytest.mark.limits_exempt("the arm falls from the home pose with the motors off: the monitor must see it")
+def test_simulator_reports_the_fall_with_motors_off(arm, config):
+    sim = ArmSimulator(arm)  # with the drives' friction
+    sim.step(1000)
+    assert sim.limits.excursions == []  # still below 1.1 x velocity_max after 1 s
+    sim.step(1000)
+    first = sim.limits.excursions[0]
+    assert (first.kind, first.joint, first.mode) == ("velocity", "arm_joint_2", None)
+    assert 1.0 < first.time < 1.5
+    peak = max(e.value for e in sim.limits.excursions if e.kind == "velocity")
+    assert peak > 1.5 * arm.velocity_max[1]
+    stop = [e for e in sim.limits.excursions if e.kind == "position"]
+    assert stop and stop[0].joint == "arm_joint_2" and stop[0].limit == arm.position_max[1]
+
+
+@pytest.mark.limits_exempt("an effort command above the drives' limit on purpose: the monitor must see it")
+def test_simulator_reports_an_effort_command_above_the_drives(arm):
+    sim = ArmSimulator(arm, realism=EXACT)
+    sim.reset(BENT)
+    tau = holding_torque(sim, BENT)
+    sim.command("effort", tau)
+    assert sim.limits.excursions == []
+    tau[0] = 2.0 * arm.drive_torque_limit[0]
+    sim.command("effort", tau)
+    assert [(e.kind, e.joint) for e in sim.limits.excursions] == [("torque", "arm_joint_1")]

@@ -100,6 +100,12 @@ def mechanical_arm(arm: ArmDescription) -> ArmDescription:
     return dataclasses.replace(arm, position_min=lower, position_max=upper)
 
 
+def parked_pose(arm: ArmDescription) -> np.ndarray:
+    """Where a youBot arm is powered up: parked, every joint resting on its calibration stop
+    (q = 0), the pose in which it stays put without power."""
+    return np.zeros(arm.n_joints)
+
+
 def _joint_slice(gains: Any, j: int) -> Any:
     return dataclasses.replace(gains, **{f.name: getattr(gains, f.name)[j:j + 1] for f in dataclasses.fields(gains)})
 
@@ -136,7 +142,7 @@ class VirtualBus:
     """Virtual youBot arm drives on the bus; implements :class:`~.bus.Bus`. See the module docstring.
 
     ``period`` [s] is the cycle (one physics step per exchange); ``initial_positions`` the joint
-    positions at power-up (default: the home pose of ``config/sim.yaml``); ``sim_config`` and
+    positions at power-up (default: :func:`parked_pose`, where the unpowered arm rests); ``sim_config`` and
     ``realism`` as for :class:`~youbot_dynamics.sim.ArmSimulator`. ``sim`` is the simulator (the
     ground truth in tests). Time: without ``clock`` every exchange is one step of ``period`` (the
     arm's time is the bus' time, as the simulator's); with ``clock`` (e.g. ``time.monotonic``) the
@@ -153,7 +159,7 @@ class VirtualBus:
         cfg = sim_config if sim_config is not None else load_sim_config(arm=self.arm)
         cfg = dataclasses.replace(cfg, timestep=period)
         self.sim = ArmSimulator(mechanical_arm(self.arm), cfg, enabled_interfaces=("effort",), realism=realism)
-        self.sim.reset(initial_positions)
+        self.sim.reset(parked_pose(self.arm) if initial_positions is None else initial_positions)
         n = self.arm.n_joints
         self.dt = period
         self._sign = np.where(np.asarray(self.arm.inverse_direction), -1.0, 1.0)
@@ -178,6 +184,7 @@ class VirtualBus:
         self._open = False
         self._operational = False
         self._tau = np.zeros(n)
+        self._tau_max = self.sim.arm.drive_torque_limit
         self._inputs: list[DriveInput] = []
         self._measure()
         self.frames = 0
@@ -252,10 +259,10 @@ class VirtualBus:
         self._open = self._operational = False
 
     def reset(self, positions: Any = None) -> None:
-        """Put the arm at rest at ``positions`` (default: the sim file's home), like ``sim_node``'s
+        """Put the arm at rest at ``positions`` (default: :func:`parked_pose`), like ``sim_node``'s
         reset; the drives stay powered (commutated, same encoder origin: the arm moved as if by
         hand) and stop until their next set-point. Raises ``ValueError`` outside the stops."""
-        self.sim.reset(positions)
+        self.sim.reset(parked_pose(self.arm) if positions is None else positions)
         for drive in self._drives:
             drive.enter(ControllerMode.MOTOR_STOP, 0.0)
             drive.value = 0
@@ -350,6 +357,8 @@ class VirtualBus:
             self._tau[j] = self._torque(j, drive, m.position[j], m.velocity[j])
             if not drive.initialized and drive.commutation >= self.config.commutation_time:
                 drive.initialized = True
+        # the drives' current limit, inside the drive (its PI and PID outputs included)
+        np.clip(self._tau, -self._tau_max, self._tau_max, out=self._tau)
         self.sim.command("effort", self._tau)
         self.sim.step()
         self._measure(update_i2t=True)

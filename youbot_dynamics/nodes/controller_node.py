@@ -42,7 +42,8 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   - **fault** (no joint state for ``state_timeout``, NaN or infinity in the state or the torque,
     an implausible joint state as above):
     latched until the next enable, logged with the reason; ``fault_behaviour: zero`` publishes
-    zero effort *every cycle* (never the last torque), ``hold`` a low-gain PD + gravity hold of the
+    zero effort *every cycle* (never the last torque) or, with a ``release_topic`` (the default),
+    lets go of the arm as a disable does (below), ``hold`` a low-gain PD + gravity hold of the
     last good position (gravity only while the state is invalid, and after an implausible joint
     state until the next enable). A cycle that starts more than
     ``state_timeout`` after the previous one (the node itself was stalled: the joint states that
@@ -50,8 +51,11 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     to the next cycle, so that a fault means missing joint states, not a stall of the controller
     (detection is delayed by at most one cycle; ``stalls`` on ``/diagnostics`` counts them);
   - **disabled**: zero effort for ``ZERO_CYCLES_ON_DISABLE`` cycles after disabling (so that the
-    effort controller, which keeps its last command, is left at zero), then nothing: the topic is
-    free for other commanders. On shutdown an enabled node publishes zero effort once;
+    effort controller, which keeps its last command, is left at zero), then the *release*: a
+    braking trajectory from the last measured state to rest on ``release_topic`` (the drives'
+    trajectory interface, which then holds the arm; :mod:`~youbot_dynamics.control.release`), so
+    that the arm does not fall under zero torque; then nothing: the topics are free for other
+    commanders. On shutdown an enabled node publishes zero effort once, then the release;
 
 * publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
   ``std_msgs/Float64MultiArray`` of 5 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n),
@@ -101,16 +105,18 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout, String
 from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..control import GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
+from ..control.release import release_waypoints
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
     run_node
-from .conversions import JointStateReader
+from .conversions import JointStateReader, trajectory_message
 
 __all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
 
@@ -119,6 +125,7 @@ QOS_DEPTH = 10
 JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
+RELEASE_DELAY = 0.005  # [s] between the zero effort and the release trajectory on shutdown
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
@@ -178,6 +185,12 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "Velocity scale [rad/s] of the smoothed Coulomb sign tanh(v / eps).", _D, range_=(1e-6, 10.0))),
     'state_timeout': (0.02, descriptor(
         "A joint state older than this [s] (time since arrival) is a fault.", _D, range_=(1e-4, 10.0))),
+    'release_topic': ('/arm_trajectory_controller/joint_trajectory', descriptor(
+        "trajectory_msgs/JointTrajectory input of the drives' position control (the trajectory interface of the "
+        "simulator and the driver, which holds its last point). When the controller lets go of the arm (disable, "
+        "shutdown, a fault with fault_behaviour 'zero'), after its zero-effort commands it sends there a braking "
+        "trajectory from the last measured state to rest within acceleration_max, which the drives then hold: "
+        "the arm does not fall. '' = zero effort only (the arm then falls wherever gravity loads it).", _S)),
     'fault_behaviour': ('zero', descriptor(
         "On a fault: 'zero' = zero effort every cycle; 'hold' = low-gain PD + gravity hold of the last "
         "good position.", _S)),
@@ -262,6 +275,8 @@ class ControllerNode(Node):
         self._state: tuple[float, Array, Array, Array | None] | None = None
         self._zero = np.zeros(n)
         self._zero_cycles = 0
+        self._holding_arm = False  # enabled since the last release: the arm is ours to let go
+        self._fault_zero_cycles = 0
         self._cycle_count = 0
         self._last_cycle = time.perf_counter()
         self._stall_gap = config.state_timeout
@@ -293,6 +308,8 @@ class ControllerNode(Node):
         self.joint_states_topic: str = self._param('joint_states_topic')
         self.command_topic: str = self._param('command_topic')
         self.command_pub = self.create_publisher(Float64MultiArray, self.command_topic, QOS_DEPTH)
+        release_topic = self._param('release_topic')
+        self.release_pub = self.create_publisher(JointTrajectory, release_topic, QOS_DEPTH) if release_topic else None
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
@@ -484,6 +501,7 @@ class ControllerNode(Node):
             return False, f"cannot hold the current position: {exc}"
         initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
+        self._holding_arm, self._fault_zero_cycles = True, 0
         self._reference_id += 1
         self._last_guard_state = self.guard.state
         self.ramp_end = now + self.guard.config.ramp_time
@@ -498,7 +516,8 @@ class ControllerNode(Node):
         self._reference_id += 1
         self._last_guard_state = self.guard.state
         if was is not GuardState.DISABLED:
-            self._zero_cycles = ZERO_CYCLES_ON_DISABLE
+            # not after a release: a zero effort would take the arm back from the drives' hold
+            self._zero_cycles = ZERO_CYCLES_ON_DISABLE if self._holding_arm or self.release_pub is None else 0
             return "disabled: zero effort, then no commands"
         return "already disabled"
 
@@ -551,6 +570,14 @@ class ControllerNode(Node):
             if self.guard.state is GuardState.DISABLED:
                 publish = self._zero_cycles > 0
                 self._zero_cycles = max(self._zero_cycles - 1, 0)
+                if not publish:
+                    self._release(state)  # after the zero-effort commands
+            elif self.release_pub is not None:  # a fault with zero effort: let go like a disable
+                publish = self._holding_arm
+                self._fault_zero_cycles += 1
+                if self._fault_zero_cycles > ZERO_CYCLES_ON_DISABLE:
+                    publish = False
+                    self._release(state)
         if publish:
             self._command_msg.data = tau.tolist()
             self.command_pub.publish(self._command_msg)
@@ -563,9 +590,11 @@ class ControllerNode(Node):
         if self.guard.state is not self._last_guard_state:
             self._last_guard_state = self.guard.state
             if self.guard.state is GuardState.FAULT:
-                behaviour = self.guard.config.fault_behaviour
-                self.report_status(f"fault: {self.guard.fault_reason}; "
-                                   f"{'zero effort' if behaviour == 'zero' else 'holding'} until ~/enable", error=True)
+                if self.guard.config.fault_behaviour == 'hold':
+                    then = "holding"
+                else:
+                    then = "zero effort" if self.release_pub is None else "zero effort, then released to the drives,"
+                self.report_status(f"fault: {self.guard.fault_reason}; {then} until ~/enable", error=True)
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
             self._publish_state(start if stamp is None else stamp, q, tau)
@@ -594,6 +623,26 @@ class ControllerNode(Node):
 
     def _check_publishers(self) -> None:
         self._publishers_problem = self.joint_state_publishers_problem()
+
+    def _release(self, state: tuple[float, Array, Array, Array | None] | None) -> None:
+        """Once after letting go of the arm: hand it to the drives' position control
+        (``release_topic``) with a braking trajectory from ``state`` (:mod:`~youbot_dynamics.control.release`)."""
+        if not self._holding_arm:
+            return
+        self._holding_arm = False
+        if self.release_pub is None:
+            return
+        if state is None:
+            self.report_status("not handed to the drives: no joint state", error=True)
+            return
+        try:
+            times, q, dq, ddq = release_waypoints(self.arm, state[1], state[2])
+        except ValueError as exc:
+            self.report_status(f"not handed to the drives: {exc}", error=True)
+            return
+        self.release_pub.publish(trajectory_message(self.arm.joint_names, times, q, dq, ddq))
+        self.report_status(f"released to the drives on {self.release_pub.topic_name}: braking to rest in "
+                           f"{times[-1]:.2f} s at {np.round(q[-1], 4).tolist()}, held there")
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints
@@ -652,11 +701,15 @@ class ControllerNode(Node):
         super().destroy_node()
 
     def stop_commanding(self) -> None:
-        """Publish zero effort once if the node is commanding (before shutdown)."""
+        """Before shutdown, if the node is commanding: publish zero effort once, then hand the arm
+        to the drives (``release_topic``)."""
         if self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0:
             self.guard.disable()
             self._command_msg.data = self._zero.tolist()
             self.command_pub.publish(self._command_msg)
+        if self._holding_arm:
+            time.sleep(RELEASE_DELAY)  # the zero effort first: the drives take the mode of the last command
+            self._release(self._state)
 
 
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:

@@ -13,6 +13,8 @@ quantization, torque noise, on-board drive controllers, command timeout). The no
   simulator; a rejected command (wrong length, NaN, outside limits, interface not in
   ``command_interfaces``) is logged as a throttled error and ignored, the last valid command
   stays active until the simulator's command timeout stops the motors (zero torque);
+* starts with the drives holding ``initial_positions`` (``hold_on_start``; false: motors off, and
+  the arm falls onto its stops until the first command);
 * services ``~/reset`` (to ``initial_positions``, the home pose of the sim file when empty),
   ``~/pause`` and ``~/resume`` (``std_srvs/Trigger``); while paused nothing is stepped or published;
 * publishes achieved rate, jitter and overruns on ``/diagnostics`` (``diagnostic_msgs``) every
@@ -104,6 +106,10 @@ class SimNode(Node):
         self.declare_parameter('initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
             "Joint positions [rad] at start and after ~/reset; empty = the home pose of the sim file.",
             da, read_only=False))
+        self.declare_parameter('hold_on_start', True, _descriptor(
+            "At start and after ~/reset the drives hold the initial position until the first command (as "
+            "ros2_control's joint_trajectory_controller once activated); false = motors off: the arm falls onto "
+            "its stops, as a real arm without power.", b))
         self.declare_parameter('realism', True, _descriptor(
             "Friction, torque noise and quantization of the sim file; false = ideal rigid-body arm.", b))
         self.declare_parameter('seed', -1, _descriptor(
@@ -139,7 +145,8 @@ class SimNode(Node):
                              "thread never sleeps and would starve the machine")
         self._publish_clock = bool(p['publish_clock'])
         self._throttle = float(p['error_throttle_period'])
-        self.sim.reset(self._initial_positions())
+        self._hold_on_start = bool(p['hold_on_start'])
+        self.sim.reset(self._initial_positions(), hold=self._hold_on_start)
 
         self._lock = threading.Lock()
         self._paused = False
@@ -270,13 +277,14 @@ class SimNode(Node):
         try:
             q = self._initial_positions()
             with self._lock:
-                self.sim.reset(q)
+                self.sim.reset(q, hold=self._hold_on_start)
                 position = self.sim.measure().position
         except ValueError as exc:
             response.success, response.message = False, f"reset refused: {exc}"
             return response
         response.success = True
-        response.message = f"reset to {np.round(position, 4).tolist()} (motors off until the next command)"
+        then = "the drives hold it" if self._hold_on_start else "motors off"
+        response.message = f"reset to {np.round(position, 4).tolist()} ({then} until the next command)"
         return response
 
     def _set_paused(self, paused: bool, response: Trigger.Response) -> Trigger.Response:

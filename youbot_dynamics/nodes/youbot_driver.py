@@ -151,7 +151,8 @@ class YoubotDriverNode(Node):
         self.declare_parameter('virtual_sim_config', '', _descriptor(
             "Virtual backend: simulated robot file; '' = the package's config/sim.yaml.", s))
         self.declare_parameter('virtual_initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
-            "Virtual backend: joint positions [rad] at power-up; unset = the home pose of the sim file.", da))
+            "Virtual backend: joint positions [rad] at power-up; unset = parked on the calibration stops (q = 0), "
+            "where the unpowered arm rests.", da))
         self.declare_parameter('virtual_calibrated', True, _descriptor(
             "Virtual backend: the drives count from the calibration stops (as after an earlier calibration); "
             "false = from the power-up pose, so only a calibration gives true angles.", b))
@@ -316,7 +317,7 @@ class YoubotDriverNode(Node):
         return response
 
     def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """Virtual backend: the arm at rest at ``virtual_initial_positions`` (home when unset), as sim_node."""
+        """Virtual backend: the arm at rest at ``virtual_initial_positions`` (parked when unset), as sim_node."""
         initial = self._initial_positions
         q = np.asarray(initial, dtype=float) if initial is not None and len(initial) else None
 

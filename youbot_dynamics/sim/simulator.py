@@ -46,6 +46,7 @@ from ..commands import CommandChecker, CommandError
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
 from ..interpolation import HermiteSpline
+from .limits import LimitMonitor
 from .mujoco_model import build_model
 from .true_robot import NOISE_STREAM, armature, rng_stream, true_arm, true_standard_parameters
 
@@ -94,8 +95,9 @@ class ArmSimulator:
 
     ``arm`` defaults to the youBot (``config/youbot_arm.yaml``), ``config`` to ``config/sim.yaml``.
     Public attributes: ``arm``, ``config``, ``realism``, ``enabled_interfaces``, ``model`` and ``data``
-    (MuJoCo), ``true_parameters`` (the 14 n standard parameters of the simulated physics: friction
-    terms are zero when ``realism.friction`` is off). Not thread-safe: one caller at a time.
+    (MuJoCo), ``limits`` (the :class:`~.limits.LimitMonitor` of every step and effort command),
+    ``true_parameters`` (the 14 n standard parameters of the simulated physics: friction terms are
+    zero when ``realism.friction`` is off). Not thread-safe: one caller at a time.
     """
 
     def __init__(self, arm: ArmDescription | None = None, config: SimConfig | None = None, *,
@@ -122,6 +124,7 @@ class ArmSimulator:
         self.model = build_model(true_arm(self.arm, cfg), cfg.timestep, armature(self.arm, cfg),
                                  cfg.viscous_friction, cfg.coulomb_friction)
         self.data = mujoco.MjData(self.model)
+        self.limits = LimitMonitor(self.arm)
 
         dt = cfg.timestep
         self._offset = cfg.friction_offset
@@ -180,8 +183,11 @@ class ArmSimulator:
 
     # -- state -----------------------------------------------------------------------------------
 
-    def reset(self, q: Any = None) -> None:
-        """Put the arm at rest at ``q`` (default: ``sim.home``), motors off, controllers and time cleared."""
+    def reset(self, q: Any = None, *, hold: bool = False) -> None:
+        """Put the arm at rest at ``q`` (default: ``sim.home``), controllers and time cleared; motors
+        off (the arm falls onto its stops, as a real arm without power), or with ``hold`` the drives'
+        position PID holding ``q`` until the next command, without timeout (as ros2_control's
+        joint_trajectory_controller holds the position it was activated at)."""
         q = self.config.home if q is None else self._commands.values(q, "reset position")
         self._commands.limits(q, "reset position")
         mujoco.mj_resetData(self.model, self.data)
@@ -190,6 +196,10 @@ class ArmSimulator:
         self._steps = 0
         self._noise = rng_stream(self.config.seed, NOISE_STREAM)
         self._motors_off()
+        if hold:
+            rest = np.zeros(self.n_joints)
+            self._follow(HermiteSpline.from_state(q, rest, np.array([self.timestep]), q[None, :], None, None,
+                                                  self.config.trajectory_interpolation), q, rest)
 
     def measure(self) -> JointMeasurement:
         """Quantized position and velocity, effort = drive torque + noise (see the module docstring)."""
@@ -207,6 +217,8 @@ class ArmSimulator:
         if interface == "trajectory":
             raise CommandError("trajectory commands go through command_trajectory(times, positions, ...)")
         values = self._commands.set_point(interface, values)
+        if interface == "effort":
+            self.limits.command(self.time, values, interface)
         if interface != self._mode:
             self._enter(interface)
         self._setpoint[:] = values
@@ -233,19 +245,13 @@ class ArmSimulator:
         spline = HermiteSpline.from_state(start_q, start_dq, times, positions, velocities, accelerations,
                                           self.config.trajectory_interpolation)
         self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays
-        self._spline = spline
-        if self._mode not in _PID_MODES:
-            self._position_pid.reset()
-        self._reference, self._reference_velocity = start_q, start_dq
-        self._mode = "trajectory"
-        self._trajectory_start = self._steps
-        self._deadline = None  # the trajectory controller keeps commanding: no timeout
+        self._follow(spline, start_q, start_dq)
 
     # -- simulation ------------------------------------------------------------------------------
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` time steps: drives (mode, saturation, timeout), then MuJoCo physics."""
-        model, data, mj_step = self.model, self.data, mujoco.mj_step
+        model, data, mj_step, observe = self.model, self.data, mujoco.mj_step, self.limits.observe
         for _ in range(n):
             if self._mode is not None:
                 q, dq = self._sense()
@@ -253,6 +259,7 @@ class ArmSimulator:
                         out=self._torque)
             np.subtract(self._torque, self._offset, out=data.qfrc_applied)
             mj_step(model, data)
+            observe(data.time, data.qpos, data.qvel, self._mode)
             self._steps += 1
             if self._deadline is not None and self._mode is not None and self._steps >= self._deadline:
                 self._motors_off()
@@ -274,6 +281,16 @@ class ArmSimulator:
         t = (self._steps - self._trajectory_start) * self.config.timestep
         self._reference, self._reference_velocity = self._spline.evaluate(t)
         return self._position_pid.torque(self._reference, self._reference_velocity, q, dq)
+
+    def _follow(self, spline: HermiteSpline, start_q: Array, start_dq: Array) -> None:
+        """Let the position PID follow ``spline`` from ``start_q``, ``start_dq`` (trajectory mode)."""
+        self._spline = spline
+        if self._mode not in _PID_MODES:
+            self._position_pid.reset()
+        self._reference, self._reference_velocity = start_q, start_dq
+        self._mode = "trajectory"
+        self._trajectory_start = self._steps
+        self._deadline = None  # the trajectory controller keeps commanding: no timeout
 
     def _current_reference(self) -> tuple[Array, Array]:
         """The position PID's reference if it is active, otherwise the measured state."""

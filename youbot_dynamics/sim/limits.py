@@ -1,0 +1,129 @@
+"""The arm's limits, watched on the simulated arm: every excursion the package must never cause.
+
+The package's safety rule (README, "Safety") is that nothing it commands drives a joint
+
+* faster than ``velocity_factor`` (1.1) times ``velocity_max``,
+* beyond ``[position_min, position_max]`` by more than ``position_tolerance`` (1 mrad: the hard
+  stops of :mod:`.mujoco_model` are stiff constraints that a joint at ``velocity_max`` penetrates
+  by about 0.1 mrad, and a joint crashing at 7 rad/s by about 6 mrad), or
+* with a commanded torque above the drives' limit ``max_current kt N``
+  (``ArmDescription.drive_torque_limit``; the drives saturate it, but a command above it means the
+  commander's own saturation failed).
+
+:class:`LimitMonitor` checks the true (not quantized) state after every physics step and every
+effort command. The first excursion of each kind on each joint is kept as a
+:class:`LimitExcursion` (its peak is updated while it lasts) and, when the environment variable
+``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line with the process id.
+The test suite sets that variable for every simulator it starts, in-process or in a subprocess,
+and fails any test during which a line was written (``test/conftest.py``), so the rule holds for
+every test and for the demo's phases, not only for the tests written about it.
+
+Cost: a few microseconds per step (one test of the state against a box, on preallocated arrays).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+
+__all__ = ["LIMIT_LOG_VARIABLE", "LimitExcursion", "LimitMonitor"]
+
+Array = NDArray[np.float64]
+
+LIMIT_LOG_VARIABLE = "YOUBOT_DYNAMICS_LIMIT_LOG"
+KINDS = ("velocity", "position", "torque")
+_UNITS = {"velocity": "rad/s", "position": "rad", "torque": "N m"}
+
+
+@dataclass
+class LimitExcursion:
+    """A joint beyond one of its limits: ``value`` is the worst seen (signed), ``limit`` the bound
+    it crossed (signed the same way), ``time`` [s, simulated] when it was first seen, ``mode``
+    the drives' mode then (``None``: motors off)."""
+
+    kind: str
+    joint: str
+    value: float
+    limit: float
+    time: float
+    mode: str | None
+
+    def describe(self) -> str:
+        unit = _UNITS[self.kind]
+        return (f"{self.joint} {self.kind} {self.value:+.4f} {unit} beyond its limit {self.limit:+.4f} {unit} "
+                f"at t = {self.time:.3f} s (drives: {self.mode or 'motors off'})")
+
+
+class LimitMonitor:
+    """Watches one simulated arm against its limits; see the module docstring."""
+
+    def __init__(self, arm: ArmDescription, *, velocity_factor: float = 1.1, position_tolerance: float = 1e-3) -> None:
+        if not (np.isfinite(velocity_factor) and velocity_factor >= 1.0):
+            raise ValueError(f"velocity_factor must be >= 1, got {velocity_factor}")
+        if not (np.isfinite(position_tolerance) and position_tolerance >= 0.0):
+            raise ValueError(f"position_tolerance must be >= 0, got {position_tolerance}")
+        self.arm = arm
+        self.velocity_bound = velocity_factor * arm.velocity_max
+        self.position_low = arm.position_min - position_tolerance
+        self.position_high = arm.position_max + position_tolerance
+        self.torque_bound = arm.drive_torque_limit * (1.0 + 1e-9)
+        self._excursions: dict[tuple[str, int], LimitExcursion] = {}
+        # one test of [dq; q] against the box [-velocity_bound, velocity_bound] x [position_low, position_high]
+        self._centre = np.concatenate([np.zeros(arm.n_joints), 0.5 * (self.position_low + self.position_high)])
+        self._half_width = np.concatenate([self.velocity_bound, 0.5 * (self.position_high - self.position_low)])
+        self._state = np.empty(2 * arm.n_joints)
+        self._beyond = np.empty(2 * arm.n_joints, dtype=bool)
+        self._log = os.environ.get(LIMIT_LOG_VARIABLE) or None
+
+    @property
+    def excursions(self) -> list[LimitExcursion]:
+        """Every excursion so far, first seen first."""
+        return list(self._excursions.values())
+
+    def observe(self, time: float, q: Array, dq: Array, mode: str | None) -> None:
+        """Check the true state ``q``, ``dq`` (n,) after a physics step."""
+        n, state = self.arm.n_joints, self._state
+        state[:n] = dq
+        state[n:] = q
+        np.subtract(state, self._centre, out=state)
+        np.abs(state, out=state)
+        if not np.greater(state, self._half_width, out=self._beyond).any():  # the usual case: 4 array operations
+            return
+        fast = np.abs(dq) > self.velocity_bound
+        if fast.any():
+            self._record("velocity", time, dq, self.velocity_bound * np.sign(dq), fast, mode)
+        low, high = q < self.position_low, q > self.position_high
+        if low.any() or high.any():
+            self._record("position", time, q, np.where(low, self.arm.position_min, self.arm.position_max), low | high,
+                         mode)
+
+    def command(self, time: float, torque: Array, mode: str | None) -> None:
+        """Check a commanded joint torque ``torque`` (n,) [N m] before the drives saturate it."""
+        beyond = np.abs(torque) > self.torque_bound
+        if beyond.any():
+            self._record("torque", time, torque, self.arm.drive_torque_limit * np.sign(torque), beyond, mode)
+
+    def _record(self, kind: str, time: float, values: Array, limits: Array, beyond: Any, mode: str | None) -> None:
+        for j in np.flatnonzero(beyond):
+            key = (kind, int(j))
+            excursion = self._excursions.get(key)
+            if excursion is None:
+                excursion = LimitExcursion(kind, self.arm.joint_names[j], float(values[j]), float(limits[j]),
+                                           float(time), mode)
+                self._excursions[key] = excursion
+                self._append_to_log(excursion)
+            elif abs(values[j]) > abs(excursion.value):
+                excursion.value = float(values[j])
+
+    def _append_to_log(self, excursion: LimitExcursion) -> None:
+        if self._log is None:
+            return
+        line = json.dumps({"pid": os.getpid(), **asdict(excursion), "message": excursion.describe()})
+        with open(self._log, "a", encoding="utf-8") as f:  # one short write: lines of processes do not mix
+            f.write(line + "\n")
