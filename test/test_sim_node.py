@@ -206,19 +206,39 @@ def test_trajectory_is_followed_to_its_last_point(reset):
 
 
 def test_bad_commands_are_rejected_and_change_nothing(reset):
+    """Each bad command on its own, checked right after its rejection: the drives keep the command
+    they had (the trajectory hold of the start pose, which has no timeout), and the rejection is
+    reported (an accepted bad command fails here, not only at the end)."""
     h = reset
-    hold = Q_START.copy()
-    h.hold("position", hold, 0.5)
-    bad = [np.full(4, 2.0), np.r_[hold[:4], np.nan], ARM.position_max + 0.5]
-    for values in bad:
-        h.hold("position", values, 0.1)
-        h.command("position", hold)
-    msg = JointTrajectory(joint_names=list(ARM.joint_names[:4]))  # a joint missing
-    msg.points.append(JointTrajectoryPoint(positions=[3.0] * 4, time_from_start=Duration(sec=1)))
-    h.traj_pub.publish(msg)
-    h.hold("position", hold, 0.5)
-    assert h.node.sim.mode == "position"
-    np.testing.assert_allclose(h.q(), hold, atol=5e-3)
+    rejections: list[str] = []
+    reject = h.node._reject
+    h.node._reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
+    sim = h.node.sim
+    h.spin_for(0.2)
+    spline = sim._spline
+    assert sim.mode == "trajectory" and spline is not None  # hold_on_start
+    short = JointTrajectory(joint_names=list(ARM.joint_names[:4]))  # a joint missing
+    short.points.append(JointTrajectoryPoint(positions=[3.0] * 4, time_from_start=Duration(sec=1)))
+    fast = JointTrajectory(joint_names=list(ARM.joint_names))  # 1.5 rad in 0.05 s
+    fast.points.append(JointTrajectoryPoint(positions=(Q_START + 1.5).tolist(),  # inside the limits
+                                            time_from_start=Duration(nanosec=50_000_000)))
+    bad = [("position", np.full(4, 2.0), "expected shape"), ("position", np.r_[Q_START[:4], np.nan], "NaN"),
+           ("position", ARM.position_max + 0.5, "outside the joint limits"), ("velocity", np.full(5, 3.0), "velocity_max"),
+           ("effort", np.full(6, 0.0), "expected shape"), ("trajectory", short, "arm_joint_5"),
+           ("trajectory", fast, "velocity_max")]
+    for kind, values, reason in bad:
+        count = len(rejections)
+        if kind == "trajectory":
+            h.traj_pub.publish(values)
+        else:
+            h.command(kind, values)
+        assert h.spin_until(lambda: len(rejections) > count), f"{kind} {values} was not rejected"
+        print(f"\nrejected: {rejections[-1]}")
+        assert reason in rejections[-1]
+        assert sim.mode == "trajectory" and sim._spline is spline, f"{kind} {values} changed the command"
+    h.spin_for(0.2)
+    assert sim.mode == "trajectory" and sim._spline is spline
+    np.testing.assert_allclose(h.q(), Q_START, atol=5e-3)
 
 
 def test_command_timeout_stops_the_motors(reset):

@@ -50,12 +50,13 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     arrived meanwhile are still queued behind the timer) publishes nothing and leaves the decision
     to the next cycle, so that a fault means missing joint states, not a stall of the controller
     (detection is delayed by at most one cycle; ``stalls`` on ``/diagnostics`` counts them);
-  - **disabled**: zero effort for ``ZERO_CYCLES_ON_DISABLE`` cycles after disabling (so that the
-    effort controller, which keeps its last command, is left at zero), then the *release*: a
-    braking trajectory from the last measured state to rest on ``release_topic`` (the drives'
-    trajectory interface, which then holds the arm; :mod:`~youbot_dynamics.control.release`), so
-    that the arm does not fall under zero torque; then nothing: the topics are free for other
-    commanders. On shutdown an enabled node publishes zero effort once, then the release;
+  - **disabled**: zero effort once (so that the effort controller, which keeps its last command,
+    is left at zero), 2 ms later the *release*: a braking trajectory from the last measured state
+    to rest on ``release_topic`` (the drives' trajectory interface, which then holds the arm;
+    :mod:`~youbot_dynamics.control.release`), so that the arm does not fall under zero torque;
+    then nothing: the topics are free for other commanders. Without a ``release_topic``: zero
+    effort for ``ZERO_CYCLES_ON_DISABLE`` cycles, then nothing. On shutdown an enabled node does
+    the same (zero effort once, then the release);
 
 * publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
   ``std_msgs/Float64MultiArray`` of 5 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n),
@@ -125,7 +126,7 @@ QOS_DEPTH = 10
 JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
 ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
-RELEASE_DELAY = 0.005  # [s] between the zero effort and the release trajectory on shutdown
+RELEASE_DELAY = 0.002  # [s] between the zero effort and the release trajectory (delivered in that order)
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
@@ -276,7 +277,6 @@ class ControllerNode(Node):
         self._zero = np.zeros(n)
         self._zero_cycles = 0
         self._holding_arm = False  # enabled since the last release: the arm is ours to let go
-        self._fault_zero_cycles = 0
         self._cycle_count = 0
         self._last_cycle = time.perf_counter()
         self._stall_gap = config.state_timeout
@@ -501,7 +501,7 @@ class ControllerNode(Node):
             return False, f"cannot hold the current position: {exc}"
         initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
-        self._holding_arm, self._fault_zero_cycles = True, 0
+        self._holding_arm = True
         self._reference_id += 1
         self._last_guard_state = self.guard.state
         self.ramp_end = now + self.guard.config.ramp_time
@@ -516,8 +516,7 @@ class ControllerNode(Node):
         self._reference_id += 1
         self._last_guard_state = self.guard.state
         if was is not GuardState.DISABLED:
-            # not after a release: a zero effort would take the arm back from the drives' hold
-            self._zero_cycles = ZERO_CYCLES_ON_DISABLE if self._holding_arm or self.release_pub is None else 0
+            self._zero_cycles = self._zero_cycles_on_letting_go()
             return "disabled: zero effort, then no commands"
         return "already disabled"
 
@@ -562,7 +561,7 @@ class ControllerNode(Node):
             tau = self.guard.command(start, stamp, q, dq, self.law.torque)
         except Exception as exc:  # noqa: BLE001 - a bug in a law must not leave the last torque active
             self.guard.disable()
-            self._zero_cycles = ZERO_CYCLES_ON_DISABLE
+            self._zero_cycles = self._zero_cycles_on_letting_go()
             self.report_status(f"disabled: the control law failed: {exc!r}", error=True)
             tau = None
         if tau is None:
@@ -570,17 +569,13 @@ class ControllerNode(Node):
             if self.guard.state is GuardState.DISABLED:
                 publish = self._zero_cycles > 0
                 self._zero_cycles = max(self._zero_cycles - 1, 0)
-                if not publish:
-                    self._release(state)  # after the zero-effort commands
-            elif self.release_pub is not None:  # a fault with zero effort: let go like a disable
+            elif self.release_pub is not None:  # a fault with zero effort: let go as a disable does
                 publish = self._holding_arm
-                self._fault_zero_cycles += 1
-                if self._fault_zero_cycles > ZERO_CYCLES_ON_DISABLE:
-                    publish = False
-                    self._release(state)
         if publish:
             self._command_msg.data = tau.tolist()
             self.command_pub.publish(self._command_msg)
+        if tau is self._zero and self._holding_arm and self.release_pub is not None:
+            self._release(state)  # right after a zero effort: the arm falls until the drives hold it
         self.last_torque = tau
         end = time.perf_counter()
         if publish and stamp is not None:
@@ -624,12 +619,21 @@ class ControllerNode(Node):
     def _check_publishers(self) -> None:
         self._publishers_problem = self.joint_state_publishers_problem()
 
+    def _zero_cycles_on_letting_go(self) -> int:
+        """Zero-effort commands after a disable: with a release, one before it (the release follows in
+        the same cycle) and none after it (a zero effort would take the arm back from the drives)."""
+        if self.release_pub is None:
+            return ZERO_CYCLES_ON_DISABLE
+        return 1 if self._holding_arm else 0
+
     def _release(self, state: tuple[float, Array, Array, Array | None] | None) -> None:
-        """Once after letting go of the arm: hand it to the drives' position control
+        """Once after letting go of the arm (after a zero effort, which the drives must get first:
+        they take the mode of the last command): hand it to the drives' position control
         (``release_topic``) with a braking trajectory from ``state`` (:mod:`~youbot_dynamics.control.release`)."""
         if not self._holding_arm:
             return
         self._holding_arm = False
+        time.sleep(RELEASE_DELAY)
         if self.release_pub is None:
             return
         if state is None:
@@ -703,13 +707,12 @@ class ControllerNode(Node):
     def stop_commanding(self) -> None:
         """Before shutdown, if the node is commanding: publish zero effort once, then hand the arm
         to the drives (``release_topic``)."""
-        if self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0:
-            self.guard.disable()
+        commanding = self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0
+        self.guard.disable()
+        if commanding and (self._holding_arm or self.release_pub is None):
             self._command_msg.data = self._zero.tolist()
             self.command_pub.publish(self._command_msg)
-        if self._holding_arm:
-            time.sleep(RELEASE_DELAY)  # the zero effort first: the drives take the mode of the last command
-            self._release(self._state)
+        self._release(self._state)
 
 
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:

@@ -19,12 +19,17 @@ and ``/diagnostics`` (its own timing: rate, missed cycles, latency joint state -
    PD on the same error gains (``model_feedforward: false``). Goal: RMS error at most 1 mrad per
    joint with the identified model, at least 5x better than with the nominal one.
 
+Throughout, the arm process reports every limit excursion of the simulated arm (a joint above 1.1 x
+its velocity limit, beyond a position limit, an effort command above the drives:
+:mod:`youbot_dynamics.sim.limits`) to ``<out>/arm_limits.jsonl``; the job fails if there is one.
+
 Prints the tables, writes ``<out>/summary.json`` and ``<out>/regulation.png``,
 ``<out>/tracking.png``. The figures are computed by :mod:`youbot_dynamics.control.evaluation`.
 """
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +52,7 @@ from ..control.evaluation import combine_timing, format_table, plot_runs, regula
     tracking_metrics
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
+from ..sim.limits import LIMIT_LOG_VARIABLE
 from .common import REALTIME_PRIORITY
 from .conversions import JointStateReader
 from .demo_sim import NodeProcess
@@ -388,12 +394,24 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
     return summary
 
 
+def _limit_excursions(log: Path) -> list[str]:
+    """The excursions the arm processes reported (module docstring), one line each."""
+    if not log.exists():
+        return []
+    return [json.loads(line)["message"] for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: float = 300.0) -> int:
     """The main job against the simulator (``arm_kind`` ``sim``) or the driver on virtual drives
-    (``driver``); 0 on success (the goals are reported, not enforced)."""
+    (``driver``); 0 on success (the goals are reported, not enforced; the arm's limits are: 1 if
+    the simulated arm left them)."""
     arm_process = ARMS[arm_kind]
     executable = arm_process.executable
     out.mkdir(parents=True, exist_ok=True)
+    limit_log = out / "arm_limits.jsonl"
+    limit_log.unlink(missing_ok=True)
+    outer_log = os.environ.get(LIMIT_LOG_VARIABLE)
+    os.environ[LIMIT_LOG_VARIABLE] = str(limit_log)  # inherited by the arm processes
     print(f"6. The main job on '{executable}': identify, then regulate and track with the identified model "
           f"(output in {out}):")
     context = Context()
@@ -430,7 +448,19 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
         finally:
             client.executor.shutdown()
             client.node.destroy_node()
+        excursions = _limit_excursions(limit_log)
+        if excursions:
+            print(f"   FAILED: the simulated arm left its limits ({limit_log}):\n     " + "\n     ".join(excursions))
+            return 1
+        print("   Arm limits: kept in every phase (|q'| <= 1.1 x velocity_max, positions within the limits, "
+              "effort commands within the drives)")
     finally:
         rclpy.shutdown(context=context)
+        if outer_log is None:
+            os.environ.pop(LIMIT_LOG_VARIABLE, None)
+        else:
+            os.environ[LIMIT_LOG_VARIABLE] = outer_log
+            with open(outer_log, "a", encoding="utf-8") as f:  # a caller's own watch (the test suite)
+                f.write(limit_log.read_text(encoding="utf-8") if limit_log.exists() else "")
     print(f"   main job done in {time.monotonic() - began:.0f} s\n")
     return 0
