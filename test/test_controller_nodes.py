@@ -255,7 +255,7 @@ def harness(ros_environment, tmp_path_factory):
 # that may be shared with other work: the process then stalls now and then for 20-150 ms (the
 # thread holding the GIL is descheduled). A stall stops the simulator as well (it resynchronises,
 # no catch-up), but would fault the controller: the functional tests allow 0.5 s, the stale-state
-# test uses the default 20 ms.
+# test uses the default 50 ms.
 TOLERANT = {"state_timeout": 0.5}
 
 
@@ -557,7 +557,7 @@ def test_computed_torque_refusals(ct):
 
 
 def test_stale_joint_states_fault_to_zero_torque(make_controller):
-    c = make_controller(PDGravityControllerNode)  # the default state_timeout: 20 ms
+    c = make_controller(PDGravityControllerNode)  # the default state_timeout: 50 ms
     h = c.h
     commands = h.record(Float64MultiArray, COMMANDS)
     enable(c, check=False)
@@ -568,11 +568,11 @@ def test_stale_joint_states_fault_to_zero_torque(make_controller):
         assert c.set_enabled(True).success
         h.spin_for(0.3)
     assert np.any(np.abs(commands[-1][1].data) > 0.0)
-    # a stall of the controller itself (executor blocked 60 ms while the simulator's thread keeps
+    # a stall of the controller itself (executor blocked 80 ms while the simulator's thread keeps
     # publishing) is no fault: the next cycle first takes the queued joint states in
     for _ in range(3):
         stalls = c.node.stalls
-        time.sleep(0.06)
+        time.sleep(0.08)
         h.spin_for(0.05)
         if c.node.guard.state is GuardState.ENABLED:
             break
@@ -591,9 +591,9 @@ def test_stale_joint_states_fault_to_zero_torque(make_controller):
     h.spin_for(0.1)
     after = [m.data for t, m in commands if t > zero[0]]
     print(f"\nstale joint states: last state {1e3 * (last_state - paused):.1f} ms after the pause call, first zero "
-          f"command {1e3 * (zero[0] - last_state):.1f} ms after it (timeout 20 ms); "
+          f"command {1e3 * (zero[0] - last_state):.1f} ms after it (timeout 50 ms); "
           f"reason: {c.node.guard.fault_reason}")
-    assert zero[0] - last_state < 0.06
+    assert zero[0] - last_state < c.node.guard.config.state_timeout + 0.03
     trace = [(round(1e3 * (t - last_state), 1), round(float(np.abs(m.data).max()), 3)) for t, m in commands
              if t > last_state - 0.01]
     assert all(not np.any(d) for d in after), trace  # never the last torque: a zero, then the release

@@ -5,7 +5,7 @@ the time ``stamp`` of the newest joint state on the same clock (its receive time
 the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.torque``). In order:
 
 1. **Disabled** (:meth:`SafetyGuard.disable`, the initial state): ``None``.
-2. **State checks**: no joint state, one older than ``state_timeout`` (default 20 ms), or NaN /
+2. **State checks**: no joint state, one older than ``state_timeout`` (default 50 ms), or NaN /
    infinity in ``q`` or ``q'`` (or in the law's torque) is a *fault*: latched with its reason in
    :attr:`SafetyGuard.fault_reason` until the next :meth:`SafetyGuard.enable`.
 3. **Fault behaviour** ``"zero"``: ``None``. ``"hold"``: a low-gain PD + gravity hold at the last
@@ -96,7 +96,7 @@ class GuardState(str, Enum):
 class SafetyConfig:
     """Settings of :class:`SafetyGuard` (SI units; per-joint values accept a scalar)."""
 
-    state_timeout: float = 0.02  # [s] joint state older than this is a fault
+    state_timeout: float = 0.05  # [s] joint state older than this is a fault
     fault_behaviour: str = "zero"  # "zero" or "hold"
     torque_limit: Any = None  # [N m] per joint; default min(effort_max, drive_torque_limit)
     limit_margin: float = 0.05  # [rad] width of the guard zone before each joint limit
