@@ -424,17 +424,17 @@ def test_disabled_gives_nothing(guard):
     assert guard.state is GuardState.DISABLED
 
 
-@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 21.0 ms old"),
+@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 51.0 ms old (timeout 50 ms)"),
                                               (None, None, "no joint state"),
-                                              (0.021, np.r_[np.nan, HOME[1:]], "NaN")])
+                                              (0.051, np.r_[np.nan, HOME[1:]], "NaN")])
 def test_state_faults_are_latched(guard, stamp, q, reason):
-    guard.enable(0.0)
-    assert guard.command(0.021, stamp, q, np.zeros(5), constant(np.ones(5))) is None
+    guard.enable(0.0)  # the default state_timeout: 50 ms
+    assert guard.command(0.051, stamp, q, np.zeros(5), constant(np.ones(5))) is None
     assert guard.state is GuardState.FAULT and reason in guard.fault_reason
     # a good state afterwards does not resume: the fault stays until enable
-    assert guard.command(0.022, 0.022, HOME, np.zeros(5), constant(np.ones(5))) is None
-    guard.enable(0.03)
-    np.testing.assert_allclose(guard.command(0.031, 0.031, HOME, np.zeros(5), constant(np.ones(5))), 1.0)
+    assert guard.command(0.052, 0.052, HOME, np.zeros(5), constant(np.ones(5))) is None
+    guard.enable(0.06)
+    np.testing.assert_allclose(guard.command(0.061, 0.061, HOME, np.zeros(5), constant(np.ones(5))), 1.0)
 
 
 def test_nan_torque_is_a_fault(guard):

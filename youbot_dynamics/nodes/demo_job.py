@@ -57,7 +57,7 @@ from .common import REALTIME_PRIORITY
 from .conversions import JointStateReader
 from .demo_sim import NodeProcess
 
-__all__ = ["ARMS", "run_job"]
+__all__ = ["ARMS", "closed_loop_timing", "run_job"]
 
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # the candle (sim.yaml home)
 GOAL_STEP = np.array([0.4, -0.3, 0.3, -0.3, 0.4])  # [rad] regulation step from HOME
@@ -392,6 +392,34 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
     print("\n   Goals: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in goals.items()))
     print(f"   Written: {out / 'summary.json'}, {plots[0]}, {plots[1]}")
     return summary
+
+
+def closed_loop_timing(arm: ArmDescription) -> list[dict[str, Any]]:
+    """The control phases of the main job on the nominal model, for their timing only (``make
+    bench``): ``sim_node`` and, one at a time, PD + gravity on the regulation step and computed
+    torque on the tracking run, each its own process over DDS at SCHED_FIFO when permitted. Per
+    run: the label, the controller's latency joint state -> torque (median, p99, max [ms]), its
+    missed cycles and rate, and the arm's (``arm_*``)."""
+    arm_process = ARMS["sim"]
+    nominal = {"model_file": str(config_path("youbot_nominal_model.yaml"))}
+    context = Context()
+    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        client = _Client(context, arm, arm_process)
+        try:
+            with NodeProcess(arm_process.executable, *arm_process.parameters, "-p",
+                             f"{arm_process.initial_positions}:={HOME.tolist()}"):
+                client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {arm_process.executable}")
+                runs = (_regulation(client, [ControlRun("PD + gravity", "pd_gravity_controller", nominal)])
+                        + _tracking(client, [ControlRun("computed torque", "computed_torque_controller", nominal)]))
+        finally:
+            client.executor.shutdown()
+            client.node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    keys = ("label", "latency_median_ms", "latency_p99_ms", "latency_max_ms", "missed_fraction", "rate_hz",
+            "arm_missed_fraction", "arm_rate_hz")
+    return [{k: run[k] for k in keys if k in run} for run in runs]
 
 
 def _limit_excursions(log: Path) -> list[str]:

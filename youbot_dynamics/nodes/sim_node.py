@@ -150,6 +150,7 @@ class SimNode(Node):
 
         self._lock = threading.Lock()
         self._paused = False
+        self._publish_lock = threading.Lock()  # ~/pause waits for a joint state being published
         self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
@@ -209,7 +210,9 @@ class SimNode(Node):
                     with self._lock:
                         self.sim.step(self._steps_per_publish)
                         measurement = self.sim.measure()
-                    self._publish_state(measurement)
+                    with self._publish_lock:
+                        if not self._paused:  # paused meanwhile: this state is not published
+                            self._publish_state(measurement)
                     self.statistics.tick(time.perf_counter())
                 if self._diagnostics_period > 0.0 and time.perf_counter() >= diagnostics_due:
                     diagnostics_due = max(diagnostics_due + self._diagnostics_period, time.perf_counter())
@@ -288,7 +291,9 @@ class SimNode(Node):
         return response
 
     def _set_paused(self, paused: bool, response: Trigger.Response) -> Trigger.Response:
-        self._paused = paused
+        """Pause or resume; once ``~/pause`` has answered, no joint state is published until ``~/resume``."""
+        with self._publish_lock:
+            self._paused = paused
         response.success = True
         response.message = "paused" if paused else "running"
         return response
