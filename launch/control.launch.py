@@ -22,7 +22,8 @@ effort group controller. It starts disabled (parameter ``enabled_on_start``); en
 Node parameters (all read-only, read at start-up; each documented in the parameter files):
 ``arm_description`` (''), ``model_file`` ('' = nominal model; give an identified one),
 ``base_frame`` (arm_link_0), ``rate`` (1000.0 Hz), ``joint_states_topic`` (/joint_states),
-``command_topic`` (/arm_effort_controller/commands), ``kp``, ``kd`` (unset = designed gains),
+``joint_state_publishers_max`` (1), ``command_topic`` (/arm_effort_controller/commands),
+``release_topic`` (/arm_trajectory_controller/joint_trajectory), ``kp``, ``kd`` (unset = designed gains),
 ``bandwidth`` (60.0 rad/s PD, 40.0 rad/s computed torque), ``damping`` (1.0),
 ``static_accuracy`` (PD only, 5e-4 rad), ``friction_compensation`` (true), ``friction_eps``
 (0.01 rad/s), ``state_timeout`` (0.05 s), ``fault_behaviour`` (zero | hold), ``hold_bandwidth``

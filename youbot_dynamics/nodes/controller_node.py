@@ -191,12 +191,12 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     'release_topic': ('/arm_trajectory_controller/joint_trajectory', descriptor(
         "trajectory_msgs/JointTrajectory input of the drives' position control (the trajectory interface of the "
         "simulator and the driver, which holds its last point). When the controller lets go of the arm (disable, "
-        "shutdown, a fault with fault_behaviour 'zero'), after its zero-effort commands it sends there a braking "
-        "trajectory from the last measured state to rest within acceleration_max, which the drives then hold: "
-        "the arm does not fall. '' = zero effort only (the arm then falls wherever gravity loads it).", _S)),
+        "shutdown, a fault with fault_behaviour 'zero'), one zero-effort command and 2 ms later it sends there a "
+        "braking trajectory from the last measured state to rest within acceleration_max, which the drives then "
+        "hold: the arm does not fall. '' = zero effort only (the arm then falls wherever gravity loads it).", _S)),
     'fault_behaviour': ('zero', descriptor(
-        "On a fault: 'zero' = zero effort every cycle; 'hold' = low-gain PD + gravity hold of the last "
-        "good position.", _S)),
+        "On a fault: 'zero' = zero effort, then the release to the drives (release_topic; without one, zero "
+        "effort every cycle); 'hold' = low-gain PD + gravity hold of the last good position.", _S)),
     'hold_bandwidth': (10.0, descriptor(
         "Bandwidth [rad/s] of the fault hold (fault_behaviour 'hold').", _D, range_=(0.1, 1000.0))),
     'torque_limit': (_UNSET_ARRAY, descriptor(
@@ -518,6 +518,8 @@ class ControllerNode(Node):
         self._last_guard_state = self.guard.state
         if was is not GuardState.DISABLED:
             self._zero_cycles = self._zero_cycles_on_letting_go()
+            if self._zero_cycles and self.release_pub is not None:
+                return "disabled: zero effort, then released to the drives"
             return "disabled: zero effort, then no commands"
         return "already disabled"
 
@@ -633,9 +635,9 @@ class ControllerNode(Node):
         if not self._holding_arm:
             return
         self._holding_arm = False
-        time.sleep(RELEASE_DELAY)
         if self.release_pub is None:
             return
+        time.sleep(RELEASE_DELAY)
         if state is None:
             self.report_status("not handed to the drives: no joint state", error=True)
             return
