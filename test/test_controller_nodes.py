@@ -276,7 +276,10 @@ def make_controller(harness):
 
 @pytest.fixture
 def pd(make_controller):
-    return make_controller(PDGravityControllerNode, **TOLERANT)
+    # goals at half the default speed: with two CPU hogs this shared process ran the loop at 441 Hz
+    # (50 % missed) and the wrist, oscillating around a goal profile at 0.7 x velocity_max, reached
+    # 1.12 x velocity_max (the suite-wide limit check, conftest.py)
+    return make_controller(PDGravityControllerNode, **TOLERANT, goal_velocity_fraction=0.35)
 
 
 @pytest.fixture

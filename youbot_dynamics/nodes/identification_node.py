@@ -82,7 +82,7 @@ from ..identification.session import (ExcitationSession, JointSample, PDFeedforw
                                        SessionRefused)
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
-from .common import background_worker, parameter_descriptor, run_node
+from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import JointStateReader, trajectory_message
 
 __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
@@ -159,6 +159,7 @@ class IdentificationNode(Node):
         self.declare_parameter('state_timeout', 0.1, _descriptor(
             "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
             range_=(0.001, 10.0)))
+        self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
         self.declare_parameter('stop_deceleration', 10.0, _descriptor(
             "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
             "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
