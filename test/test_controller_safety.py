@@ -9,6 +9,7 @@ of test_controller_nodes.py): a 2.3 rad goal and a second publisher of joint sta
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -260,6 +261,24 @@ def ros(tmp_path_factory):
 MODEST_GAINS = {"bandwidth": 20.0, "static_accuracy": 0.01}
 
 
+@contextmanager
+def peak_speed(h):
+    """The peak |q'| (n,) of every state the simulator measures inside the block (taken in its
+    physics thread: recording 1 kHz over DDS in this shared process would load it)."""
+    peak = np.zeros(5)
+    publish_state = h.sim._publish_state
+
+    def measured(m) -> None:
+        np.maximum(peak, np.abs(m.velocity), out=peak)
+        publish_state(m)
+
+    h.sim._publish_state = measured
+    try:
+        yield peak
+    finally:
+        h.sim._publish_state = publish_state
+
+
 @pytest.fixture
 def pd_node(ros, request):
     from test_controller_nodes import TOLERANT, Controller
@@ -280,22 +299,12 @@ def test_pd_node_far_goal_measured_velocity_within_the_limit(pd_node):
     from test_controller_nodes import Q_START, enable
     c, h = pd_node, pd_node.h
     enable(c)
-    # every state the simulator measures (in its physics thread: recording 1 kHz over DDS in this
-    # shared process would load it)
-    peak = np.zeros(5)
-    publish_state = h.sim._publish_state
-
-    def measured(m) -> None:
-        np.maximum(peak, np.abs(m.velocity), out=peak)
-        publish_state(m)
-
-    h.sim._publish_state = measured
     goal = Q_START + np.array([2.3, 0.5, -2.3, 1.0, 2.3])
-    c.publish("goal", JointState(name=list(h.arm.joint_names), position=goal.tolist()))
-    accepted = c.wait_status("goal accepted")
-    assert h.spin_until(lambda: np.abs(c.q() - goal).max() < 0.02, timeout=15.0), \
-        (c.q() - goal, c.node.guard.fault_reason)
-    h.sim._publish_state = publish_state
+    with peak_speed(h) as peak:
+        c.publish("goal", JointState(name=list(h.arm.joint_names), position=goal.tolist()))
+        accepted = c.wait_status("goal accepted")
+        assert h.spin_until(lambda: np.abs(c.q() - goal).max() < 0.02, timeout=15.0), \
+            (c.q() - goal, c.node.guard.fault_reason)
     peak = peak / h.arm.velocity_max
     print(f"\nPD node, goal {np.round(goal - Q_START, 2).tolist()} rad from the start: {accepted}; peak measured "
           f"|q'| / velocity_max = {np.round(peak, 3).tolist()}")
@@ -421,19 +430,9 @@ def _let_go_and_watch(c, h, let_go, seconds: float = 1.5):
     from test_controller_nodes import enable
     enable(c)
     q0 = h.sim.sim.data.qpos.copy()
-    peak = np.zeros(5)
-    publish_state = h.sim._publish_state
-
-    def measured(m) -> None:
-        np.maximum(peak, np.abs(m.velocity), out=peak)
-        publish_state(m)
-
-    h.sim._publish_state = measured
-    try:
+    with peak_speed(h) as peak:
         let_go()
         h.spin_for(seconds)
-    finally:
-        h.sim._publish_state = publish_state
     return np.abs(h.sim.sim.data.qpos - q0).max(), peak
 
 

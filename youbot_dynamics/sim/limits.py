@@ -12,7 +12,7 @@ The package's safety rule (README, "Safety") is that nothing it commands drives 
 
 :class:`LimitMonitor` checks the true (not quantized) state after every physics step and every
 effort command. The first excursion of each kind on each joint is kept as a
-:class:`LimitExcursion` (its peak is updated while it lasts) and, when the environment variable
+:class:`LimitExcursion` (later ones update its worst value) and, when the environment variable
 ``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line with the process id.
 The test suite sets that variable for every simulator it starts, in-process or in a subprocess,
 and fails any test during which a line was written (``test/conftest.py``), so the rule holds for
@@ -37,7 +37,6 @@ __all__ = ["LIMIT_LOG_VARIABLE", "LimitExcursion", "LimitMonitor"]
 Array = NDArray[np.float64]
 
 LIMIT_LOG_VARIABLE = "YOUBOT_DYNAMICS_LIMIT_LOG"
-KINDS = ("velocity", "position", "torque")
 _UNITS = {"velocity": "rad/s", "position": "rad", "torque": "N m"}
 
 
