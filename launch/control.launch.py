@@ -10,8 +10,8 @@ Arguments:
   ``~/goal`` (JointState) and ``~/goal_pose`` (PoseStamped, IK)); ``computed_torque`` starts
   ``computed_torque_controller`` (tracking of ``~/trajectory`` (JointTrajectory) and Cartesian
   straight lines on ``~/line`` (PoseStamped)).
-* ``params_file`` (default the controller's file in the package: config/pd_gravity_controller.yaml
-  or config/computed_torque_controller.yaml): its ROS parameters.
+* ``params_file`` (default ``''``: the controller's file in the package,
+  config/pd_gravity_controller.yaml or config/computed_torque_controller.yaml): its ROS parameters.
 
 The controller needs a robot: the simulator (``ros2 launch youbot_dynamics sim.launch.py``), the
 Gazebo description with ``active_controller:=arm_effort_controller``, or the real driver with its
@@ -34,44 +34,39 @@ Node parameters (all read-only, read at start-up; each documented in the paramet
 torque only, 2.0 s).
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import EqualsSubstitution, IfElseSubstitution, LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 CONTROLLERS = ['pd_gravity', 'computed_torque']
+PARAMETER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml'}
+
+
+def _controller(context):
+    """The chosen controller node on ``params_file`` or, if '', its package file."""
+    controller = LaunchConfiguration('controller').perform(context)
+    params_file = (LaunchConfiguration('params_file').perform(context)
+                   or f"{FindPackageShare('youbot_dynamics').perform(context)}/config/{PARAMETER_FILES[controller]}")
+    nodes = {
+        'pd_gravity': lambda: Node(
+            package='youbot_dynamics', executable='pd_gravity_controller', name='pd_gravity_controller',
+            parameters=[params_file], output='screen'),
+        'computed_torque': lambda: Node(
+            package='youbot_dynamics', executable='computed_torque_controller', name='computed_torque_controller',
+            parameters=[params_file], output='screen'),
+    }
+    return [nodes[controller]()]
 
 
 def generate_launch_description():
-    controller = LaunchConfiguration('controller')
-    params_file = LaunchConfiguration('params_file')
-    config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
-    is_pd = EqualsSubstitution(controller, 'pd_gravity')
-    is_ct = EqualsSubstitution(controller, 'computed_torque')
     return LaunchDescription([
         DeclareLaunchArgument(
             'controller', default_value='pd_gravity', choices=CONTROLLERS,
             description='The control law: pd_gravity (regulation to goals) or computed_torque (trajectory tracking)'),
         DeclareLaunchArgument(
-            'params_file',
-            default_value=IfElseSubstitution(
-                is_pd,
-                if_value=PathJoinSubstitution([config, 'pd_gravity_controller.yaml']),
-                else_value=PathJoinSubstitution([config, 'computed_torque_controller.yaml'])),
-            description='Parameter file of the controller node (default: the package file of the chosen controller)'),
-        Node(
-            package='youbot_dynamics',
-            executable='pd_gravity_controller',
-            name='pd_gravity_controller',
-            parameters=[params_file],
-            condition=IfCondition(is_pd),
-            output='screen'),
-        Node(
-            package='youbot_dynamics',
-            executable='computed_torque_controller',
-            name='computed_torque_controller',
-            parameters=[params_file],
-            condition=IfCondition(is_ct),
-            output='screen'),
+            'params_file', default_value='',
+            description="Parameter file of the controller node; '' = the package file of the chosen controller "
+                        "(config/<controller>_controller.yaml)"),
+        OpaqueFunction(function=_controller),
     ])

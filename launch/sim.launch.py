@@ -1,16 +1,41 @@
 """Launch the simulated youBot arm (MuJoCo) and the kinematics node.
 
     ros2 launch youbot_dynamics sim.launch.py [params_file:=...] [kinematics_params_file:=...]
+        [publish_clock:=true|false]
 
 The simulator offers the ros2_control-style topics of the real driver and of the Gazebo
 description (/joint_states, /arm_{effort,position,velocity}_controller/commands,
 /arm_trajectory_controller/joint_trajectory); config/sim.yaml describes the simulated robot.
+``publish_clock`` ('' = the value in the params file; false in the package's) publishes the
+simulated time on /clock, for nodes run with ``use_sim_time:=true``. The launch ends when the
+simulator ends (it is the robot).
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+
+def _nodes(context):
+    """The nodes, with ``publish_clock`` overriding the params file only when given."""
+    publish_clock = LaunchConfiguration('publish_clock').perform(context)
+    overrides = [{'publish_clock': publish_clock == 'true'}] if publish_clock else []
+    return [
+        Node(
+            package='youbot_dynamics',
+            executable='sim_node',
+            name='sim_node',
+            parameters=[LaunchConfiguration('params_file'), *overrides],
+            on_exit=Shutdown(reason='sim_node ended: the simulated arm is gone'),
+            output='screen'),
+        Node(
+            package='youbot_dynamics',
+            executable='kinematics_node',
+            name='kinematics_node',
+            parameters=[LaunchConfiguration('kinematics_params_file')],
+            output='screen'),
+    ]
 
 
 def generate_launch_description():
@@ -22,16 +47,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'kinematics_params_file', default_value=PathJoinSubstitution([config, 'kinematics.yaml']),
             description='Parameter file of the kinematics node'),
-        Node(
-            package='youbot_dynamics',
-            executable='sim_node',
-            name='sim_node',
-            parameters=[LaunchConfiguration('params_file')],
-            output='screen'),
-        Node(
-            package='youbot_dynamics',
-            executable='kinematics_node',
-            name='kinematics_node',
-            parameters=[LaunchConfiguration('kinematics_params_file')],
-            output='screen'),
+        DeclareLaunchArgument(
+            'publish_clock', default_value='', choices=['', 'true', 'false'],
+            description="Publish the simulated time on /clock (for use_sim_time); '' = as in params_file"),
+        OpaqueFunction(function=_nodes),
     ])

@@ -1,6 +1,6 @@
 """Bring up the real youBot arm: the EtherCAT driver, the kinematics node, optionally a controller or identification.
 
-    ros2 launch youbot_dynamics youbot_arm.launch.py interface:=enp3s0 [backend:=pysoem|virtual]
+    ros2 launch youbot_dynamics youbot_arm.launch.py [interface:=enp3s0] [backend:=pysoem|virtual]
         [params_file:=...] [kinematics_params_file:=...]
         [controller:=none|pd_gravity|computed_torque] [controller_params_file:=...]
         [identification:=true] [identification_params_file:=...]
@@ -13,30 +13,59 @@ or ``computed_torque_controller`` with its package parameter file (default ``non
 starts disabled (its ``enabled_on_start``), enable it with its ``~/enable`` service once the
 driver's motors are on. Do not run a controller and the identification node together: both
 command the arm. ``backend:=virtual`` runs the same driver on the virtual drives (MuJoCo arm)
-without hardware. The README ("Real youBot") has the first-run steps.
+without hardware. ``interface`` and ``backend`` default to '' = the values in the driver's params
+file (eth0 and pysoem in the package's). The launch ends when the driver ends (it is the robot).
+The README ("Real youBot") has the first-run steps.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
-from launch.substitutions import EqualsSubstitution, IfElseSubstitution, LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 CONTROLLERS = ['none', 'pd_gravity', 'computed_torque']
+BACKENDS = ['', 'pysoem', 'virtual']
+CONTROLLER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml'}
+
+
+def _configured(context):
+    """The driver (``interface``/``backend`` override its params file only when given) and the
+    chosen controller on ``controller_params_file`` or, if '', its package file."""
+    given = {name: LaunchConfiguration(name).perform(context) for name in ('interface', 'backend')}
+    overrides = {name: value for name, value in given.items() if value}
+    controller = LaunchConfiguration('controller').perform(context)
+    controller_params = (LaunchConfiguration('controller_params_file').perform(context)
+                         or f"{FindPackageShare('youbot_dynamics').perform(context)}/config/"
+                            f"{CONTROLLER_FILES.get(controller, '')}")
+    controllers = {
+        'pd_gravity': lambda: Node(
+            package='youbot_dynamics', executable='pd_gravity_controller', name='pd_gravity_controller',
+            parameters=[controller_params], output='screen'),
+        'computed_torque': lambda: Node(
+            package='youbot_dynamics', executable='computed_torque_controller', name='computed_torque_controller',
+            parameters=[controller_params], output='screen'),
+    }
+    driver = Node(
+        package='youbot_dynamics',
+        executable='youbot_driver',
+        name='youbot_driver',
+        parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
+        on_exit=Shutdown(reason='youbot_driver ended: no arm'),
+        output='screen')
+    return [driver] + ([controllers[controller]()] if controller in controllers else [])
 
 
 def generate_launch_description():
     config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
-    controller = LaunchConfiguration('controller')
-    is_pd = EqualsSubstitution(controller, 'pd_gravity')
-    is_ct = EqualsSubstitution(controller, 'computed_torque')
-    controller_params = LaunchConfiguration('controller_params_file')
     return LaunchDescription([
         DeclareLaunchArgument(
-            'interface', default_value='eth0',
-            description="Network interface wired to the youBot's EtherCAT port (see `ip link`)"),
+            'interface', default_value='',
+            description="Network interface wired to the youBot's EtherCAT port (see `ip link`); '' = as in "
+                        "params_file"),
         DeclareLaunchArgument(
-            'backend', default_value='pysoem', description="'pysoem' (the real arm) or 'virtual' (no hardware)"),
+            'backend', default_value='', choices=BACKENDS,
+            description="'pysoem' (the real arm) or 'virtual' (no hardware); '' = as in params_file"),
         DeclareLaunchArgument(
             'params_file', default_value=PathJoinSubstitution([config, 'youbot_driver.yaml']),
             description='Parameter file of the driver node'),
@@ -47,44 +76,22 @@ def generate_launch_description():
             'controller', default_value='none', choices=CONTROLLERS,
             description='Also start a joint-torque controller: none, pd_gravity or computed_torque'),
         DeclareLaunchArgument(
-            'controller_params_file',
-            default_value=IfElseSubstitution(
-                is_ct,
-                if_value=PathJoinSubstitution([config, 'computed_torque_controller.yaml']),
-                else_value=PathJoinSubstitution([config, 'pd_gravity_controller.yaml'])),
-            description='Parameter file of the controller (default: the package file of the chosen controller)'),
+            'controller_params_file', default_value='',
+            description="Parameter file of the controller; '' = the package file of the chosen controller "
+                        "(config/<controller>_controller.yaml)"),
         DeclareLaunchArgument(
-            'identification', default_value='false', description='Also start the identification node'),
+            'identification', default_value='false', choices=['true', 'false'],
+            description='Also start the identification node'),
         DeclareLaunchArgument(
             'identification_params_file',
             default_value=PathJoinSubstitution([config, 'identification_node.yaml']),
             description='Parameter file of the identification node'),
-        Node(
-            package='youbot_dynamics',
-            executable='youbot_driver',
-            name='youbot_driver',
-            parameters=[LaunchConfiguration('params_file'),
-                        {'interface': LaunchConfiguration('interface'), 'backend': LaunchConfiguration('backend')}],
-            output='screen'),
+        OpaqueFunction(function=_configured),
         Node(
             package='youbot_dynamics',
             executable='kinematics_node',
             name='kinematics_node',
             parameters=[LaunchConfiguration('kinematics_params_file')],
-            output='screen'),
-        Node(
-            package='youbot_dynamics',
-            executable='pd_gravity_controller',
-            name='pd_gravity_controller',
-            parameters=[controller_params],
-            condition=IfCondition(is_pd),
-            output='screen'),
-        Node(
-            package='youbot_dynamics',
-            executable='computed_torque_controller',
-            name='computed_torque_controller',
-            parameters=[controller_params],
-            condition=IfCondition(is_ct),
             output='screen'),
         Node(
             package='youbot_dynamics',

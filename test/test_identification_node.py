@@ -182,7 +182,21 @@ def test_safety_aborts_stop_and_hold():
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
     q, dq, _ = session.reference(t)
-    assert session.update(t + 0.2, sample(t, q, dq)) is Phase.ABORTED and "stale" in session.reason
+    assert session.update(t + 0.2, sample(t, q, dq)) is Phase.ABORTED and "arrived 0.200 s ago" in session.reason
+    # a node falling behind its joint states: each one handled ("received") at once, but measured
+    # ever longer ago by its stamp (a queue on a busy machine); a constant clock offset between
+    # stamps and receive times is no fault, a growing one is
+    session = ExcitationSession(ARM, EXCITATION, config)
+    session.start(0.0, sample(0.0, Q_START, stamp_offset=-1.5))
+    t, _ = run_perfectly(session, stamp_offset=-1.5,
+                         until=lambda s, t: s.phase is Phase.EXCITE and t - s.phase_start >= 0.5)
+    for lag in np.arange(0.0, 0.09, 0.01):  # 1.5 s clock offset, then up to 90 ms behind: still acting
+        q, dq, _ = session.reference(t - lag)
+        assert session.update(t, JointSample(t, t - 1.5 - lag, q, dq)) is None, session.reason
+        t += 0.01
+    q, dq, _ = session.reference(t - 0.12)
+    assert session.update(t, JointSample(t, t - 1.5 - 0.12, q, dq)) is Phase.ABORTED
+    assert "measured 0.120 s ago, by its stamp" in session.reason and "falling behind" in session.reason
     # a joint moving into the limit zone (here joint 2, whose excitation comes within 0.105 rad)
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
@@ -227,9 +241,11 @@ def test_tracking_check_tolerates_a_command_delay():
     assert np.max(np.abs(late - session.reference(t)[0])) > 0.1
     assert session.update(t, sample(t, late)) is None
     assert np.max(session.tracking_error(sample(t, late))) < 1e-9
-    # a state that waited 0.5 s in the node's queue is compared with the reference of its stamp
-    queued = JointSample(t, t - 0.5, session.reference(t - 0.5)[0], np.zeros(5))
+    # a state that waited 50 ms in the node's queue is compared with the reference of its stamp; one
+    # that waited longer than state_timeout is stale (the node falls behind)
+    queued = JointSample(t, t - 0.05, session.reference(t - 0.05)[0], np.zeros(5))
     assert session.update(t, queued) is None and np.max(session.tracking_error(queued)) < 1e-9
+    assert np.max(session.tracking_error(JointSample(t, t - 0.5, session.reference(t - 0.5)[0], np.zeros(5)))) < 1e-9
     too_late = session.reference(t - 0.6)[0]
     assert session.update(t, sample(t, too_late)) is Phase.ABORTED and "command delay up to 0.3 s" in session.reason
 
@@ -348,8 +364,11 @@ class Harness:
         self.sim = SimNode(context=self.context, parameter_overrides=[
             Parameter("initial_positions", value=(Q_START + OFFSET).tolist()), Parameter("publish_clock", value=True),
             Parameter("publish_rate", value=500.0), Parameter("diagnostics_period", value=0.0)])
+        # state_timeout 0.5 s: in this shared process (simulator, node and tester on the Python
+        # executor) the node handles joint states up to 0.1 s late now and then (0.1 s measured by their
+        # stamps); the staleness checks have their own tests
         params = {"output_directory": str(output), "periods": 3, "validation_periods": 1, "use_sim_time": True,
-                  "settle_time": 0.5, "hold_time": 0.5, **overrides}
+                  "settle_time": 0.5, "hold_time": 0.5, "state_timeout": 0.5, **overrides}
         self.node = IdentificationNode(context=self.context,
                                        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.tester = rclpy.create_node("identification_tester", context=self.context)
@@ -631,6 +650,17 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
     arm.publish(Q_START + [0.0, 0.0, 0.5, 0.0, 0.0])
     response = arm.start()
     assert not response.success and "0.500 rad from the excitation's start pose on joint 3" in response.message
+    # ... and says which command moves it there: a trajectory to the start pose, as slow as the approach
+    command = response.message.split("to move it there: ")[1]
+    head, _, body = command.partition(" trajectory_msgs/msg/JointTrajectory ")
+    assert head == "ros2 topic pub --once /fake_trajectory", head
+    trajectory = yaml.safe_load(yaml.safe_load(body))  # the shell's quotes, then the message
+    assert trajectory["joint_names"] == list(ARM.joint_names) and len(trajectory["points"]) == 1
+    np.testing.assert_allclose(trajectory["points"][0]["positions"], Q_START, atol=1e-4)
+    seconds = trajectory["points"][0]["time_from_start"]["sec"]
+    config = arm.node.config
+    assert 1.875 * 0.5 / seconds <= config.approach_velocity  # the quintic's peak speed
+    assert 5.77 * 0.5 / seconds**2 <= config.approach_acceleration
     assert arm.node.session is None and arm.node.recorder is None and not any(tmp_path.iterdir())  # nothing created
 
 

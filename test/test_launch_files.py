@@ -231,3 +231,106 @@ def test_launch_description_builds(path):
     if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
         assert [a.name for a in description.get_launch_arguments()][:4] == [
             "active_controller", "controllers_file", "gz_args", "rviz"]
+
+
+# -- what the launch files start, resolved without starting anything (needs launch_ros) -------------
+
+
+@pytest.fixture
+def package_prefix(tmp_path, monkeypatch):
+    """An ament prefix holding this package's share (launch, config) as a colcon install would."""
+    share = tmp_path / "share"
+    (share / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (share / "ament_index" / "resource_index" / "packages" / PACKAGE).touch()
+    (share / PACKAGE).mkdir()
+    for folder in ("launch", "config"):
+        (share / PACKAGE / folder).symlink_to(ROOT / folder)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    return share / PACKAGE
+
+
+def started_nodes(name: str, **arguments: str) -> dict[str, dict]:
+    """``{node name: {"parameters": [file names or dicts], "required": ends the launch}}`` of
+    ``launch/<name>`` with the given ``name:=value`` arguments: the description is visited as
+    ``ros2 launch`` would (arguments, conditions, opaque functions, scoped includes), the nodes
+    are not started."""
+    from launch import LaunchContext
+    from launch.actions import Shutdown
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+    from launch_ros.actions import Node
+    from launch_ros.utilities import evaluate_parameters
+
+    context = LaunchContext()
+    context.launch_configurations.update(arguments)
+    nodes: dict[str, dict] = {}
+
+    def walk(entity):
+        if isinstance(entity, Node):
+            if entity.condition is None or entity.condition.evaluate(context):
+                parameters = evaluate_parameters(context, entity._Node__parameters)
+                on_exit = entity._ExecuteLocal__on_exit or []
+                nodes[entity.node_executable] = {
+                    "parameters": [p if isinstance(p, dict) else Path(p).name for p in parameters],
+                    "required": any(isinstance(a, Shutdown) for a in (on_exit if isinstance(on_exit, list)
+                                                                       else [on_exit]))}
+            return
+        for sub in entity.visit(context) or []:
+            walk(sub)
+
+    walk(get_launch_description_from_python_launch_file(str(ROOT / "launch" / name)))
+    return nodes
+
+
+@pytest.mark.launch
+def test_identification_launch_gives_the_simulator_its_own_file_and_clock(package_prefix, tmp_path):
+    pytest.importorskip("launch_ros")
+    nodes = started_nodes("identification.launch.py")
+    assert list(nodes) == ["identification_node"]
+    assert nodes["identification_node"]["parameters"] == ["identification_node.yaml", {"use_sim_time": False}]
+    mine = tmp_path / "my_identification.yaml"
+    mine.write_text("identification_node:\n  ros__parameters:\n    periods: 2\n")
+    nodes = started_nodes("identification.launch.py", with_sim="true", use_sim_time="true", params_file=str(mine))
+    assert nodes["identification_node"]["parameters"] == ["my_identification.yaml", {"use_sim_time": True}]
+    assert nodes["sim_node"]["parameters"] == ["sim_node.yaml", {"publish_clock": True}]
+    assert nodes["sim_node"]["required"] and nodes["kinematics_node"]["parameters"] == ["kinematics.yaml"]
+    nodes = started_nodes("identification.launch.py", with_sim="true")
+    assert nodes["sim_node"]["parameters"] == ["sim_node.yaml"]  # publish_clock as in the file
+
+
+@pytest.mark.launch
+def test_launch_defaults_leave_the_parameter_files_alone(package_prefix):
+    pytest.importorskip("launch_ros")
+    nodes = started_nodes("youbot_arm.launch.py")
+    assert nodes["youbot_driver"]["parameters"] == ["youbot_driver.yaml"] and nodes["youbot_driver"]["required"]
+    assert set(nodes) == {"youbot_driver", "kinematics_node"}
+    nodes = started_nodes("youbot_arm.launch.py", backend="virtual", controller="computed_torque")
+    assert nodes["youbot_driver"]["parameters"] == ["youbot_driver.yaml", {"backend": "virtual"}]
+    assert nodes["computed_torque_controller"]["parameters"] == ["computed_torque_controller.yaml"]
+    for controller in ("pd_gravity", "computed_torque"):
+        nodes = started_nodes("control.launch.py", controller=controller)
+        assert nodes == {f"{controller}_controller": {"parameters": [f"{controller}_controller.yaml"],
+                                                     "required": False}}
+    assert started_nodes("sim.launch.py")["sim_node"]["parameters"] == ["sim_node.yaml"]
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("name, argument", [("youbot_arm.launch.py", {"backend": "ethercat"}),
+                                            ("control.launch.py", {"controller": "pid"}),
+                                            ("identification.launch.py", {"with_sim": "yes"}),
+                                            ("sim.launch.py", {"publish_clock": "1"})])
+def test_enumerated_launch_arguments_refuse_other_values(package_prefix, name, argument):
+    pytest.importorskip("launch_ros")
+    with pytest.raises(Exception, match="is not valid. Valid options are"):
+        started_nodes(name, **argument)
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
+def test_show_args_is_readable(path):
+    """What ``ros2 launch --show-args`` prints for each default: text, never an object's repr."""
+    pytest.importorskip("launch_ros")
+    from launch.launch_description_sources import get_launch_description_from_python_launch_file
+
+    for argument in get_launch_description_from_python_launch_file(str(path)).get_launch_arguments():
+        shown = " + ".join(s.describe() for s in argument.default_value or [])
+        assert "object at 0x" not in shown, f"{argument.name}: {shown}"

@@ -26,7 +26,9 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   itself within ``stream_horizon`` plus the tail (:meth:`ExcitationSession.stop_time_bound`).
   The excitation is checked up front: a tail from any of its states stays within the joint limits.
 * **Safety** (:meth:`ExcitationSession.update`, every command cycle of a motion phase): the
-  session aborts when the newest joint state is older than ``state_timeout``, when a joint is
+  session aborts when the newest joint state is older than ``state_timeout`` - since it arrived,
+  or since it was measured by its own stamp (:meth:`ExcitationSession.staleness`: a node that
+  falls behind its joint states) -, when a joint is
   within ``limit_margin`` of a position limit and moving towards it (faster than
   :data:`LIMIT_VELOCITY`; an arm resting on a stop may start and move away), or when the
   tracking error exceeds ``max_tracking_error``: ``max_j |q_j - q_ref,j(t_m - d)|`` at the state's
@@ -69,7 +71,7 @@ from .limits import verification_times
 from .streaming import BrakingTail, braking_duration, horizon_waypoints, sample_waypoints, tail_extremes
 from .trajectories import Trajectory, WaypointTrajectory, quintic_duration
 
-__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "SessionConfig", "JointSample", "ExcitationSession",
+__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample", "ExcitationSession",
            "PDFeedforward", "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
 
 Array = NDArray[np.float64]
@@ -105,6 +107,15 @@ _PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; ident
 
 class SessionRefused(RuntimeError):
     """The experiment cannot start (the message says why)."""
+
+
+class TooFarFromStart(SessionRefused):
+    """Refused: the arm is further than ``max_start_distance`` from the start pose ``q_start``;
+    ``duration`` [s] moves it there within ``approach_velocity`` and ``approach_acceleration``."""
+
+    def __init__(self, message: str, q_start: Array, duration: float) -> None:
+        super().__init__(message)
+        self.q_start, self.duration = q_start, duration
 
 
 @dataclass(frozen=True)
@@ -263,10 +274,9 @@ class ExcitationSession:
             raise SessionRefused(f"already {self.phase.value}: one experiment per session")
         if sample is None:
             raise SessionRefused("no joint state received yet")
-        age = now - sample.receive
-        if age > c.state_timeout:
-            raise SessionRefused(f"joint states are stale: the newest is {age:.3f} s old (state_timeout "
-                                 f"{c.state_timeout:g} s)")
+        stale = self.staleness(now, sample)
+        if stale is not None:
+            raise SessionRefused(stale)
         if not (np.all(np.isfinite(sample.q)) and np.all(np.isfinite(sample.dq))):
             raise SessionRefused("the joint state contains NaN or infinite values")
         if np.max(np.abs(sample.dq)) > MAX_START_VELOCITY:
@@ -277,25 +287,29 @@ class ExcitationSession:
         distance = np.abs(sample.q - self.q_start)
         j = int(np.argmax(distance))
         if distance[j] > c.max_start_distance:
-            raise SessionRefused(f"the arm is {distance[j]:.3f} rad from the excitation's start pose on joint {j + 1} "
+            raise TooFarFromStart(f"the arm is {distance[j]:.3f} rad from the excitation's start pose on joint {j + 1} "
                                  f"(max_start_distance {c.max_start_distance:g} rad): move it closer first "
-                                 f"(start pose {np.round(self.q_start, 4).tolist()})")
+                                 f"(start pose {np.round(self.q_start, 4).tolist()})", self.q_start,
+                                  self._approach_duration(self.q_start - sample.q))
 
     def start(self, now: float, sample: JointSample | None) -> float:
         """Start moving to the start pose (or raise :class:`SessionRefused`); returns the approach time [s]."""
         self.check_start(now, sample)
         assert sample is not None
         self._observe(sample)
-        c = self.config
         origin = np.clip(sample.q, self.arm.position_min, self.arm.position_max)  # from a hard stop: from the limit
-        delta = self.q_start - origin
-        velocity = np.full(self.arm.n_joints, c.approach_velocity)
-        acceleration = np.full(self.arm.n_joints, c.approach_acceleration)
-        self.approach_duration = max(MIN_APPROACH_TIME, quintic_duration(delta, velocity, acceleration))
+        self.approach_duration = self._approach_duration(self.q_start - origin)
         self.approach = WaypointTrajectory(np.vstack([origin, self.q_start]), np.array([self.approach_duration]), 0.0)
         self.start_time = float(now)
         self._enter(Phase.APPROACH, now)
         return self.approach_duration
+
+    def _approach_duration(self, delta: Array) -> float:
+        """Duration [s] of the rest-to-rest quintic over ``delta`` (n,) within ``approach_velocity`` and
+        ``approach_acceleration``, at least :data:`MIN_APPROACH_TIME`."""
+        c, n = self.config, self.arm.n_joints
+        return max(MIN_APPROACH_TIME, float(quintic_duration(delta, np.full(n, c.approach_velocity),
+                                                             np.full(n, c.approach_acceleration))))
 
     def refuse(self, now: float, reason: str) -> None:
         """Record a refused start as ``failed`` (used for ``start_on_launch``); nothing moves."""
@@ -327,9 +341,9 @@ class ExcitationSession:
         c = self.config
         if sample is None:
             return "no joint state received"
-        age = now - sample.receive
-        if age > c.state_timeout:
-            return f"joint states stale: the newest is {age:.3f} s old (state_timeout {c.state_timeout:g} s)"
+        stale = self.staleness(now, sample)
+        if stale is not None:
+            return stale
         if self.sent is not None and now - self.sent[0] > c.stream_horizon:
             return (f"commands late: the last trajectory message was sent {now - self.sent[0]:.3f} s ago, more than "
                     f"stream_horizon {c.stream_horizon:g} s: the arm is braking")
@@ -350,6 +364,23 @@ class ExcitationSession:
         if error[j] > c.max_tracking_error:
             return (f"tracking error {error[j]:.4f} rad on joint {j + 1} exceeds max_tracking_error "
                     f"{c.max_tracking_error:g} rad (allowing a command delay up to {c.max_command_delay:g} s)")
+        return None
+
+    def staleness(self, now: float, sample: JointSample) -> str | None:
+        """Why ``sample`` is too old to act on, or ``None``. Judged twice against ``state_timeout``:
+        ``now - receive`` (no new joint state arrived) and ``now - t_m``, its measurement time on the
+        node's clock (:meth:`measured_at`, from its own stamp): a node that handles joint states
+        late - a queue of them on a busy machine - receives each one "now" and would never notice
+        that it acts on the past (measured: a node 1 s behind whose receive-time check passed)."""
+        timeout = self.config.state_timeout
+        silence = now - sample.receive
+        if silence > timeout:
+            return f"joint states stale: the newest arrived {silence:.3f} s ago (state_timeout {timeout:g} s)"
+        behind = now - self.measured_at(sample)
+        if behind > timeout:
+            return (f"joint states stale: the newest was measured {behind:.3f} s ago, by its stamp (state_timeout "
+                    f"{timeout:g} s): this node is falling behind the joint states (a busy machine; give it "
+                    f"realtime_priority), or the publisher's clock drifts from this node's (use_sim_time?)")
         return None
 
     def tracking_error(self, sample: JointSample) -> Array:

@@ -52,12 +52,14 @@ commands keep coming; a trajectory controller holds its last point) until the ne
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
 from functools import partial
 from typing import Any
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
@@ -79,7 +81,7 @@ from ..identification.pipeline import identify_excitation, reference_models, sum
 from ..identification.processing import ProcessingOptions
 from ..identification.recording import JointStateRecorder
 from ..identification.session import (ExcitationSession, JointSample, PDFeedforward, Phase, SessionConfig,
-                                       SessionRefused)
+                                       SessionRefused, TooFarFromStart)
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
@@ -298,7 +300,7 @@ class IdentificationNode(Node):
                                                directory / "recording.csv", topic=self.p['joint_states_topic'],
                                                flush_period=self.p['flush_period'])
         except SessionRefused as exc:
-            message = f"start refused: {exc}"
+            message = f"start refused: {exc}" + (self._move_hint(exc) if isinstance(exc, TooFarFromStart) else "")
             self.get_logger().error(message)
             return False, message
         except OSError as exc:
@@ -313,6 +315,15 @@ class IdentificationNode(Node):
         self.get_logger().info(message)
         self._phase_changed(now)
         return True, message
+
+    def _move_hint(self, refused: TooFarFromStart) -> str:
+        """The command that moves the arm to the start pose (the drives' trajectory controller, as
+        slowly as the approach would), for the refusal message."""
+        point = (f"{{positions: {np.round(refused.q_start, 4).tolist()}, time_from_start: "
+                 f"{{sec: {math.ceil(refused.duration)}}}}}")
+        return (f"; to move it there: ros2 topic pub --once {self.p['trajectory_topic']} "
+                f"trajectory_msgs/msg/JointTrajectory \"{{joint_names: {list(self.arm.joint_names)}, "
+                f"points: [{point}]}}\"")
 
     def abort(self, reason: str) -> tuple[bool, str]:
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
@@ -525,7 +536,7 @@ def main(args: list[str] | None = None) -> int:
     arm if it moves and close the recording); 1 if start-up fails (the reason is logged)."""
     return run_node(NODE_NAME, IdentificationNode, (ArmDescriptionError, ModelFileError, DataFileError,
                                                     IdentificationError, ParameterException, ValueError, OSError),
-                    args, realtime=True, after_spin=IdentificationNode.shutdown)
+                    args, realtime=True, events_executor=True, after_spin=IdentificationNode.shutdown)
 
 
 if __name__ == '__main__':
