@@ -173,7 +173,7 @@ def test_cli_predict_matches_pinocchio(tmp_path, arm, capsys):
     np.testing.assert_array_equal(data[:, 0], np.arange(25) * 0.01)
     model = pin.buildModelFromXML(generate_urdf(arm))
     model.gravity.linear = np.array([0.0, 0.0, -arm.gravity])
-    model.armature = np.zeros(5)
+    model.armature = arm.armature  # the nominal model's drive term Ia q'' (Ia = N^2 J of the description)
     pdata = model.createData()
     expected = np.array([pin.rnea(model, pdata, a, b, c) for a, b, c in zip(q, dq, ddq)])
     np.testing.assert_allclose(data[:, 1:], expected, rtol=0, atol=1e-9)

@@ -197,8 +197,8 @@ def test_true_parameters_without_perturbation_are_nominal_plus_drive_terms(arm, 
     inertia_origin = link.inertia + link.mass * (c @ c * np.eye(3) - np.outer(c, c))  # parallel axis theorem
     np.testing.assert_allclose(chi[1, :4], [link.mass, *(link.mass * c)], rtol=1e-12)
     np.testing.assert_allclose(chi[1, 4:7], np.diag(inertia_origin), rtol=1e-12)
-    # Ia = N^2 J: 156^2 * 1.35e-5 = 0.328536 kg m^2 on joint 1
-    assert chi[0, 10] == pytest.approx(0.328536, rel=1e-12)
+    # Ia = N^2 J: 156^2 * 1.5e-5 = 0.36504 kg m^2 on joint 1
+    assert chi[0, 10] == pytest.approx(0.36504, rel=1e-12)
     np.testing.assert_array_equal(chi[:, 11], config.viscous_friction)
     np.testing.assert_array_equal(chi[:, 12], config.coulomb_friction)
     np.testing.assert_array_equal(chi[:, 13], config.friction_offset)
@@ -696,8 +696,18 @@ def test_simulator_reports_the_fall_with_motors_off(arm, config):
     assert 1.0 < first.time < 1.5
     peak = max(e.value for e in sim.limits.excursions if e.kind == "velocity")
     assert peak > 1.5 * arm.velocity_max[1]
+    assert not [e for e in sim.limits.excursions if e.kind == "position"]  # it lands on the stops, within 1 mrad
+    # driven into joint 2's stop at 90 % of the drive's torque: beyond the limit
+    q = 0.5 * (arm.position_min + arm.position_max)
+    q[1] = arm.position_max[1] - 0.05
+    sim.reset(q)
+    tau = np.zeros(5)
+    tau[1] = 0.9 * arm.drive_torque_limit[1]
+    sim.command("effort", tau)
+    sim.step(300)
     stop = [e for e in sim.limits.excursions if e.kind == "position"]
     assert stop and stop[0].joint == "arm_joint_2" and stop[0].limit == arm.position_max[1]
+    assert stop[0].value > arm.position_max[1] + 1e-3
 
 
 @pytest.mark.limits_exempt("an effort command above the drives' limit on purpose: the monitor must see it")

@@ -76,6 +76,7 @@ class ArmDescription:
     acceleration_max: Array
     effort_max: Array
     gear_ratio: Array
+    motor_rotor_inertia: Array  # J at the motor shaft [kg m^2]
     encoder_ticks: Array
     inverse_direction: tuple[bool, ...]
     torque_constant: Array
@@ -96,6 +97,12 @@ class ArmDescription:
     def q_from_theta(self, theta: Any) -> Array:
         """Driver angles from DH angles (inverse of :meth:`theta`)."""
         return (np.asarray(theta, dtype=float) - self.theta_offset) * self.direction
+
+    @property
+    def armature(self) -> Array:
+        """Reflected rotor inertia ``Ia = N^2 J`` per joint [kg m^2] (the drive term ``Ia q''`` of
+        seed 002, eq. 2.58): what a joint's motor adds to ``M_jj``."""
+        return self.gear_ratio ** 2 * self.motor_rotor_inertia
 
     @property
     def drive_torque_limit(self) -> Array:
@@ -248,6 +255,7 @@ def arm_from_dict(doc: Any, source: str = "<memory>") -> ArmDescription:
         acceleration_max=_vector(joints, "acceleration_max", "joints", n, positive=True),
         effort_max=_vector(joints, "effort_max", "joints", n, positive=True),
         gear_ratio=_vector(drives, "gear_ratio", "drives", n, positive=True),
+        motor_rotor_inertia=_vector(drives, "motor_rotor_inertia", "drives", n, nonnegative=True),
         encoder_ticks=_vector(drives, "encoder_ticks_per_motor_revolution", "drives", n, positive=True),
         inverse_direction=tuple(inverse),
         torque_constant=_vector(drives, "torque_constant", "drives", n, positive=True),

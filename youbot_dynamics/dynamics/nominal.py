@@ -1,5 +1,5 @@
-"""The nominal dynamic model: the arm description's inertials, drive terms zero (unknown until
-identified). Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
+"""The nominal dynamic model: the arm description's inertials and its drives' reflected rotor
+inertia ``N^2 J`` (:attr:`~..arm.ArmDescription.armature`), friction zero (unknown until identified). Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
 ``python -m youbot_dynamics nominal-model --write``."""
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ __all__ = ["NOMINAL_MODEL_FILE", "nominal_model", "write_nominal_model"]
 
 NOMINAL_MODEL_FILE = "youbot_nominal_model.yaml"
 DESCRIPTION = ("Nominal model: inertials of the arm description (youbot_description URDF converted to DH "
-               "frames); rotor inertia and friction are zero (unknown before identification).")
+               "frames) and its drives' reflected rotor inertia N^2 J (assumed motor data); friction zero "
+               "(unknown before identification).")
 
 
 def nominal_model(arm: ArmDescription, structure: ModelStructure | str = ModelStructure.FULL) -> tuple[DynamicModel, object]:
     """The nominal model and the standard vector it comes from."""
-    chi = standard_parameters(arm)
+    chi = standard_parameters(arm, rotor_inertia=arm.armature)
     return DynamicModel.from_standard(DHChain.from_arm(arm), chi, structure), chi
 
 
