@@ -18,42 +18,37 @@ file (eth0 and pysoem in the package's). The launch ends when the driver ends (i
 The README ("Real youBot") has the first-run steps.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 CONTROLLERS = ['none', 'pd_gravity', 'computed_torque']
 BACKENDS = ['', 'pysoem', 'virtual']
-CONTROLLER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml'}
 
 
 def _configured(context):
     """The driver (``interface``/``backend`` override its params file only when given) and the
-    chosen controller on ``controller_params_file`` or, if '', its package file."""
+    chosen controller (``control.launch.py``, scoped, on ``controller_params_file``)."""
     given = {name: LaunchConfiguration(name).perform(context) for name in ('interface', 'backend')}
     overrides = {name: value for name, value in given.items() if value}
-    controller = LaunchConfiguration('controller').perform(context)
-    controller_params = (LaunchConfiguration('controller_params_file').perform(context)
-                         or f"{FindPackageShare('youbot_dynamics').perform(context)}/config/"
-                            f"{CONTROLLER_FILES.get(controller, '')}")
-    controllers = {
-        'pd_gravity': lambda: Node(
-            package='youbot_dynamics', executable='pd_gravity_controller', name='pd_gravity_controller',
-            parameters=[controller_params], output='screen'),
-        'computed_torque': lambda: Node(
-            package='youbot_dynamics', executable='computed_torque_controller', name='computed_torque_controller',
-            parameters=[controller_params], output='screen'),
-    }
-    driver = Node(
+    actions = [Node(
         package='youbot_dynamics',
         executable='youbot_driver',
         name='youbot_driver',
         parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
         on_exit=Shutdown(reason='youbot_driver ended: no arm'),
-        output='screen')
-    return [driver] + ([controllers[controller]()] if controller in controllers else [])
+        output='screen')]
+    controller = LaunchConfiguration('controller').perform(context)
+    if controller != 'none':
+        control = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'launch', 'control.launch.py'])
+        actions.append(GroupAction(scoped=True, actions=[IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(control),
+            launch_arguments={'controller': controller,
+                              'params_file': LaunchConfiguration('controller_params_file').perform(context)}.items())]))
+    return actions
 
 
 def generate_launch_description():
