@@ -158,7 +158,7 @@ class IdentificationNode(Node):
         self.declare_parameter('max_command_delay', 0.3, _descriptor(
             "Command delay tolerated by the tracking check, and searched when aligning the recording [s].", d,
             range_=(0.0, 5.0)))
-        self.declare_parameter('state_timeout', 0.1, _descriptor(
+        self.declare_parameter('state_timeout', 0.25, _descriptor(
             "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
             range_=(0.001, 10.0)))
         self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
