@@ -70,6 +70,7 @@ def arm_limits_kept(request: pytest.FixtureRequest, limit_log: Path) -> Iterator
     excursions = read_excursions(limit_log, start)
     exempt = request.node.get_closest_marker("limits_exempt")
     if excursions and exempt is None:
-        lines = "\n".join(f"  pid {e['pid']}: {e['message']}" for e in excursions[:10])
+        lines = "\n".join(f"  pid {e['pid']}{' (this test process)' if e['pid'] == os.getpid() else ''}: "
+                          f"{e['message']}\n    in: {e.get('program', '?')}" for e in excursions[:10])
         pytest.fail(f"the simulated arm left its limits during this test ({len(excursions)} excursions):\n{lines}",
                     pytrace=False)

@@ -286,7 +286,9 @@ def test_trajectory_waypoints_follow_the_reference():
 
 def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
     """The node's effort controller (100 Hz, zero-order hold) on the simulator core: approach,
-    settle, one period, hold, within 3 cm of tracking error."""
+    settle, one period, hold, within 4 cm of tracking error (2.5x below the 0.1 rad abort limit;
+    measured 0.028 rad before the drives' reflected rotor inertias joined the simulated arm and the
+    model, 0.033 rad since: the low default gains of joints 4-5 move a heavier joint)."""
     from youbot_dynamics.sim import ArmSimulator
 
     nominal, _, beta, _ = reference_models(ARM)
@@ -308,7 +310,7 @@ def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
         sim.step(1)
         step += 1
     assert session.phase is Phase.IDENTIFY, session.reason
-    assert session.max_tracking < 0.03, session.max_tracking
+    assert session.max_tracking < 0.04, session.max_tracking
     # at rest, static friction holds a joint up to fc / kp from the goal (joint 4: 0.25 / 12 = 0.021 rad)
     assert np.max(np.abs(sim.measure().position - Q_START)) < 0.03
 

@@ -82,7 +82,7 @@ def pin_model(arm, armature):
 
 @pytest.mark.parametrize("which", ["nominal", "rotor"])
 def test_against_pinocchio(arm, nominal, rotor_model, which):
-    model, armature = (nominal, np.zeros(5)) if which == "nominal" else (rotor_model, ROTOR)
+    model, armature = (nominal, arm.armature) if which == "nominal" else (rotor_model, ROTOR)
     pin, pm = pin_model(arm, armature)
     data = pm.createData()
     q, dq, ddq = states(5, N_STATES, seed=21)

@@ -13,7 +13,7 @@ The package's safety rule (README, "Safety") is that nothing it commands drives 
 :class:`LimitMonitor` checks the true (not quantized) state after every physics step and every
 effort command. The first excursion of each kind on each joint is kept as a
 :class:`LimitExcursion` (later ones update its worst value) and, when the environment variable
-``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line with the process id.
+``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line with the process id and command line.
 The test suite sets that variable for every simulator it starts, in-process or in a subprocess,
 and fails any test during which a line was written (``test/conftest.py``), so the rule holds for
 every test and for the demo's phases, not only for the tests written about it.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -123,6 +124,7 @@ class LimitMonitor:
     def _append_to_log(self, excursion: LimitExcursion) -> None:
         if self._log is None:
             return
-        line = json.dumps({"pid": os.getpid(), **asdict(excursion), "message": excursion.describe()})
+        program = " ".join(sys.argv)[:300]  # which simulator: the log is shared by every process of a test session
+        line = json.dumps({"pid": os.getpid(), "program": program, **asdict(excursion), "message": excursion.describe()})
         with open(self._log, "a", encoding="utf-8") as f:  # one short write: lines of processes do not mix
             f.write(line + "\n")
