@@ -668,6 +668,35 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
 
 @pytest.mark.ros
 @pytest.mark.timeout(60)
+def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
+    """use_sim_time without /clock: the node's time reads 0. Joint states are ignored (with a receive
+    time of 0 they looked 2 s old once the clock jumped to the simulator's time, and ~/start was
+    refused "stale" right after launch) and ~/start says what is missing."""
+    from builtin_interfaces.msg import Time as Stamp
+    from rosgraph_msgs.msg import Clock
+
+    arm = fake_arm("simtime", use_sim_time=True)
+    arm.publish(Q_START, seconds=0.3)
+    assert arm.node._latest is None
+    response = arm.start()
+    assert not response.success and "no /clock yet" in response.message, response.message
+    assert "publish_clock:=true" in response.message
+    clock_pub = arm.tester.create_publisher(Clock, "/clock", 10)
+    assert arm.node.get_clock().ros_time_is_active
+    deadline = time.monotonic() + 10.0
+    while arm.node.get_clock().now().nanoseconds == 0 and time.monotonic() < deadline:
+        clock_pub.publish(Clock(clock=Stamp(sec=100)))
+        arm.spin(0.02)
+    assert arm.node.get_clock().now().nanoseconds == 100 * 10**9
+    arm.publish(Q_START, seconds=0.1)
+    assert arm.node._latest is not None and arm.node._latest.receive == pytest.approx(100.0)
+    response = arm.start()
+    assert response.success, response.message
+    assert arm.node.abort("test over")[0]
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
 def test_start_on_launch(fake_arm, tmp_path):
     far = fake_arm("far", start_on_launch=True)
     far.spin(0.3)

@@ -169,11 +169,11 @@ class _Client:
 
     def call_when_ready(self, client: Any, request: Any, hold: np.ndarray, attempts: int = 50) -> Any:
         """Call a service that refuses until its node has a joint state (its service comes up
-        first): retry every 0.1 s holding the arm; the call itself does not hold (the node may
+        first) and, on simulated time, a /clock: retry every 0.1 s holding the arm; the call itself does not hold (the node may
         take over the arm with it)."""
         for _ in range(attempts):
             answer = self.call(client, request)
-            if answer.success or "no joint state" not in answer.message:
+            if answer.success or not any(text in answer.message for text in ("no joint state", "no /clock yet")):
                 break
             self.spin_for(0.1, hold)
         return answer

@@ -46,7 +46,8 @@ identify``). The node:
   phase change, and logs each phase change and every 10 %.
 
 Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
-``publish_clock``). After an experiment (done, aborted or failed) the arm is held (streamed
+``publish_clock``; until the first ``/clock`` arrives, joint states are ignored, ``~/start`` is
+refused and a warning every 10 s says why). After an experiment (done, aborted or failed) the arm is held (streamed
 commands keep coming; a trajectory controller holds its last point) until the next ``~/start``.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ from __future__ import annotations
 import concurrent.futures
 import math
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from functools import partial
@@ -62,6 +64,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterType
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.time import Time
@@ -91,6 +94,7 @@ __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
 
 NODE_NAME = "identification_node"
 QOS_DEPTH = 10
+CLOCK_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock is looked for (use_sim_time)
 STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
 DEFAULT_EXCITATION = "excitation_default.yaml"
 COMMAND_INTERFACES = ("trajectory", "position", "effort")
@@ -243,6 +247,8 @@ class IdentificationNode(Node):
         self.create_timer(1.0 / p['command_rate'], self._cycle)
         self.create_timer(p['flush_period'], self._flush)
         self.create_timer(p['progress_period'], self._publish_progress)
+        self._created = time.monotonic()
+        self.create_timer(CLOCK_CHECK_PERIOD, self._warn_without_clock, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
             f"condition number {_number(self.excitation_design.get('condition_number'))}, "
@@ -257,8 +263,25 @@ class IdentificationNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def _clock_missing(self) -> bool:
+        """``use_sim_time`` and no ``/clock`` yet: the node's time reads 0 and does not run."""
+        return self.get_clock().ros_time_is_active and self.get_clock().now().nanoseconds == 0
+
+    def _warn_without_clock(self) -> None:
+        """Wall-clock check (the node's own timers do not fire without ``/clock``)."""
+        if self._clock_missing():
+            waited = time.monotonic() - self._created
+            self.get_logger().warning(
+                f"use_sim_time is true and no /clock has arrived in {waited:.0f} s: this node's time does not run "
+                f"(no timers, joint states ignored, ~/start refused); start the simulator with publish_clock:=true "
+                f"or run this node with use_sim_time:=false", throttle_duration_sec=10.0)
+
     def _on_joint_state(self, msg: JointState) -> None:
         receive_ns = self.get_clock().now().nanoseconds
+        if receive_ns == 0 and self.get_clock().ros_time_is_active:
+            # no /clock yet: a receive time of 0 would make this state look seconds old once the clock
+            # jumps to the simulated time (measured: ~/start refused "arrived 2.2 s ago" right after launch)
+            return
         try:
             q, dq, effort = self._reader.read(msg)
             if dq is None or effort is None:
@@ -287,6 +310,11 @@ class IdentificationNode(Node):
 
     def start(self) -> tuple[bool, str]:
         """Start an experiment now; ``(started, message)``."""
+        if self._clock_missing():
+            message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
+                       "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
+            self.get_logger().error(message)
+            return False, message
         if self.session is not None and (self.session.moving or self.session.phase is Phase.IDENTIFY
                                          or self.recorder is not None):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
