@@ -110,7 +110,7 @@ def test_phases_progress_and_segments():
     assert approach == pytest.approx(max(15 / 8 * 0.3 / config.approach_velocity,
                                          np.sqrt(10 / np.sqrt(3) * 0.3 / config.approach_acceleration)))
     np.testing.assert_allclose(session.reference(10.0)[0], start)
-    progress = []
+    progress, activities = [], {}
     t, phases = 10.0, []
     while session.moving:
         q, dq, _ = session.reference(t)
@@ -118,8 +118,17 @@ def test_phases_progress_and_segments():
         if changed is not None:
             phases.append((changed, t))
         progress.append(session.progress(t))
+        activities.setdefault(session.phase, []).append(session.activity(t))
         t += 0.01
     assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE, Phase.HOLD, Phase.IDENTIFY]
+    # what the node logs every second: what the experiment does or waits for, never silence
+    assert activities[Phase.APPROACH][0] == f"moving to the start pose ({approach:.1f} s left)"
+    assert activities[Phase.SETTLE][0] == "holding the start pose while the arm settles (0.5 s)"
+    periods = [a.split(",")[0] for a in activities[Phase.EXCITE]]
+    assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
+                                    "excitation period 2 of 3 (identification)", "excitation period 3 of 3 (validation)"]
+    assert activities[Phase.HOLD][0].startswith("holding the final pose")
+    assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)
     assert times[Phase.SETTLE] - 10.0 == pytest.approx(approach, abs=0.011)
     assert times[Phase.HOLD] - times[Phase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
@@ -693,6 +702,20 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
     response = arm.start()
     assert response.success, response.message
     assert arm.node.abort("test over")[0]
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
+def test_the_node_says_what_input_it_waits_for(fake_arm, capfd):
+    """No /clock on simulated time, or no joint state at all: a warning that names what is missing
+    (the wall-clock check, as if 20 s had passed since start-up)."""
+    silent, simulated = fake_arm("silent"), fake_arm("waiting", use_sim_time=True)
+    for arm in (silent, simulated):
+        arm.node._created -= 20.0
+        arm.node._watch_inputs()
+    err = capfd.readouterr().err
+    assert "no joint state on /silent_joint_states in 20 s" in err, err
+    assert "use_sim_time is true and no /clock has arrived in 20 s" in err, err
 
 
 @pytest.mark.ros

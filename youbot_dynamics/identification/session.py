@@ -536,6 +536,24 @@ class ExcitationSession:
         after = MOTION_PHASES[MOTION_PHASES.index(self.phase) + 1 :]
         return max(left, 0.0) + sum(self._phase_duration(p) for p in after)
 
+    def activity(self, now: float) -> str:
+        """What the experiment is doing or waiting for now, in words (the node logs it every
+        ``log_period``; nothing in the log for a while must never mean "stuck")."""
+        c, phase = self.config, self.phase
+        if phase is Phase.APPROACH:
+            return f"moving to the start pose ({max(self.approach_duration - (now - self.phase_start), 0.0):.1f} s left)"
+        if phase is Phase.SETTLE:
+            return f"holding the start pose while the arm settles ({c.settle_time:g} s)"
+        if phase is Phase.EXCITE:
+            k = min(int((now - self.phase_start) // self.period), c.periods - 1)
+            use = "identification" if k < c.identification_periods else "validation"
+            return f"excitation period {k + 1} of {c.periods} ({use}), max tracking error {self.max_tracking:.4f} rad"
+        if phase is Phase.HOLD:
+            return "holding the final pose; the recording closes after it"
+        if phase is Phase.IDENTIFY:
+            return f"computing the parameters from the recording ({now - self.phase_start:.0f} s)"
+        return phase.value + (f": {self.reason}" if self.reason else "")
+
     def segments(self) -> dict[str, Any]:
         """The excitation in the recording (stamp clock): ``start`` [s], ``period`` [s],
         ``identification_periods`` (from ``start``) and ``validation_periods`` (after them)."""

@@ -43,7 +43,8 @@ identify``). The node:
   ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
   ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
   ``relative_error`` and ``nominal_relative_error``) every ``progress_period`` s and at every
-  phase change, and logs each phase change and every 10 %.
+  phase change, and logs each phase change and, while the experiment runs, every ``log_period`` s
+  what it is doing or waiting for.
 
 Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
 ``publish_clock``; until the first ``/clock`` arrives, joint states are ignored, ``~/start`` is
@@ -94,7 +95,8 @@ __all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
 
 NODE_NAME = "identification_node"
 QOS_DEPTH = 10
-CLOCK_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock is looked for (use_sim_time)
+INPUT_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock or joint state is looked for
+NO_STATE_WARNING = 5.0  # [s, wall clock] without any joint state before the node warns
 STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
 DEFAULT_EXCITATION = "excitation_default.yaml"
 COMMAND_INTERFACES = ("trajectory", "position", "effort")
@@ -195,6 +197,9 @@ class IdentificationNode(Node):
             "The recording is flushed to disk at least this often [s].", d, range_=(0.05, 60.0)))
         self.declare_parameter('progress_period', 1.0, _descriptor(
             "Period of ~/progress messages [s] (also sent at every phase change).", d, range_=(0.05, 3600.0)))
+        self.declare_parameter('log_period', 1.0, _descriptor(
+            "While the experiment runs, a line in the log this often [s] with its phase, percent and what it is "
+            "doing or waiting for; 0 = phase changes only.", d, range_=(0.0, 3600.0)))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.p = p
@@ -229,7 +234,7 @@ class IdentificationNode(Node):
         self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
         self._reader = JointStateReader(self.arm.joint_names, require_velocity=False)
-        self._last_percent_logged = -10.0
+        self._next_log = 0.0  # node time of the next progress line in the log
         self._auto_start = bool(p['start_on_launch'])
         typestore()  # import rosbags now: 0.15 s at ~/start would stall the node beyond state_timeout
 
@@ -248,7 +253,7 @@ class IdentificationNode(Node):
         self.create_timer(p['flush_period'], self._flush)
         self.create_timer(p['progress_period'], self._publish_progress)
         self._created = time.monotonic()
-        self.create_timer(CLOCK_CHECK_PERIOD, self._warn_without_clock, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(INPUT_CHECK_PERIOD, self._watch_inputs, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
             f"condition number {_number(self.excitation_design.get('condition_number'))}, "
@@ -267,14 +272,20 @@ class IdentificationNode(Node):
         """``use_sim_time`` and no ``/clock`` yet: the node's time reads 0 and does not run."""
         return self.get_clock().ros_time_is_active and self.get_clock().now().nanoseconds == 0
 
-    def _warn_without_clock(self) -> None:
-        """Wall-clock check (the node's own timers do not fire without ``/clock``)."""
+    def _watch_inputs(self) -> None:
+        """Say what the node waits for when an input it needs never came (on the wall clock: the
+        node's own timers do not fire without ``/clock``)."""
+        waited = time.monotonic() - self._created
         if self._clock_missing():
-            waited = time.monotonic() - self._created
             self.get_logger().warning(
                 f"use_sim_time is true and no /clock has arrived in {waited:.0f} s: this node's time does not run "
                 f"(no timers, joint states ignored, ~/start refused); start the simulator with publish_clock:=true "
                 f"or run this node with use_sim_time:=false", throttle_duration_sec=10.0)
+        elif self._latest is None and waited > NO_STATE_WARNING:
+            self.get_logger().warning(
+                f"no joint state on {self.p['joint_states_topic']} in {waited:.0f} s: is the driver or the simulator "
+                f"running, on this ROS_DOMAIN_ID? (ros2 topic hz {self.p['joint_states_topic']})",
+                throttle_duration_sec=10.0)
 
     def _on_joint_state(self, msg: JointState) -> None:
         receive_ns = self.get_clock().now().nanoseconds
@@ -337,7 +348,7 @@ class IdentificationNode(Node):
             return False, message
         self.session, self.run_directory, self.result_summary = session, directory, {}
         approach = session.start(now, self._latest)
-        self._last_percent_logged = -10.0
+        self._next_log = now
         message = (f"started: approach {approach:.1f} s, excitation {self.config.periods} x {session.period:g} s, "
                    f"about {session.motion_duration:.0f} s of motion; output {directory}")
         self.get_logger().info(message)
@@ -406,11 +417,11 @@ class IdentificationNode(Node):
             self._identification_finished(now)
         if session.commanding:
             self._stream(now, session)
-        percent = session.progress(now)
-        if session.moving and percent >= self._last_percent_logged + 10.0:
-            self._last_percent_logged = 10.0 * (percent // 10.0)
-            self.get_logger().info(f"{session.phase.value}: {percent:.0f}% ({session.remaining(now):.0f} s of motion "
-                                   "left)")
+        if self.p['log_period'] > 0.0 and (session.moving or session.phase is Phase.IDENTIFY) \
+                and now >= self._next_log:
+            self._next_log = now + self.p['log_period']
+            self.get_logger().info(f"{session.phase.value} {session.progress(now):.0f}%: {session.activity(now)}"
+                                   + (f"; {session.remaining(now):.0f} s of motion left" if session.moving else ""))
 
     def _stream(self, now: float, session: ExcitationSession) -> None:
         """Streamed commands: the next horizon every ``stream_period`` (trajectory), the set-point
