@@ -50,6 +50,7 @@ EXCITATION = load_trajectory(EXCITATION_FILE, ARM.joint_names).trajectory
 Q_START = EXCITATION.evaluate(0.0)[0]
 OFFSET = np.array([0.1, -0.1, 0.15, -0.1, 0.15])  # where the DDS tests leave the arm before ~/start
 DOMAIN_ID = "67"
+CLOCK_DOMAIN_ID = 184  # a domain without any /clock publisher
 SUBPROCESS_DOMAIN_ID = "68"
 GOALS = {"overall": 0.02, "joint": 0.05, "gain": 5.0}
 
@@ -577,7 +578,7 @@ class FakeArm:
     """An identification node in its own namespace and on its own topics, fed with fake joint
     states (no simulator; the harness's node, if alive, has the same name in the root namespace)."""
 
-    def __init__(self, output: Path, namespace: str, **overrides) -> None:
+    def __init__(self, output: Path, namespace: str, domain_id: int | None = None, **overrides) -> None:
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
@@ -590,7 +591,7 @@ class FakeArm:
 
         self.rclpy, self.JointState, self.Trigger = rclpy, JointState, Trigger
         self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        rclpy.init(context=self.context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
         params = {"joint_states_topic": f"/{namespace}_joint_states", "output_directory": str(output),
                   "max_start_distance": 0.3, "trajectory_topic": f"/{namespace}_trajectory", "state_timeout": 0.2,
                   **overrides}
@@ -639,8 +640,8 @@ def fake_arm(ros_environment, tmp_path):
     pytest.importorskip("rclpy")
     made: list[FakeArm] = []
 
-    def make(namespace: str = "fake", **overrides) -> FakeArm:
-        made.append(FakeArm(tmp_path, namespace, **overrides))
+    def make(namespace: str = "fake", domain_id: int | None = None, **overrides) -> FakeArm:
+        made.append(FakeArm(tmp_path, namespace, domain_id, **overrides))
         return made[-1]
 
     yield make
@@ -684,7 +685,8 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
     from builtin_interfaces.msg import Time as Stamp
     from rosgraph_msgs.msg import Clock
 
-    arm = fake_arm("simtime", use_sim_time=True)
+    arm = fake_arm("simtime", domain_id=CLOCK_DOMAIN_ID, use_sim_time=True)  # /clock is global: the module's
+    # simulator (the harness fixture) publishes one in this test's usual domain
     arm.publish(Q_START, seconds=0.3)
     assert arm.node._latest is None
     response = arm.start()
@@ -709,7 +711,7 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
 def test_the_node_says_what_input_it_waits_for(fake_arm, capfd):
     """No /clock on simulated time, or no joint state at all: a warning that names what is missing
     (the wall-clock check, as if 20 s had passed since start-up)."""
-    silent, simulated = fake_arm("silent"), fake_arm("waiting", use_sim_time=True)
+    silent, simulated = fake_arm("silent"), fake_arm("waiting", domain_id=CLOCK_DOMAIN_ID, use_sim_time=True)
     for arm in (silent, simulated):
         arm.node._created -= 20.0
         arm.node._watch_inputs()
