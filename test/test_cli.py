@@ -191,3 +191,32 @@ def test_line_writes_a_straight_tool_line(capsys, tmp_path):
     code, _, err = run(capsys, "line", "0.3", "0", "0.2", "--from", *map(num, q0), "--duration", "1",
                        "-o", str(tmp_path / "x.csv"))
     assert code == 2 and "X Y Z QX QY QZ QW" in err
+
+
+def test_compile_makes_every_kernel_of_a_controller_start_ready(capsys):
+    """After ``youbot-dynamics compile`` a controller's start-up (its law's model check, one cycle's
+    inverse dynamics and M, C, G, an IK goal, a Cartesian line) compiles nothing new."""
+    import numpy as np
+
+    from youbot_dynamics.arm import default_arm
+    from youbot_dynamics.control import PDGravityController
+    from youbot_dynamics.dynamics import generated_youbot
+    from youbot_dynamics.dynamics.nominal import nominal_model
+    from youbot_dynamics.ik import inverse_kinematics
+    from youbot_dynamics.kinematics import _tool_pose_parallel, _tool_pose_serial, forward_kinematics
+
+    code, out, _ = run(capsys, "compile")
+    assert code == 0 and out.startswith("compiled kernels ready (kinematics ") and "cache: " in out
+    kernels = (generated_youbot.regressor_single, generated_youbot.regressor_many,
+               generated_youbot.regressor_many_parallel, _tool_pose_serial, _tool_pose_parallel)
+    before = [len(k.signatures) for k in kernels]
+    assert all(before)
+    arm = default_arm()
+    model = nominal_model(arm)[0]
+    law = PDGravityController(model, arm)
+    q = arm.position_min + 0.3 * (arm.position_max - arm.position_min)
+    law.hold(q)
+    law.torque(0.0, q, np.zeros(5))
+    model.dynamics_terms(q, np.ones(5))
+    inverse_kinematics(arm, forward_kinematics(arm, q), q_current=q, include_outside_limits=False)
+    assert [len(k.signatures) for k in kernels] == before

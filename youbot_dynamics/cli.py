@@ -288,6 +288,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return max(status, run_job(arm, Path(args.out), args.robot))
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .compiled import cache_location, compile_kernels
+
+    seconds = compile_kernels(_arm(args))
+    print(f"compiled kernels ready ({', '.join(f'{k} {v:.1f} s' for k, v in seconds.items())}); cache: "
+          f"{cache_location()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="youbot-dynamics", description="youBot arm kinematics and dynamics tools.",
                                      epilog=EPILOG)
@@ -359,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     line.add_argument("--ik-rate", type=positive_float, default=100.0, help="IK samples per second along the line "
                       "(the trajectory's knots; default 100)")
     line.set_defaults(func=cmd_line, outputs=("output",))
+
+    compile_ = sub.add_parser("compile", help="compile the numba kernels ahead of time (the first start after an "
+                              "install otherwise spends 6-25 s on it; later ones load the cache)")
+    compile_.set_defaults(func=cmd_compile)
 
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
     demo.add_argument("--robot", choices=("sim", "driver"), default="sim",

@@ -50,7 +50,6 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..control.laws import CT_BANDWIDTH
 from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
-from ..kinematics import forward_kinematics
 from ..trajectory_start import drop_start_point
 from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import check_serialized_trajectory, pose_to_matrix, read_trajectory
@@ -128,15 +127,6 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def desired_position(self, now: float) -> np.ndarray | None:
         return None if self.law.trajectory is None else self.law.reference(now)[0]
-
-    def _warm_up(self) -> None:
-        q = 0.5 * (self.arm.position_min + self.arm.position_max)
-        goal = forward_kinematics(self.arm, q)
-        goal[2, 3] += 0.01
-        try:
-            cartesian_line(self.arm, q, goal, 1.0)
-        except ValueError:
-            pass  # compiled either way
 
     # -- references -----------------------------------------------------------------------------
 

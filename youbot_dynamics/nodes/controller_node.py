@@ -109,6 +109,7 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
+from ..compiled import cache_location, compile_kernels
 from ..control import GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.release import release_waypoints
 from ..dynamics.model import DynamicModel
@@ -130,6 +131,7 @@ RELEASE_DELAY = 0.002  # [s] between the zero effort and the release trajectory 
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 CYCLE_TRIGGERS = ("joint_states", "timer")
+SLOW_WARM_UP = 2.0  # [s] a warm-up this long compiled the kernels (a first start): said in the log
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
@@ -230,7 +232,7 @@ def _percentile(values: list[float], q: float) -> float:
 class ControllerNode(Node):
     """Base of the controller nodes; see the module docstring. Subclasses implement the hooks
     :meth:`_declare_parameters`, :meth:`_create_law`, :meth:`_hold`, :meth:`desired_position`,
-    :meth:`_create_interfaces` and :meth:`_warm_up`."""
+    :meth:`_create_interfaces`."""
 
     #: Human-readable name of the control law (log messages, diagnostics).
     LAW_NAME = "controller"
@@ -242,6 +244,7 @@ class ControllerNode(Node):
         if missing:
             raise RuntimeError(f"{type(self).__name__} does not declare {missing}")
         self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
+        self._warm_up()
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
         # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
         self.model: DynamicModel = load_model(model_file)
@@ -318,7 +321,6 @@ class ControllerNode(Node):
                                                    JOINT_STATE_QOS)
         self.create_service(SetBool, '~/enable', self._on_enable)
         self._create_interfaces()
-        self._warm_up()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # with cycle_trigger 'joint_states' the timer is a watchdog, restarted by every joint state:
         # it only fires (and wakes the executor) when a state is half a period late
@@ -356,7 +358,14 @@ class ControllerNode(Node):
         """Create the controller's own subscriptions."""
 
     def _warm_up(self) -> None:
-        """Run the planning functions once (JIT compilation: ~1 s on a first call)."""
+        """Make the compiled kernels ready before anything uses them (:func:`~..compiled.compile_kernels`):
+        loaded from numba's cache in well under a second, compiled in 6-25 s on the first start after
+        an install (then said in the log, with how to do it ahead of time)."""
+        seconds = sum(compile_kernels(self.arm, batches=False).values())
+        if seconds > SLOW_WARM_UP:
+            self.get_logger().info(f"compiled the model kernels in {seconds:.1f} s (a first start; cached in "
+                                   f"{cache_location()} for the next ones; `youbot-dynamics compile` does it ahead "
+                                   "of time, e.g. after colcon build)")
 
     # -- parameters -----------------------------------------------------------------------------
 

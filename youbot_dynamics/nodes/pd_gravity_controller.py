@@ -36,7 +36,6 @@ from sensor_msgs.msg import JointState
 from ..control import PDGravityController
 from ..control.laws import GOAL_VELOCITY_FRACTION, PD_BANDWIDTH, STATIC_ACCURACY
 from ..ik import inverse_kinematics, sort_by_distance
-from ..kinematics import forward_kinematics
 from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import joint_positions_from_state, pose_to_matrix
 
@@ -112,10 +111,6 @@ class PDGravityControllerNode(ControllerNode):
 
     def desired_position(self, now: float) -> np.ndarray | None:
         return None if self.law.profile is None else self.law.reference(now)[0]
-
-    def _warm_up(self) -> None:
-        q = 0.5 * (self.arm.position_min + self.arm.position_max)
-        inverse_kinematics(self.arm, forward_kinematics(self.arm, q), q_current=q, include_outside_limits=False)
 
     # -- goals ----------------------------------------------------------------------------------
 

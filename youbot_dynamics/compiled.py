@@ -1,0 +1,69 @@
+"""The compiled (numba) kernels of the package, made ready ahead of use.
+
+``forward_kinematics`` (and through it the IK and the Cartesian line) and the generated regressor
+behind :class:`~.dynamics.model.DynamicModel` are numba functions compiled at their first call and
+cached on disk (``cache=True``: in ``__pycache__`` next to the module, or in ``NUMBA_CACHE_DIR``
+when set, or numba's user-wide cache when the package folder is read-only). On a 2-core machine the
+first call compiles for about 10 s (25 s measured on a busy one): a controller's first start after an
+install would spend that before it is ready. :func:`compile_kernels` (``youbot-dynamics compile``)
+does it once, ahead of time; every later process loads the cached code in well under a second.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .arm import ArmDescription
+from .control.trajectory import cartesian_line
+from .dynamics.model import PARALLEL_SAMPLES
+from .dynamics.nominal import nominal_model
+from .ik import inverse_kinematics
+from .kinematics import PARALLEL_BATCH, forward_kinematics
+
+
+def cache_location() -> str:
+    """Where numba keeps the compiled code, in words."""
+    import numba
+
+    return (numba.config.CACHE_DIR or "__pycache__ next to the package's modules (numba's user-wide cache "
+            "when that folder is read-only)")
+
+
+def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, float]:
+    """Call every compiled kernel the controllers use once (single samples: FK, IK, Cartesian line,
+    inverse dynamics, ``M, C q', G``) and with ``batches`` those of the CLI and the identification
+    (stacked samples, serial and on all cores); the seconds each group took (compiling, or loading
+    the cache)."""
+    seconds: dict[str, float] = {}
+    q = 0.5 * (arm.position_min + arm.position_max)
+
+    def timed(name: str, work) -> None:
+        began = time.perf_counter()
+        work()
+        seconds[name] = time.perf_counter() - began
+
+    def kinematics() -> None:
+        pose = forward_kinematics(arm, q)
+        inverse_kinematics(arm, pose, q_current=q, include_outside_limits=False)
+        if batches:
+            forward_kinematics(arm, np.tile(q, (PARALLEL_BATCH, 1)))
+        goal = pose.copy()
+        goal[2, 3] += 0.01
+        try:
+            cartesian_line(arm, q, goal, 1.0)
+        except ValueError:
+            pass  # compiled either way
+
+    def dynamics() -> None:
+        model = nominal_model(arm)[0]
+        zero = np.zeros(arm.n_joints)
+        model.inverse_dynamics_single(q, zero, zero)
+        model.dynamics_terms(q, zero)
+        if batches:
+            many = np.tile(q, (PARALLEL_SAMPLES, 1))
+            model.inverse_dynamics(many, np.zeros_like(many), np.zeros_like(many))
+
+    timed("kinematics", kinematics)
+    timed("dynamics", dynamics)
+    return seconds
