@@ -289,6 +289,9 @@ def pd_node(ros, request):
     yield c
     c.close()
     ros.forget()
+    # a test may leave the arm to fall (zero effort after a fault of untrusted states): the next
+    # test of this module may not use the simulator but runs with it, so the drives hold it
+    ros.reset_sim()
 
 
 @pytest.mark.ros
