@@ -442,7 +442,7 @@ def test_disabled_gives_nothing(guard):
     assert guard.state is GuardState.DISABLED
 
 
-@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 51.0 ms old (timeout 50 ms)"),
+@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 51.0 ms old (timeout 50 ms; no good state since enable"),
                                               (None, None, "no joint state"),
                                               (0.051, np.r_[np.nan, HOME[1:]], "NaN")])
 def test_state_faults_are_latched(guard, stamp, q, reason):
@@ -453,6 +453,40 @@ def test_state_faults_are_latched(guard, stamp, q, reason):
     assert guard.command(0.052, 0.052, HOME, np.zeros(5), constant(np.ones(5))) is None
     guard.enable(0.06)
     np.testing.assert_allclose(guard.command(0.061, 0.061, HOME, np.zeros(5), constant(np.ones(5))), 1.0)
+
+
+def test_a_late_state_coasts_on_gravity_a_lost_one_is_a_fault(guard, nominal):
+    """Coasting (safety.py step 2): a state older than state_timeout (50 ms) gives G(q_last), not the
+    law and no fault, while it is at most state_loss_timeout (250 ms) old and the joints, at the last
+    state's speed, can have moved at most COAST_DISTANCE (10 mrad) since."""
+    law = constant(np.ones(5))
+    guard.enable(0.0)
+    np.testing.assert_allclose(guard.command(0.001, 0.001, HOME, np.zeros(5), law), 1.0)
+    late = guard.command(0.1, 0.001, HOME, np.zeros(5), law)  # 99 ms old, at rest
+    np.testing.assert_allclose(late, nominal.gravity(HOME), atol=1e-12)
+    assert guard.state is GuardState.ENABLED and guard.coasting and guard.coast_cycles == 1
+    np.testing.assert_allclose(guard.command(0.11, 0.11, HOME, np.zeros(5), law), 1.0)  # fresh: the law again
+    assert not guard.coasting
+    assert guard.command(0.361, 0.11, HOME, np.zeros(5), law) is None  # 251 ms: lost
+    assert guard.state is GuardState.FAULT and "state_loss_timeout 250 ms" in guard.fault_reason
+    # moving at 0.5 rad/s: 10 mrad in 20 ms, so no coasting beyond state_timeout
+    guard.enable(1.0)
+    fast = np.r_[0.0, 0.5, 0.0, 0.0, 0.0]
+    np.testing.assert_allclose(guard.command(1.001, 1.001, HOME, fast, law), 1.0)
+    np.testing.assert_allclose(guard.command(1.049, 1.001, HOME, fast, law), 1.0)  # 48 ms: still the law
+    assert guard.command(1.052, 1.001, HOME, fast, law) is None
+    assert "arm moving at 0.50 rad/s" in guard.fault_reason
+    # at 0.05 rad/s: 10 mrad in 200 ms
+    guard.enable(2.0)
+    slow = fast / 10.0
+    guard.command(2.001, 2.001, HOME, slow, law)
+    np.testing.assert_allclose(guard.command(2.19, 2.001, HOME, slow, law), nominal.gravity(HOME), atol=1e-12)
+    assert guard.command(2.21, 2.001, HOME, slow, law) is None and "0.05 rad/s" in guard.fault_reason
+    # state_loss_timeout below state_timeout: at least state_timeout (no coasting)
+    short = SafetyGuard(guard.arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.01))
+    short.enable(0.0)
+    short.command(0.001, 0.001, HOME, np.zeros(5), law)
+    assert short.command(0.052, 0.001, HOME, np.zeros(5), law) is None and short.state is GuardState.FAULT
 
 
 def test_nan_torque_is_a_fault(guard):
@@ -466,10 +500,10 @@ def test_hold_on_fault(arm, nominal):
     guard.enable(0.0)
     guard.command(0.001, 0.001, HOME, np.zeros(5), constant(np.ones(5)))
     gravity = nominal.gravity(HOME)
-    stale = guard.command(0.1, 0.001, HOME + 0.2, np.zeros(5), constant(np.ones(5)))
+    stale = guard.command(0.3, 0.001, HOME + 0.2, np.zeros(5), constant(np.ones(5)))  # lost: a fault
     np.testing.assert_allclose(stale, gravity, atol=1e-12)  # no fresh state: gravity at the last good q
     q, dq = HOME + 0.01, np.full(5, 0.1)
-    fresh = guard.command(0.2, 0.2, q, dq, constant(np.ones(5)))
+    fresh = guard.command(0.4, 0.4, q, dq, constant(np.ones(5)))
     expected = nominal.gravity(q) + guard.hold_kp * (HOME - q) - guard.hold_kd * dq
     np.testing.assert_allclose(fresh, np.clip(expected, -guard.torque_limit, guard.torque_limit), atol=1e-12)
     np.testing.assert_allclose(guard.hold_kp, reference_inertia(nominal, arm) * 10.0**2)

@@ -562,8 +562,8 @@ def test_computed_torque_refusals(ct):
 # Safety
 
 
-def test_stale_joint_states_fault_to_zero_torque(make_controller):
-    c = make_controller(PDGravityControllerNode)  # the default state_timeout: 50 ms
+def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
+    c = make_controller(PDGravityControllerNode)  # the defaults: state_timeout 50 ms, state_loss_timeout 250 ms
     h = c.h
     commands = h.record(Float64MultiArray, COMMANDS)
     enable(c, check=False)
@@ -586,25 +586,36 @@ def test_stale_joint_states_fault_to_zero_torque(make_controller):
         assert c.set_enabled(True).success
         h.spin_for(0.3)
     assert c.node.guard.state is GuardState.ENABLED and c.node.stalls > stalls
+    h.spin_until(lambda: time.perf_counter() > c.node.ramp_end + 0.01, timeout=5.0)  # coasting at full G
     c.status.clear()
+    coasts = c.node.guard.coast_cycles
     paused = time.perf_counter()
     assert h.sim_call("pause").success
     c.wait_status("fault")
     h.spin_for(0.05)  # the zero command of the fault cycle may be taken after the status
     last_state = c.node._state[0]
+    q_last = c.node._state[1]
     zero = [t for t, m in commands if t > last_state and not np.any(m.data)]
     assert zero, "no zero command after the joint states stopped"
     h.spin_for(0.1)
     after = [m.data for t, m in commands if t > zero[0]]
+    config = c.node.guard.config
     print(f"\nstale joint states: last state {1e3 * (last_state - paused):.1f} ms after the pause call, first zero "
-          f"command {1e3 * (zero[0] - last_state):.1f} ms after it (timeout 50 ms); "
-          f"reason: {c.node.guard.fault_reason}")
-    assert zero[0] - last_state < c.node.guard.config.state_timeout + 0.03
+          f"command {1e3 * (zero[0] - last_state):.1f} ms after it ({c.node.guard.coast_cycles - coasts} cycles "
+          f"coasted; state_timeout 50 ms, state_loss_timeout 250 ms); reason: {c.node.guard.fault_reason}")
+    # the arm at rest: coasting on G(q_last) (the nominal model's gravity) between the two timeouts
+    coasted = [np.array(m.data) for t, m in commands
+               if last_state + config.state_timeout + 0.005 < t < last_state + config.state_loss_timeout - 0.005]
+    assert coasted and c.node.guard.coast_cycles > coasts
+    gravity = c.node.model.gravity(q_last)
+    for tau in coasted:
+        np.testing.assert_allclose(tau, gravity, atol=1e-9)
+    assert config.state_loss_timeout <= zero[0] - last_state < config.state_loss_timeout + 0.03
     trace = [(round(1e3 * (t - last_state), 1), round(float(np.abs(m.data).max()), 3)) for t, m in commands
              if t > last_state - 0.01]
     assert all(not np.any(d) for d in after), trace  # never the last torque: a zero, then the release
     assert "braking to rest" in c.wait_status("released to the drives on")
-    assert c.node.guard.state is GuardState.FAULT and "stale" in c.node.guard.fault_reason
+    assert c.node.guard.state is GuardState.FAULT and "state_loss_timeout 250 ms" in c.node.guard.fault_reason
     assert h.sim_call("resume").success
     h.spin_for(0.1)
     assert c.node.guard.state is GuardState.FAULT  # latched until ~/enable

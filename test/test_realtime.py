@@ -180,7 +180,8 @@ def test_controller_watchdog_faults_and_commands_zero_when_joint_states_stop(con
     arm = load_arm()
     rate, timeout = 200.0, 0.1
     args = ["-p", "joint_states_topic:=/wd/joint_states", "-p", "command_topic:=/wd/commands", "-p", f"rate:={rate}",
-            "-p", f"state_timeout:={timeout}", "-p", "enabled_on_start:=true", "-p", "ramp_time:=0.0",
+            "-p", f"state_timeout:={timeout}", "-p", f"state_loss_timeout:={timeout}",  # no coasting
+            "-p", "enabled_on_start:=true", "-p", "ramp_time:=0.0",
             "-p", "realtime_priority:=0", "-p", "diagnostics_period:=0.0", "-p", "release_topic:=''"]
     node = rclpy.create_node("watchdog_tester", context=context)
     spinner = SingleThreadedExecutor(context=context)

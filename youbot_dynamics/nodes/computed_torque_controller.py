@@ -89,6 +89,7 @@ class ComputedTorqueControllerNode(ControllerNode):
             "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
             "inertia, without M(q), C, G, q''_d or friction (a baseline).", _B))
         self.declare_parameter('state_timeout', *c['state_timeout'])
+        self.declare_parameter('state_loss_timeout', *c['state_loss_timeout'])
         self.declare_parameter('release_topic', *c['release_topic'])
         self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
         self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])

@@ -79,6 +79,7 @@ class PDGravityControllerNode(ControllerNode):
             "Peak speed of the shaped profile to a new goal, as a fraction of velocity_max (the safety guard "
             "damps joints beyond 0.9 x velocity_max).", _D, range_=(0.05, 0.9)))
         self.declare_parameter('state_timeout', *c['state_timeout'])
+        self.declare_parameter('state_loss_timeout', *c['state_loss_timeout'])
         self.declare_parameter('release_topic', *c['release_topic'])
         self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
         self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
