@@ -298,6 +298,7 @@ class ControllerNode(Node):
         self._stall_gap = config.state_timeout
         self._deferred = False
         self.stalls = 0  # cycles deferred because the node itself had stalled (see _cycle)
+        self._coast_began: float | None = None  # start of the current coast over late joint states
         self._last_guard_state = self.guard.state
         self.last_torque = np.zeros(n)  # the last published command (zero when nothing is commanded)
         self.last_refusal: str | None = None
@@ -586,6 +587,13 @@ class ControllerNode(Node):
             self._zero_cycles = self._zero_cycles_on_letting_go()
             self.report_status(f"disabled: the control law failed: {exc!r}", error=True)
             tau = None
+        if self.guard.coasting:
+            if self._coast_began is None:
+                self._coast_began = start
+        elif self._coast_began is not None:
+            if self.guard.state is GuardState.ENABLED:  # else the fault's status says what happened
+                self._reporter.submit(self._log_coast, start - self._coast_began)
+            self._coast_began = None
         if tau is None:
             tau = self._zero
             if self.guard.state is GuardState.DISABLED:
@@ -625,6 +633,12 @@ class ControllerNode(Node):
                 problem = self.joint_state_publishers_problem()  # the names: ~60 us, only when too many
                 if problem is not None:
                     self.guard.fault(problem, trust_states=False)  # acted on from the next cycle
+
+    def _log_coast(self, duration: float) -> None:
+        self.get_logger().warning(
+            f"joint states late: coasted on gravity at the last good state for {1e3 * duration:.0f} ms "
+            f"(state_timeout {1e3 * self.guard.config.state_timeout:.0f} ms), then the law again; "
+            f"{self.guard.coast_cycles} coasted cycles so far", throttle_duration_sec=self._throttle)
 
     # -- publishers of joint states -------------------------------------------------------------
 
