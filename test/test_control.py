@@ -455,11 +455,13 @@ def test_state_faults_are_latched(guard, stamp, q, reason):
     np.testing.assert_allclose(guard.command(0.061, 0.061, HOME, np.zeros(5), constant(np.ones(5))), 1.0)
 
 
-def test_a_late_state_coasts_on_gravity_a_lost_one_is_a_fault(guard, nominal):
+def test_a_late_state_coasts_on_gravity_a_lost_one_is_a_fault(arm, nominal):
     """Coasting (safety.py step 2): a state older than state_timeout (50 ms) gives G(q_last), not the
     law and no fault, while it is at most state_loss_timeout (250 ms) old and the joints, at the last
     state's speed, can have moved at most COAST_DISTANCE (10 mrad) since."""
     law = constant(np.ones(5))
+    assert SafetyConfig().state_loss_timeout == 0.5  # the default; 0.25 s here
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.25))
     guard.enable(0.0)
     np.testing.assert_allclose(guard.command(0.001, 0.001, HOME, np.zeros(5), law), 1.0)
     late = guard.command(0.1, 0.001, HOME, np.zeros(5), law)  # 99 ms old, at rest
@@ -500,10 +502,10 @@ def test_hold_on_fault(arm, nominal):
     guard.enable(0.0)
     guard.command(0.001, 0.001, HOME, np.zeros(5), constant(np.ones(5)))
     gravity = nominal.gravity(HOME)
-    stale = guard.command(0.3, 0.001, HOME + 0.2, np.zeros(5), constant(np.ones(5)))  # lost: a fault
+    stale = guard.command(0.6, 0.001, HOME + 0.2, np.zeros(5), constant(np.ones(5)))  # lost (0.5 s): a fault
     np.testing.assert_allclose(stale, gravity, atol=1e-12)  # no fresh state: gravity at the last good q
     q, dq = HOME + 0.01, np.full(5, 0.1)
-    fresh = guard.command(0.4, 0.4, q, dq, constant(np.ones(5)))
+    fresh = guard.command(0.7, 0.7, q, dq, constant(np.ones(5)))
     expected = nominal.gravity(q) + guard.hold_kp * (HOME - q) - guard.hold_kd * dq
     np.testing.assert_allclose(fresh, np.clip(expected, -guard.torque_limit, guard.torque_limit), atol=1e-12)
     np.testing.assert_allclose(guard.hold_kp, reference_inertia(nominal, arm) * 10.0**2)

@@ -563,7 +563,7 @@ def test_computed_torque_refusals(ct):
 
 
 def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
-    c = make_controller(PDGravityControllerNode)  # the defaults: state_timeout 50 ms, state_loss_timeout 250 ms
+    c = make_controller(PDGravityControllerNode)  # the defaults: state_timeout 50 ms, state_loss_timeout 500 ms
     h = c.h
     commands = h.record(Float64MultiArray, COMMANDS)
     enable(c, check=False)
@@ -616,7 +616,7 @@ def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
     config = c.node.guard.config
     print(f"\nstale joint states: last state {1e3 * (last_state - paused):.1f} ms after the pause call, first zero "
           f"command {1e3 * (zero[0] - last_state):.1f} ms after it ({c.node.guard.coast_cycles - coasts} cycles "
-          f"coasted; state_timeout 50 ms, state_loss_timeout 250 ms); reason: {c.node.guard.fault_reason}")
+          f"coasted; state_timeout 50 ms, state_loss_timeout 500 ms); reason: {c.node.guard.fault_reason}")
     # the arm at rest: coasting on G(q_last) (the nominal model's gravity) between the two timeouts
     coasted = [np.array(m.data) for t, m in commands
                if last_state + config.state_timeout + 0.005 < t < last_state + config.state_loss_timeout - 0.005]
@@ -630,7 +630,7 @@ def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
              if t > last_state - 0.01]
     assert all(not np.any(d) for d in after), trace  # never the last torque: a zero, then the release
     assert "braking to rest" in c.wait_status("released to the drives on")
-    assert c.node.guard.state is GuardState.FAULT and "state_loss_timeout 250 ms" in c.node.guard.fault_reason
+    assert c.node.guard.state is GuardState.FAULT and "state_loss_timeout 500 ms" in c.node.guard.fault_reason
     assert h.sim_call("resume").success
     h.spin_for(0.1)
     assert c.node.guard.state is GuardState.FAULT  # latched until ~/enable
