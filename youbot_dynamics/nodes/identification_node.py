@@ -164,14 +164,14 @@ class IdentificationNode(Node):
         self.declare_parameter('max_command_delay', 0.3, _descriptor(
             "Command delay tolerated by the tracking check, and searched when aligning the recording [s].", d,
             range_=(0.0, 5.0)))
-        self.declare_parameter('state_timeout', 0.25, _descriptor(
+        self.declare_parameter('state_timeout', 0.5, _descriptor(
             "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
             range_=(0.001, 10.0)))
         self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
         self.declare_parameter('stop_deceleration', 10.0, _descriptor(
             "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
             "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
-        self.declare_parameter('stream_horizon', 0.5, _descriptor(
+        self.declare_parameter('stream_horizon', 1.0, _descriptor(
             "command_interface trajectory: each message holds this much of the reference [s], then a braking tail.",
             d, range_=(0.05, 5.0)))
         self.declare_parameter('stream_period', 0.1, _descriptor(
