@@ -293,7 +293,13 @@ def test_identification_launch_gives_the_simulator_its_own_file_and_clock(packag
     assert nodes["identification_node"]["parameters"] == ["my_identification.yaml", {"use_sim_time": True}]
     assert nodes["sim_node"]["parameters"] == ["sim_node.yaml", {"publish_clock": True}]
     assert nodes["sim_node"]["required"] and nodes["kinematics_node"]["parameters"] == ["kinematics.yaml"]
+    # use_sim_time auto: on the simulator's /clock with the simulator (a stalled simulator falls
+    # behind the wall clock), on the wall clock without it
     nodes = started_nodes("identification.launch.py", with_sim="true")
+    assert nodes["identification_node"]["parameters"] == ["identification_node.yaml", {"use_sim_time": True}]
+    assert nodes["sim_node"]["parameters"] == ["sim_node.yaml", {"publish_clock": True}]
+    nodes = started_nodes("identification.launch.py", with_sim="true", use_sim_time="false")
+    assert nodes["identification_node"]["parameters"] == ["identification_node.yaml", {"use_sim_time": False}]
     assert nodes["sim_node"]["parameters"] == ["sim_node.yaml"]  # publish_clock as in the file
 
 

@@ -135,7 +135,7 @@ class SessionConfig:
     state_timeout: float = 0.1
     stop_deceleration: float = 10.0
     stop_settle: float = 0.5
-    stream_horizon: float = 1.0
+    stream_horizon: float = 0.5
     stream_period: float = 0.1
 
     def __post_init__(self) -> None:

@@ -171,7 +171,7 @@ class IdentificationNode(Node):
         self.declare_parameter('stop_deceleration', 10.0, _descriptor(
             "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
             "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
-        self.declare_parameter('stream_horizon', 1.0, _descriptor(
+        self.declare_parameter('stream_horizon', 0.5, _descriptor(
             "command_interface trajectory: each message holds this much of the reference [s], then a braking tail.",
             d, range_=(0.05, 5.0)))
         self.declare_parameter('stream_period', 0.1, _descriptor(
