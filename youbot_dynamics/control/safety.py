@@ -56,7 +56,7 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    package promises (1.1 x ``velocity_max``, :mod:`youbot_dynamics.sim.limits`) is left for what
    it cannot see: it acts on the states the node receives, and while the controller stalls (a busy
    machine) the drives keep its last torque (in CI, with full reverse only at 1.1 x, three
-   joints reached 1.12 x during the main job's tracking runs at 0.8 x ``velocity_max``, 37-44 %
+   joints reached 1.10-1.12 x during the main job's control runs at 0.8 x ``velocity_max``, 37-44 %
    of the control cycles missed). Margin: in the simulator at 1 kHz a law commanding saturated
    torque on every joint for 3 s, into the stops, peaks at 0.96 x ``velocity_max`` and
    0.12 mrad beyond a limit (test/test_controller_safety.py; bounded there by 1.0 x and 1 mrad).
