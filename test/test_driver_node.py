@@ -151,11 +151,14 @@ def test_joint_states_are_published_with_the_true_positions(harness):
     h.spin_for(1.0)
     rate = len(h.states) / (time.monotonic() - t0)
     print(f"\njoint_states received at {rate:.0f} Hz (configured 1000)")
-    assert rate > 200.0  # loose: two shared cores, Python on both ends
+    assert rate > 50.0  # they flow (a floor, not a speed goal: 160 Hz in CI with three CPU hogs; make bench times)
     msg = h.states[-1]
     assert list(msg.name) == list(ARM.joint_names) and len(msg.position) == len(msg.velocity) == len(msg.effort) == 5
-    # motors off: the arm falls onto its stops; once it rests, the reported positions are the true ones
-    assert h.spin_until(lambda: np.max(np.abs(h.node.bus.sim.data.qvel)) < 1e-3, timeout=10.0)
+    # motors off: the arm falls onto its stops; once it rests, the reported positions are the true ones.
+    # At rest after 2 s of the arm's time: under load its time runs behind, and a check at its start
+    # (still at rest, about to fall) let the fall spill into the next test (CI, three CPU hogs)
+    sim = h.node.bus.sim
+    assert h.spin_until(lambda: sim.data.time > 2.0 and np.max(np.abs(sim.data.qvel)) < 1e-3, timeout=60.0)
     h.spin_for(0.3)
     np.testing.assert_allclose(h.states[-1].position, h.true_q(), atol=2e-3)
 
@@ -280,8 +283,9 @@ def test_reset_service_puts_the_virtual_arm_back(harness):
     np.testing.assert_allclose(h.true_q(), Q_START, atol=0.01)  # at rest there, falling since
     assert h.driver.state().interface is None and h.driver.state().enabled
     # the fall ends in this test, not in the next one (the harness lives on to the end of the module)
-    h.spin_for(0.1)
-    assert h.spin_until(lambda: np.max(np.abs(h.node.bus.sim.data.qvel)) < 1e-3, timeout=20.0)
+    sim = h.node.bus.sim
+    after = sim.data.time
+    assert h.spin_until(lambda: sim.data.time > after + 2.0 and np.max(np.abs(sim.data.qvel)) < 1e-3, timeout=60.0)
 
 
 def test_calibrate_service_zeroes_the_virtual_drives_and_clock_is_published():  # publish_clock: the default here

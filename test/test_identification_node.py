@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -376,11 +377,11 @@ class Harness:
         self.sim = SimNode(context=self.context, parameter_overrides=[
             Parameter("initial_positions", value=(Q_START + OFFSET).tolist()), Parameter("publish_clock", value=True),
             Parameter("publish_rate", value=500.0), Parameter("diagnostics_period", value=0.0)])
-        # state_timeout 0.5 s: in this shared process (simulator, node and tester on the Python
-        # executor) the node handles joint states up to 0.1 s late now and then (0.1 s measured by their
-        # stamps); the staleness checks have their own tests
+        # state_timeout 1 s: in this shared process (simulator, node and tester on the Python
+        # executor) the node handles joint states late now and then (by their stamps: 0.1 s with two
+        # CPU hogs, 0.51-0.56 s with three); the staleness checks have their own tests
         params = {"output_directory": str(output), "periods": 3, "validation_periods": 1, "use_sim_time": True,
-                  "settle_time": 0.5, "hold_time": 0.5, "state_timeout": 0.5, **overrides}
+                  "settle_time": 0.5, "hold_time": 0.5, "state_timeout": 1.0, **overrides}
         self.node = IdentificationNode(context=self.context,
                                        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.tester = rclpy.create_node("identification_tester", context=self.context)
@@ -716,8 +717,9 @@ def test_the_node_says_what_input_it_waits_for(fake_arm, capfd):
         arm.node._created -= 20.0
         arm.node._watch_inputs()
     err = capfd.readouterr().err
-    assert "no joint state on /silent_joint_states in 20 s" in err, err
-    assert "use_sim_time is true and no /clock has arrived in 20 s" in err, err
+    # 20 s plus the time since the node was made (a second on a loaded machine: "in 21 s" in CI)
+    assert re.search(r"no joint state on /silent_joint_states in 2[0-9] s", err), err
+    assert re.search(r"use_sim_time is true and no /clock has arrived in 2[0-9] s", err), err
 
 
 @pytest.mark.ros
