@@ -567,43 +567,50 @@ def test_computed_torque_refusals(ct):
 # Safety
 
 
+def still_enabled_after(c: Controller, attempt, settle: float):
+    """Run ``attempt`` until the controller is still enabled after it (at most 3 tries: a stall of
+    this shared test process may fault it; then re-enable and wait ``settle`` s); what the last
+    try returned."""
+    for _ in range(3):
+        result = attempt()
+        if c.node.guard.state is GuardState.ENABLED:
+            break
+        print(f"\n(re-enabling after a fault of the test process: {c.node.guard.fault_reason})")
+        assert c.set_enabled(True).success
+        c.h.spin_for(settle)
+    return result
+
+
 def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
     c = make_controller(PDGravityControllerNode)  # the defaults: state_timeout 50 ms, state_loss_timeout 500 ms
     h = c.h
     commands = h.record(Float64MultiArray, COMMANDS)
     enable(c, check=False)
-    for _ in range(3):  # a stall of this shared test process may fault it before the pause: re-enable
-        if c.node.guard.state is GuardState.ENABLED:
-            break
-        print(f"\n(re-enabling after a fault of the test process: {c.node.guard.fault_reason})")
-        assert c.set_enabled(True).success
-        h.spin_for(0.3)
+    still_enabled_after(c, lambda: None, 0.3)  # a stall before the pause may have faulted it
     assert np.any(np.abs(commands[-1][1].data) > 0.0)
-    # a stall of the controller itself (executor blocked 80 ms while the simulator's thread keeps
-    # publishing) is no fault: the next cycle first takes the queued joint states in
-    for _ in range(3):
+
+    def stall() -> int:
+        # a stall of the controller itself (executor blocked 80 ms while the simulator's thread keeps
+        # publishing) is no fault: the next cycle first takes the queued joint states in
         stalls = c.node.stalls
         time.sleep(0.08)
         h.spin_for(0.05)
-        if c.node.guard.state is GuardState.ENABLED:
-            break
-        print(f"\n(re-enabling after a fault of the test process: {c.node.guard.fault_reason})")
-        assert c.set_enabled(True).success
-        h.spin_for(0.3)
+        return stalls
+
+    stalls = still_enabled_after(c, stall, 0.3)
     assert c.node.guard.state is GuardState.ENABLED and c.node.stalls > stalls
     h.spin_until(lambda: time.perf_counter() > c.node.ramp_end + 0.01, timeout=5.0)  # coasting at full G
-    # joint states 0.1 s late: coasted over, no fault, the law again
-    for _ in range(3):
+
+    def late_states() -> int:
+        # joint states 0.1 s late: coasted over, no fault, the law again
         coasts = c.node.guard.coast_cycles
         assert h.sim_call("pause").success
         h.spin_for(0.1)
         assert h.sim_call("resume").success
         h.spin_for(0.1)
-        if c.node.guard.state is GuardState.ENABLED:
-            break
-        print(f"\n(re-enabling after a fault of the test process: {c.node.guard.fault_reason})")
-        assert c.set_enabled(True).success
-        h.spin_for(0.6)
+        return coasts
+
+    coasts = still_enabled_after(c, late_states, 0.6)
     assert c.node.guard.state is GuardState.ENABLED and c.node.guard.coast_cycles > coasts
     assert not c.node.guard.coasting
     c.status.clear()
