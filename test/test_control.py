@@ -150,7 +150,9 @@ def test_cycle_cost(arm, sim, true_model):
     """The safety guard is cheap next to the law it guards: one full cycle (reference sample, M,
     C q', G, law, friction, guard) on the states of a real motion against the law alone, measured
     interleaved in the same run (a ratio: robust to the machine's speed and load). The absolute
-    cycle cost and its 60 us goal are in ``make bench``."""
+    cycle cost and its 60 us goal are in ``make bench``. The guard evaluates the model once per
+    cycle for its stall bound (``C q' + G + friction``, one compiled call): measured 1.7 x the law
+    alone (1.5 x before the stall bound)."""
     ctl = ComputedTorqueController(true_model, arm)
     ctl.follow(out_and_back(HOME), 0.0)
     guard = SafetyGuard(arm, true_model)
@@ -169,7 +171,7 @@ def test_cycle_cost(arm, sim, true_model):
         ratios.append(np.median(cycle) / np.median(law))
         print(f"\ncycle cost (computed torque + safety guard): median {1e6 * np.median(cycle):.1f} us, "
               f"99th percentile {1e6 * np.percentile(cycle, 99):.1f} us; the law alone {1e6 * np.median(law):.1f} us")
-    assert min(ratios) <= 1.6
+    assert min(ratios) <= 2.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,7 +436,9 @@ def constant(tau):
 
 @pytest.fixture()
 def guard(arm, nominal):
-    return SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0))
+    # the rules under test without the stall bound (it would clip the 1 N m of these laws on the
+    # wrist at rest to m_j velocity_max / stall_time; it has its own tests in test_controller_safety)
+    return SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, stall_time=0.0))
 
 
 def test_disabled_gives_nothing(guard):
@@ -461,7 +465,7 @@ def test_a_late_state_coasts_on_gravity_a_lost_one_is_a_fault(arm, nominal):
     state's speed, can have moved at most COAST_DISTANCE (10 mrad) since."""
     law = constant(np.ones(5))
     assert SafetyConfig().state_loss_timeout == 0.5  # the default; 0.25 s here
-    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.25))
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.25, stall_time=0.0))
     guard.enable(0.0)
     np.testing.assert_allclose(guard.command(0.001, 0.001, HOME, np.zeros(5), law), 1.0)
     late = guard.command(0.1, 0.001, HOME, np.zeros(5), law)  # 99 ms old, at rest
@@ -485,7 +489,7 @@ def test_a_late_state_coasts_on_gravity_a_lost_one_is_a_fault(arm, nominal):
     np.testing.assert_allclose(guard.command(2.19, 2.001, HOME, slow, law), nominal.gravity(HOME), atol=1e-12)
     assert guard.command(2.21, 2.001, HOME, slow, law) is None and "0.05 rad/s" in guard.fault_reason
     # state_loss_timeout below state_timeout: at least state_timeout (no coasting)
-    short = SafetyGuard(guard.arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.01))
+    short = SafetyGuard(guard.arm, nominal, SafetyConfig(ramp_time=0.0, state_loss_timeout=0.01, stall_time=0.0))
     short.enable(0.0)
     short.command(0.001, 0.001, HOME, np.zeros(5), law)
     assert short.command(0.052, 0.001, HOME, np.zeros(5), law) is None and short.state is GuardState.FAULT
@@ -498,7 +502,7 @@ def test_nan_torque_is_a_fault(guard):
 
 
 def test_hold_on_fault(arm, nominal):
-    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, fault_behaviour="hold"))
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, fault_behaviour="hold", stall_time=0.0))
     guard.enable(0.0)
     guard.command(0.001, 0.001, HOME, np.zeros(5), constant(np.ones(5)))
     gravity = nominal.gravity(HOME)
@@ -521,7 +525,7 @@ def test_saturation(arm, guard):
 
 def test_joint_limit_guard(arm, nominal):
     margin = 0.05
-    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, limit_margin=margin))
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.0, limit_margin=margin, stall_time=0.0))
     guard.enable(0.0)
     limit, damping = guard.torque_limit[1], guard.limit_damping[1]
     np.testing.assert_allclose(guard.limit_damping, guard.torque_limit / arm.velocity_max)
@@ -555,7 +559,7 @@ def test_joint_limit_guard(arm, nominal):
 
 
 def test_enable_ramp(arm, nominal):
-    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.4))
+    guard = SafetyGuard(arm, nominal, SafetyConfig(ramp_time=0.4, stall_time=0.0))
     target, initial = np.full(5, 0.8), np.full(5, -0.4)
     guard.enable(1.0, initial)
     fractions = []
@@ -573,7 +577,8 @@ def test_enable_ramp(arm, nominal):
 
 
 def test_config_validation(arm, nominal):
-    for bad in ({"state_timeout": 0.0}, {"fault_behaviour": "brake"}, {"ramp_time": -1.0}, {"limit_margin": 0.0}):
+    for bad in ({"state_timeout": 0.0}, {"fault_behaviour": "brake"}, {"ramp_time": -1.0}, {"limit_margin": 0.0},
+                {"stall_time": -0.1}, {"stall_time": float("nan")}):
         with pytest.raises(ValueError):
             SafetyConfig(**bad)
     with pytest.raises(ValueError):

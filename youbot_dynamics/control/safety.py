@@ -60,6 +60,22 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    of the control cycles missed). Margin: in the simulator at 1 kHz a law commanding saturated
    torque on every joint for 3 s, into the stops, peaks at 0.96 x ``velocity_max`` and
    0.12 mrad beyond a limit (test/test_controller_safety.py; bounded there by 1.0 x and 1 mrad).
+   **Stall bound** (``stall_time`` T, default 0.1 s; 0 turns it off): the guard cannot see what
+   happens while the controller stalls or acts on late states, and the drives keep its last
+   torque meanwhile. So every torque is one that the arm may receive for T without a joint passing
+   ``velocity_max``: with ``p = C(q, q') q' + G(q) + t_f(q')`` the model's torque that keeps the
+   state unaccelerated and ``m_j`` the smallest effective inertia ``1 / (M^-1)_jj`` of the joint
+   inside the limits (:data:`STALL_SAMPLES` configurations),
+   ``p_j - m_j (velocity_max_j + q'_j) / T <= tau_j <= p_j + m_j (velocity_max_j - q'_j) / T``
+   (at rest ``|tau_j - p_j| <= m_j velocity_max_j / T``: 6.4 N m on joint 1, 0.34 N m on joint 4;
+   tracking and regulation within ``acceleration_max`` stay inside it: the demo's tracking errors
+   are unchanged). Above ``velocity_max`` it pulls the joint back with the time constant T. Why,
+   measured: a loaded CI run (two CPU hogs) failed the main job with three joints at 1.106-1.109 x
+   ``velocity_max`` while computed torque tracked at 0.8 x ``velocity_max`` with a p99 latency of
+   41 ms and errors of 0.2 rad; in the simulator computed torque at 40 rad/s on joint states 30 ms
+   old reached 1.6-3.0 x ``velocity_max`` without the bound, 0.95-1.01 x with it, and a runaway
+   law's torque held for 0.1 s from 0.85 x ``velocity_max`` 2.2-4.9 x without, at most 1.02 x with
+   it (test/test_controller_safety.py).
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
@@ -90,16 +106,18 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription, check_joint_values
 from ..dynamics.model import DynamicModel
+from ..dynamics.consistency import sample_configurations
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
-__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "GuardState", "SafetyConfig", "SafetyGuard",
-           "smoothstep"]
+__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_SAMPLES", "GuardState", "SafetyConfig",
+           "SafetyGuard", "smoothstep"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
 
 FAULT_BEHAVIOURS = ("zero", "hold")
 BRAKING_FACTOR = 2.0  # braking deceleration of the velocity guard near a limit, x acceleration_max
+STALL_SAMPLES = 64  # configurations for the smallest effective inertia of the stall bound
 COAST_DISTANCE = 0.01  # [rad] the most a joint may move at its last speed while the guard coasts
 
 
@@ -124,6 +142,7 @@ class SafetyConfig:
     velocity_guard: float = 0.9  # fraction of velocity_max where the velocity guard starts
     ramp_time: float = 0.5  # [s] torque ramp after enable (0: none)
     hold_bandwidth: float = 10.0  # [rad/s] of the PD hold on a fault (behaviour "hold")
+    stall_time: float = 0.1  # [s] a stall the torque must survive within velocity_max (0: no stall bound)
 
     def __post_init__(self) -> None:
         for name in ("state_timeout", "state_loss_timeout"):
@@ -136,6 +155,8 @@ class SafetyConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0.0 < self.velocity_guard < 1.0:
             raise ValueError(f"velocity_guard must be in (0, 1), got {self.velocity_guard}")
+        if not self.stall_time >= 0.0:
+            raise ValueError(f"stall_time must be non-negative, got {self.stall_time}")
         if not self.ramp_time >= 0.0:
             raise ValueError(f"ramp_time must be non-negative, got {self.ramp_time}")
 
@@ -188,6 +209,14 @@ class SafetyGuard:
         braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
+        if config.stall_time > 0.0:
+            # the smallest effective inertia 1 / (M^-1)_jj of each joint inside the limits
+            q = sample_configurations(arm, STALL_SAMPLES)
+            inverse = np.linalg.inv(model.mass_matrix(q))
+            self._stall_gain = np.min(1.0 / np.diagonal(inverse, axis1=-2, axis2=-1), axis=0) / config.stall_time
+            self._stall_reach = self._stall_gain * arm.velocity_max
+        else:
+            self._stall_gain = None
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
         self.saturated = np.zeros(n, dtype=bool)
@@ -327,5 +356,8 @@ class SafetyGuard:
                              - (up - w_up) * limit)
             tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v_low, 0.0)
                              + (low - w_low) * limit)
+        if self._stall_gain is not None:
+            middle = self._terms.passive(q, dq) - self._stall_gain * dq
+            tau = np.minimum(np.maximum(tau, middle - self._stall_reach), middle + self._stall_reach)
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)

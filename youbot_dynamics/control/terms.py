@@ -55,6 +55,11 @@ class ModelTerms:
         """``G(q)``: the inverse dynamics at rest minus the friction offset ``f0``."""
         return self.model.inverse_dynamics_single(q, self._zero, self._zero) - self.offset
 
+    def passive(self, q: Array, dq: Array) -> Array:
+        """``C(q, q') q' + G(q) + t_f(q')``: the torque that keeps the state ``(q, q')`` unaccelerated."""
+        return self.model.inverse_dynamics_trusted(q, dq, self._zero) + self.coulomb * (
+            np.tanh(dq / self.friction_eps) - np.sign(dq))
+
     def friction(self, v: Array) -> Array:
         """``t_f(v) = fv v + fc tanh(v / eps) + f0``."""
         return self.viscous * v + self.coulomb * np.tanh(v / self.friction_eps) + self.offset

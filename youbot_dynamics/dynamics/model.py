@@ -204,7 +204,11 @@ class DynamicModel:
         """``tau_e`` of one state (n,), through the compiled generated regressor when available.
 
         Not thread-safe: uses buffers owned by the model (one model per control thread)."""
-        q, dq, ddq = self._vector("q", q), self._vector("dq", dq), self._vector("ddq", ddq)
+        return self.inverse_dynamics_trusted(self._vector("q", q), self._vector("dq", dq), self._vector("ddq", ddq))
+
+    def inverse_dynamics_trusted(self, q: Array, dq: Array, ddq: Array) -> Array:
+        """:meth:`inverse_dynamics_single` of arrays the caller has checked (shape ``(n,)``, finite,
+        float): no validation (a control cycle's guard, ~1 us instead of ~8 us)."""
         if self._module is None:
             return self._torques(q, dq, ddq)
         self._module.regressor_single(q, dq, ddq, self._out1)
