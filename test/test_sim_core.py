@@ -658,7 +658,8 @@ def test_limit_monitor_bounds_and_log(arm, tmp_path, monkeypatch):
     monitor.observe(0.0, inside, -1.0999 * arm.velocity_max, "effort")
     monitor.observe(0.0, arm.position_max + 0.9e-3, np.zeros(5), "effort")
     monitor.observe(0.0, arm.position_min - 0.9e-3, np.zeros(5), None)
-    monitor.command(0.0, -arm.drive_torque_limit, "effort")
+    practical = np.minimum(arm.effort_max, arm.drive_torque_limit)  # what the controllers saturate to
+    monitor.command(0.0, -practical, "effort")
     assert monitor.excursions == [] and not log.exists()
     fast = np.zeros(5)
     fast[1] = -1.11 * arm.velocity_max[1]
@@ -669,11 +670,13 @@ def test_limit_monitor_bounds_and_log(arm, tmp_path, monkeypatch):
     beyond[2] = arm.position_min[2] - 2e-3
     monitor.observe(2.0, beyond, np.zeros(5), None)
     torque = np.zeros(5)
-    torque[4] = 1.01 * arm.drive_torque_limit[4]
+    torque[4] = 5.0  # joint 5: effort_max 1 N m, below the drive's 6.1 N m
     monitor.command(3.0, torque, "effort")
+    monitor.command(3.001, 1.01 * torque, "effort")  # the same excursion
     kinds = [(e.kind, e.joint, e.time, e.mode) for e in monitor.excursions]
     assert kinds == [("velocity", "arm_joint_2", 1.5, "trajectory"), ("position", "arm_joint_3", 2.0, None),
                      ("torque", "arm_joint_5", 3.0, "effort")]
+    assert monitor.excursions[2].value == pytest.approx(5.05) and monitor.excursions[2].limit == arm.effort_max[4]
     velocity = monitor.excursions[0]
     assert velocity.value == pytest.approx(-1.3 * arm.velocity_max[1])
     assert velocity.limit == pytest.approx(-1.1 * arm.velocity_max[1])
@@ -683,6 +686,14 @@ def test_limit_monitor_bounds_and_log(arm, tmp_path, monkeypatch):
                                                        ("torque", "arm_joint_5")]
     assert lines[0]["pid"] == os.getpid() and "arm_joint_2 velocity -1.7436 rad/s beyond its limit -1.7279" in lines[0]["message"]
     assert "(drives: motors off)" in lines[1]["message"]
+    # back within the limits, then beyond again (after a reset, say): a new excursion, logged again
+    monitor.observe(4.0, inside, np.zeros(5), "effort")
+    monitor.command(4.0, np.zeros(5), "effort")
+    monitor.observe(5.0, inside, fast, "effort")
+    monitor.command(5.0, -torque, "effort")
+    kinds = [(e.kind, e.joint, e.time) for e in monitor.excursions[3:]]
+    assert kinds == [("velocity", "arm_joint_2", 5.0), ("torque", "arm_joint_5", 5.0)]
+    assert len(log.read_text().splitlines()) == 5
 
 
 @pytest.mark.limits_exempt("the arm falls from the home pose with the motors off: the monitor must see it")

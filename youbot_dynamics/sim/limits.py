@@ -6,14 +6,18 @@ The package's safety rule (README, "Safety") is that nothing it commands drives 
 * beyond ``[position_min, position_max]`` by more than ``position_tolerance`` (1 mrad: the hard
   stops of :mod:`.mujoco_model` are stiff constraints that a joint at ``velocity_max`` penetrates
   by about 0.1 mrad, and a joint crashing at 7 rad/s by about 6 mrad), or
-* with a commanded torque above the drives' limit ``max_current kt N``
-  (``ArmDescription.drive_torque_limit``; the drives saturate it, but a command above it means the
-  commander's own saturation failed).
+* with a commanded torque above the torque limit the controllers saturate to,
+  ``min(effort_max, drive_torque_limit)`` (``drive_torque_limit = max_current kt N``: what the
+  drives can give; ``effort_max``: the arm description's practical limit, 1 N m on joint 5 where
+  the drive could give 6.1 N m). The simulated drives saturate at the drive limit, but a command
+  above the practical one means the commander's own saturation failed.
 
 :class:`LimitMonitor` checks the true (not quantized) state after every physics step and every
-effort command. The first excursion of each kind on each joint is kept as a
-:class:`LimitExcursion` (later ones update its worst value) and, when the environment variable
-``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line with the process id and command line.
+effort command. Each *excursion* (from the step or command that crosses a bound until the joint is
+back within it) is kept as a :class:`LimitExcursion` with its worst value and, when the
+environment variable ``YOUBOT_DYNAMICS_LIMIT_LOG`` names a file, appended to it as one JSON line
+with the process id and command line when it begins (at most :data:`MAX_LOGGED` lines per
+monitor): a joint that leaves its limits again later, after a reset say, is reported again.
 The test suite sets that variable for every simulator it starts, in-process or in a subprocess,
 and fails any test during which a line was written (``test/conftest.py``), so the rule holds for
 every test and for the demo's phases, not only for the tests written about it.
@@ -33,11 +37,12 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription
 
-__all__ = ["LIMIT_LOG_VARIABLE", "LimitExcursion", "LimitMonitor"]
+__all__ = ["LIMIT_LOG_VARIABLE", "MAX_LOGGED", "LimitExcursion", "LimitMonitor"]
 
 Array = NDArray[np.float64]
 
 LIMIT_LOG_VARIABLE = "YOUBOT_DYNAMICS_LIMIT_LOG"
+MAX_LOGGED = 100  # excursions a monitor appends to the log (an oscillation must not flood it)
 _UNITS = {"velocity": "rad/s", "position": "rad", "torque": "N m"}
 
 
@@ -72,8 +77,10 @@ class LimitMonitor:
         self.velocity_bound = velocity_factor * arm.velocity_max
         self.position_low = arm.position_min - position_tolerance
         self.position_high = arm.position_max + position_tolerance
-        self.torque_bound = arm.drive_torque_limit * (1.0 + 1e-9)
-        self._excursions: dict[tuple[str, int], LimitExcursion] = {}
+        self.torque_limit = np.minimum(arm.effort_max, arm.drive_torque_limit)
+        self.torque_bound = self.torque_limit * (1.0 + 1e-9)
+        self._excursions: list[LimitExcursion] = []
+        self._active: dict[tuple[str, int], LimitExcursion] = {}  # excursions not over yet
         # one test of [dq; q] against the box [-velocity_bound, velocity_bound] x [position_low, position_high]
         self._centre = np.concatenate([np.zeros(arm.n_joints), 0.5 * (self.position_low + self.position_high)])
         self._half_width = np.concatenate([self.velocity_bound, 0.5 * (self.position_high - self.position_low)])
@@ -84,7 +91,7 @@ class LimitMonitor:
     @property
     def excursions(self) -> list[LimitExcursion]:
         """Every excursion so far, first seen first."""
-        return list(self._excursions.values())
+        return list(self._excursions)
 
     def observe(self, time: float, q: Array, dq: Array, mode: str | None) -> None:
         """Check the true state ``q``, ``dq`` (n,) after a physics step."""
@@ -94,30 +101,41 @@ class LimitMonitor:
         np.subtract(state, self._centre, out=state)
         np.abs(state, out=state)
         if not np.greater(state, self._half_width, out=self._beyond).any():  # the usual case: 4 array operations
+            if self._active:
+                self._end({"velocity", "position"})
             return
         fast = np.abs(dq) > self.velocity_bound
-        if fast.any():
-            self._record("velocity", time, dq, self.velocity_bound * np.sign(dq), fast, mode)
+        self._record("velocity", time, dq, self.velocity_bound * np.sign(dq), fast, mode)
         low, high = q < self.position_low, q > self.position_high
-        if low.any() or high.any():
-            self._record("position", time, q, np.where(low, self.arm.position_min, self.arm.position_max), low | high,
-                         mode)
+        self._record("position", time, q, np.where(low, self.arm.position_min, self.arm.position_max), low | high,
+                     mode)
 
     def command(self, time: float, torque: Array, mode: str | None) -> None:
         """Check a commanded joint torque ``torque`` (n,) [N m] before the drives saturate it."""
         beyond = np.abs(torque) > self.torque_bound
         if beyond.any():
-            self._record("torque", time, torque, self.arm.drive_torque_limit * np.sign(torque), beyond, mode)
+            self._record("torque", time, torque, self.torque_limit * np.sign(torque), beyond, mode)
+        elif self._active:
+            self._end({"torque"})
+
+    def _end(self, kinds: set[str]) -> None:
+        for key in [key for key in self._active if key[0] in kinds]:
+            del self._active[key]
 
     def _record(self, kind: str, time: float, values: Array, limits: Array, beyond: Any, mode: str | None) -> None:
-        for j in np.flatnonzero(beyond):
-            key = (kind, int(j))
-            excursion = self._excursions.get(key)
-            if excursion is None:
+        for j in range(self.arm.n_joints):
+            key = (kind, j)
+            excursion = self._active.get(key)
+            if not beyond[j]:
+                if excursion is not None:
+                    del self._active[key]
+            elif excursion is None:
                 excursion = LimitExcursion(kind, self.arm.joint_names[j], float(values[j]), float(limits[j]),
                                            float(time), mode)
-                self._excursions[key] = excursion
-                self._append_to_log(excursion)
+                self._active[key] = excursion
+                self._excursions.append(excursion)
+                if len(self._excursions) <= MAX_LOGGED:
+                    self._append_to_log(excursion)
             elif abs(values[j]) > abs(excursion.value):
                 excursion.value = float(values[j])
 
