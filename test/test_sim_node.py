@@ -29,6 +29,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
@@ -205,10 +206,17 @@ def test_trajectory_is_followed_to_its_last_point(reset):
     np.testing.assert_allclose(h.q(), goal, atol=5e-3)
 
 
-def test_bad_commands_are_rejected_and_change_nothing(reset):
+def test_bad_commands_are_rejected_and_change_nothing(reset, monkeypatch):
     """Each bad command on its own, checked right after its rejection: the drives keep the command
     they had (the trajectory hold of the start pose, which has no timeout), and the rejection is
-    reported (an accepted bad command fails here, not only at the end)."""
+    reported (an accepted bad command fails here, not only at the end). A trajectory of more than
+    MAX_TRAJECTORY_POINTS is refused before it is deserialized (60,000 points held the executor
+    179 ms when the node deserialized first)."""
+    from youbot_dynamics.nodes import conversions
+    deserialized: list[int] = []
+    original = conversions.deserialize_message
+    monkeypatch.setattr(conversions, "deserialize_message",
+                        lambda data, kind: (deserialized.append(len(data)), original(data, kind))[1])
     h = reset
     rejections: list[str] = []
     reject = h.node._reject
@@ -222,10 +230,13 @@ def test_bad_commands_are_rejected_and_change_nothing(reset):
     fast = JointTrajectory(joint_names=list(ARM.joint_names))  # 1.5 rad in 0.05 s
     fast.points.append(JointTrajectoryPoint(positions=(Q_START + 1.5).tolist(),  # inside the limits
                                             time_from_start=Duration(nanosec=50_000_000)))
+    too_long = JointTrajectory(joint_names=list(ARM.joint_names))
+    too_long.points = [JointTrajectoryPoint(positions=Q_START.tolist(), time_from_start=Duration(sec=1 + k))
+                       for k in range(MAX_TRAJECTORY_POINTS + 1)]
     bad = [("position", np.full(4, 2.0), "expected shape"), ("position", np.r_[Q_START[:4], np.nan], "NaN"),
            ("position", ARM.position_max + 0.5, "outside the joint limits"), ("velocity", np.full(5, 3.0), "velocity_max"),
            ("effort", np.full(6, 0.0), "expected shape"), ("trajectory", short, "arm_joint_5"),
-           ("trajectory", fast, "velocity_max")]
+           ("trajectory", fast, "velocity_max"), ("trajectory", too_long, "5001 points, at most 5000")]
     for kind, values, reason in bad:
         count = len(rejections)
         if kind == "trajectory":
@@ -239,6 +250,7 @@ def test_bad_commands_are_rejected_and_change_nothing(reset):
     h.spin_for(0.2)
     assert sim.mode == "trajectory" and sim._spline is spline
     np.testing.assert_allclose(h.q(), Q_START, atol=5e-3)
+    assert deserialized and max(deserialized) < 10_000  # the small ones only: not the 5001 points
 
 
 def test_command_timeout_stops_the_motors(reset):

@@ -33,6 +33,7 @@ __all__ = [
     "serialized_point_count",
     "serialized_trajectory_limit",
     "check_serialized_trajectory",
+    "deserialize_trajectory",
     "read_trajectory",
     "frame_markers",
     "trajectory_message",
@@ -278,12 +279,19 @@ def read_trajectory(data: bytes, joint_names: Sequence[str], max_points: int = M
     """:func:`trajectory_arrays` of a serialized ``JointTrajectory``, checked by
     :func:`check_serialized_trajectory` before it is deserialized (deserializing costs ~25 us
     per point: do it outside a control thread)."""
-    check_serialized_trajectory(data, len(joint_names), max_points)
+    return trajectory_arrays(deserialize_trajectory(data, len(joint_names), max_points), joint_names, max_points)
+
+
+def deserialize_trajectory(data: bytes, n_joints: int, max_points: int = MAX_TRAJECTORY_POINTS) -> JointTrajectory:
+    """The ``JointTrajectory`` of a serialized one (what a ``raw`` subscription receives), checked
+    by :func:`check_serialized_trajectory` first: a message of more than ``max_points`` points is
+    refused (``ValueError``) before any deserializing work (60,000 points held ``sim_node``'s
+    executor 179 ms)."""
+    check_serialized_trajectory(data, n_joints, max_points)
     try:
-        msg = deserialize_message(data, JointTrajectory)
+        return deserialize_message(data, JointTrajectory)
     except RuntimeError as exc:  # rclpy's RMWError
         raise ValueError(f"malformed trajectory message ({exc})") from None
-    return trajectory_arrays(msg, joint_names, max_points)
 
 
 def frame_markers(frames: Any, namespaces: Sequence[str], header: Header, scale: float) -> MarkerArray:

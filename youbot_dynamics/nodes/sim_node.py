@@ -50,7 +50,7 @@ from ..commands import from_stamp
 from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
 from ..timing import LoopStatistics
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import trajectory_arrays
+from .conversions import deserialize_trajectory, trajectory_arrays
 
 __all__ = ["SimNode", "main"]
 
@@ -160,7 +160,8 @@ class SimNode(Node):
         for interface, name in COMMAND_TOPICS.items():
             self.create_subscription(Float64MultiArray, p[name],
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
-        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH)
+        # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
+        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
         self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
@@ -253,8 +254,9 @@ class SimNode(Node):
         except CommandError as exc:
             self._reject(f"{interface} command", exc)
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_trajectory(self, data: bytes) -> None:
         try:
+            msg = deserialize_trajectory(data, self.arm.n_joints)
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
             stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             with self._lock:

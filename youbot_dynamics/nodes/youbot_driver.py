@@ -54,7 +54,7 @@ from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
 from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import trajectory_arrays
+from .conversions import deserialize_trajectory, trajectory_arrays
 
 __all__ = ["YoubotDriverNode", "main", "BACKENDS"]
 
@@ -211,7 +211,8 @@ class YoubotDriverNode(Node):
         for interface, name in COMMAND_TOPICS.items():
             self.create_subscription(Float64MultiArray, p[name],
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
-        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH)
+        # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
+        self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
         for name in SERVICES:
             self.create_service(Trigger, f'~/{name}', lambda req, res, what=name: self._on_request(what, res))
         if self.backend == 'virtual':
@@ -291,9 +292,10 @@ class YoubotDriverNode(Node):
         except ValueError as exc:  # CommandError is a ValueError
             self._reject(f"{interface} command", exc)
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_trajectory(self, data: bytes) -> None:
         try:
             self._check_interface("trajectory")
+            msg = deserialize_trajectory(data, self.arm.n_joints)
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
             stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             if stamp > 0.0:  # timed from its stamp (0: from now), on the clock of the joint state stamps
