@@ -82,8 +82,8 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    cannot give is a mistake, not a request to saturate later). :attr:`SafetyGuard.saturated` flags
    the joints clipped in the last cycle.
 
-Steps 5-7 (:meth:`SafetyGuard._bounded`; the guards are evaluated only inside their zones) bound
-every torque that leaves: the law's, the enable ramp's and the fault hold's.
+Steps 5-7 (:meth:`SafetyGuard._bounded`; the limit and velocity guards are evaluated only inside
+their zones, the stall bound every cycle: one compiled model call) bound every torque that leaves: the law's, the enable ramp's and the fault hold's.
 :meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an implausible joint state,
 :mod:`.state_check`).
 
@@ -105,8 +105,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, check_joint_values
-from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import sample_configurations
+from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_SAMPLES", "GuardState", "SafetyConfig",
