@@ -10,7 +10,9 @@ The package's safety rule (README, "Safety") is that nothing it commands drives 
   ``min(effort_max, drive_torque_limit)`` (``drive_torque_limit = max_current kt N``: what the
   drives can give; ``effort_max``: the arm description's practical limit, 1 N m on joint 5 where
   the drive could give 6.1 N m). The simulated drives saturate at the drive limit, but a command
-  above the practical one means the commander's own saturation failed.
+  above the practical one means the commander's own saturation failed. (The virtual driver's
+  simulator is commanded by the virtual drives' own current loops, whose position and velocity
+  modes may give the drives' peak torque: it watches the drive limit, ``torque_limit``.)
 
 :class:`LimitMonitor` checks the true (not quantized) state after every physics step and every
 effort command. Each *excursion* (from the step or command that crosses a bound until the joint is
@@ -68,7 +70,8 @@ class LimitExcursion:
 class LimitMonitor:
     """Watches one simulated arm against its limits; see the module docstring."""
 
-    def __init__(self, arm: ArmDescription, *, velocity_factor: float = 1.1, position_tolerance: float = 1e-3) -> None:
+    def __init__(self, arm: ArmDescription, *, velocity_factor: float = 1.1, position_tolerance: float = 1e-3,
+                 torque_limit: Any = None) -> None:
         if not (np.isfinite(velocity_factor) and velocity_factor >= 1.0):
             raise ValueError(f"velocity_factor must be >= 1, got {velocity_factor}")
         if not (np.isfinite(position_tolerance) and position_tolerance >= 0.0):
@@ -77,7 +80,8 @@ class LimitMonitor:
         self.velocity_bound = velocity_factor * arm.velocity_max
         self.position_low = arm.position_min - position_tolerance
         self.position_high = arm.position_max + position_tolerance
-        self.torque_limit = np.minimum(arm.effort_max, arm.drive_torque_limit)
+        self.torque_limit = (np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None
+                             else np.asarray(torque_limit, dtype=float))
         self.torque_bound = self.torque_limit * (1.0 + 1e-9)
         self._excursions: list[LimitExcursion] = []
         self._active: dict[tuple[str, int], LimitExcursion] = {}  # excursions not over yet
