@@ -249,9 +249,10 @@ def test_booleans_are_not_numbers(tmp_path):
         load_arm(arm_file)
     doc = yaml.safe_load(config_path("youbot_nominal_model.yaml").read_text())
     doc["youbot_dynamics_model"]["base_parameters"][0]["value"] = True
+    name = doc["youbot_dynamics_model"]["base_parameters"][0]["name"]
     model_file = tmp_path / "model.yaml"
     model_file.write_text(yaml.safe_dump(doc))
-    with pytest.raises(ModelFileError, match=r"model\.yaml: base_parameters\.value: .*True"):
+    with pytest.raises(ModelFileError, match=rf"model\.yaml: base_parameters\[0\] \({name}\)\.value: .*True"):
         load_model(model_file)
     upstream = tmp_path / "upstream.yaml"
     upstream.write_text(re.sub(r"mass: [0-9.]+", "mass: true", config_path("youbot_description_upstream.yaml")
@@ -327,3 +328,215 @@ def test_line_with_a_huge_duration_is_refused_quickly(tmp_path, capsys):
                   "--duration", "1e6", "-o", str(tmp_path / "l.csv"))
     assert "duration" in err
     assert not (tmp_path / "l.csv").exists()
+
+
+# -- bounded work (item 6 for excite and identify) ------------------------------------------------
+# The documented maxima: excitation duration / schedule 600 s, 20 harmonics, 50 random points, 1000
+# iterations per optimiser run, Butterworth order 20.
+
+
+def _limited_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))  # the old code grew to 24 GB
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["excite", "--duration", "1e6", "--max-time", "5"], "--duration"),
+    (["excite", "--method", "random-points", "--points", "2", "--dwell", "1e6"], "--dwell"),
+])
+def test_excite_with_unbounded_work_is_refused_before_it_starts(tmp_path, argv, option):
+    out = tmp_path / "traj.yaml"
+    proc = subprocess.run([*CLI, *argv, "--out", str(out)], capture_output=True, text=True, timeout=120,
+                          preexec_fn=_limited_memory)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, proc.stderr
+    reason = proc.stderr.strip().splitlines()[-1]
+    assert option in reason and "600" in reason, proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, option, limit", [
+    (["excite", "--out", "t.yaml", "--duration", "601"], "--duration", "600"),
+    (["excite", "--out", "t.yaml", "--harmonics", "1000"], "--harmonics", "20"),
+    (["excite", "--out", "t.yaml", "--method", "random-points", "--points", "1000"], "--points", "50"),
+    (["excite", "--out", "t.yaml", "--method", "random-points", "--dwell", "1e6"], "--dwell", "600"),
+    (["excite", "--out", "t.yaml", "--max-iterations", "100000"], "--max-iterations", "1000"),
+    (["identify", "x.csv", "--out", "m.yaml", "--order", "1000000"], "--order", "20"),
+])
+def test_options_that_scale_the_work_have_a_maximum(tmp_path, monkeypatch, capsys, argv, option, limit):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"argument {option}" in err and f"at most {limit}" in err, err
+
+
+def test_random_points_schedule_longer_than_the_maximum_is_refused(tmp_path, capsys, monkeypatch):
+    def no_search(*args, **kwargs):
+        raise AssertionError("the random configurations were searched")
+
+    monkeypatch.setattr("youbot_dynamics.identification.excitation.random_configurations", no_search)
+    out = tmp_path / "traj.yaml"
+    # 12 rests (10 points, the start and the end) of 60 s: 720 s of dwell alone
+    err = refused(capsys, "excite", "--method", "random-points", "--points", "10", "--dwell", "60", "--out", str(out))
+    assert "--dwell" in err and "600" in err and not out.exists()
+
+
+def test_the_excitation_core_bounds_its_work():
+    from youbot_dynamics.identification.excitation import design_excitation, random_points_excitation
+
+    with pytest.raises(ValueError, match="600"):
+        design_excitation(ARM, 1e6, 5)
+    with pytest.raises(ValueError, match="harmonics"):
+        design_excitation(ARM, 10.0, 1000)
+    with pytest.raises(ValueError, match="max_iterations"):
+        design_excitation(ARM, 10.0, 5, max_iterations=10**6)
+    with pytest.raises(ValueError, match="600"):
+        random_points_excitation(ARM, 2, dwell=1e6)
+    with pytest.raises(ValueError, match="at most 50"):
+        random_points_excitation(ARM, 10**6)
+    # the schedule found may still be too long: 50 points of ~5 s moves plus 52 x 9.5 s of dwell
+    with pytest.raises(ValueError, match=r"lasts .* more than the maximum 600 s"):
+        random_points_excitation(ARM, 50, dwell=9.5)
+    with pytest.raises(IdentificationError, match="processing option order"):
+        ProcessingOptions(order=10**6)
+
+
+def test_trajectory_file_longer_than_the_maximum_is_refused(tmp_path):
+    out = tmp_path / "long.yaml"
+    save_trajectory(out, FourierTrajectory.at_rest(1e6, MID, 0.1 * np.ones((4, 5))), ARM.joint_names, {})
+    with pytest.raises(TrajectoryFileError, match=r"long\.yaml: period: .*600"):
+        load_trajectory(out, ARM.joint_names)
+
+
+# -- identify on the real arm's recordings --------------------------------------------------------
+
+REAL_DATA = Path("/work/shared/data/youbot_real")
+
+
+def test_speeds_of_the_real_arm_are_plausible_degrees_are_not(recording):
+    """The real youBot's joint 5 reaches 2.5 x the package's velocity_max (3.7-4.0 rad/s vs 1.57):
+    such a recording is accepted; the same motion in degrees is refused."""
+    from youbot_dynamics.identification.dataset import check_plausible
+
+    _, data = recording
+    fast = data.dq.copy()
+    fast[:, 4] *= 2.5 * ARM.velocity_max[4] / np.abs(fast[:, 4]).max()  # peak 2.5 x velocity_max
+    assert np.sum(np.abs(fast[:, 4]) > 2.0 * ARM.velocity_max[4]) > 5  # more than a few glitches
+    check_plausible(Dataset(data.t, data.q, data.tau, fast, source="real-like"), ARM)
+    with pytest.raises(IdentificationError, match="degrees"):
+        check_plausible(Dataset(data.t, np.degrees(data.q), data.tau, np.degrees(fast), source="deg"), ARM)
+
+
+@pytest.mark.skipif(not (REAL_DATA / "real_01.csv").exists(), reason="real youBot recordings not on this machine")
+def test_identify_accepts_a_real_recording(tmp_path, capsys):
+    """12 s of real_01.csv (from the start at the stops), with joint 5 up to 2.5 x velocity_max."""
+    lines = (REAL_DATA / "real_01.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    t0 = float(lines[1].split(",")[0])
+    rows = [line for line in lines[1:] if float(line.split(",")[0]) - t0 <= 12.0]
+    piece = tmp_path / "real_01_piece.csv"
+    piece.write_text("\n".join([lines[0], *rows]) + "\n")
+    dq5 = np.array([float(row.split(",")[header.index("dq5")]) for row in rows])
+    assert np.sum(np.abs(dq5) > 2.0 * ARM.velocity_max[4]) > 5  # what the old check refused
+    out = tmp_path / "model.yaml"
+    code, stdout, err = run(capsys, "identify", str(piece), "--out", str(out))
+    assert code == 0, err
+    assert out.exists() and "wrote" in stdout
+
+
+# -- IK of rounded poses (issue 19 item 12) -------------------------------------------------------
+
+
+def _pose_of(capsys, q) -> list[float]:
+    code, out, err = run(capsys, "fk", *map(repr, map(float, q)))
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    return [*doc["position"], *doc["quaternion"]]
+
+
+def test_ik_accepts_fk_poses_rounded_to_5_decimals(capsys):
+    """``fk`` output rounded to 5 decimals -> ``ik`` finds the configuration again (within 1e-3 rad).
+
+    Configurations where the pose fixes the joints worse than that are left out: the elbow within
+    |sin theta3| < 0.1 of stretched (a 1e-5 m error of the wrist point moves q3 by ~1e-4 / |sin
+    theta3|; at the stretch the rounded point may even lie out of reach) and the last 0.01 rad of
+    each joint range (rounding can take the solution outside). Configurations whose tool point
+    lies within 3 mm of the joint-1 axis are included on purpose: there the plane through the
+    rounded point alone is off by up to 0.03 rad."""
+    rng = np.random.default_rng(19)
+    qs = rng.uniform(ARM.position_min + 0.01, ARM.position_max - 0.01, (40000, 5))
+    theta3 = ARM.theta(qs)[:, 2]
+    qs = qs[np.abs(np.sin(theta3)) >= 0.1]
+    tool_xy = np.hypot(*forward_kinematics(ARM, qs)[:, :2, 3].T)
+    near_axis = qs[tool_xy < 0.003][:20]
+    assert len(near_axis) == 20
+    for q in [*qs[:200], *near_axis]:
+        pose = [f"{v:.5f}" for v in _pose_of(capsys, q)]  # as a user would copy them
+        code, out, err = run(capsys, "ik", *pose)
+        assert code == 0, (q.tolist(), pose, err)
+        found = np.array([s["q"] for s in yaml.safe_load(out)["solutions"]])
+        assert np.max(np.abs(found - q), axis=1).min() < 1e-3, (q.tolist(), found)
+
+
+def test_ik_refuses_a_pose_0_01_rad_out_of_the_arm_plane(capsys):
+    from youbot_dynamics.transforms import quaternion_to_rotation
+
+    q = MID + np.array([0.3, -0.4, 0.5, 0.2, -0.6])
+    pose = np.array(_pose_of(capsys, q))
+    p, rotation = pose[:3], quaternion_to_rotation(pose[3:])
+    normal = np.cross([0.0, 0.0, 1.0], p / np.hypot(p[0], p[1]))  # of the vertical plane through the point
+    axis = np.cross(normal, rotation[:, 2])
+    axis /= np.linalg.norm(axis)
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    tilt = np.eye(3) + np.sin(0.01) * k + (1 - np.cos(0.01)) * (k @ k)  # 0.01 rad about normal x z5
+    tilted = tilt @ rotation
+    assert abs(tilted[:, 2] @ normal) == pytest.approx(np.sin(0.01), rel=1e-9)
+    code, _, err = run(capsys, "ik", *map(repr, map(float, [*p, *rotation_to_quaternion(tilted)])))
+    assert code == 1 and "orientation unreachable" in err, err
+    code, _, err = run(capsys, "ik", *[f"{v:.5f}" for v in pose])  # the untilted pose, rounded
+    assert code == 0, err
+
+
+# -- messages (issue 19 item 12) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["--arm", "{bad}", "fk", "0", "0", "0", "0", "0"],
+    ["predict", "--params", "{bad}", "--input", "x.csv", "--output", "o.csv"],
+    ["import-upstream-inertials", "--upstream", "{bad}"],
+])
+def test_malformed_yaml_is_one_line_naming_file_line_and_column(tmp_path, monkeypatch, capsys, argv):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("[1,2")
+    err = refused(capsys, *[a.format(bad=bad) for a in argv])
+    assert f"{bad}:1:5: malformed YAML" in err, err
+    bad.write_text("a: 1\nb: [1, 2\nc: 3\n")
+    err = refused(capsys, *[a.format(bad=bad) for a in argv])
+    assert f"{bad}:3:2: malformed YAML" in err and "line 2, column 4" in err, err
+
+
+def test_batch_ik_names_the_line_of_a_zero_quaternion(tmp_path, capsys):
+    poses = tmp_path / "poses.csv"
+    good = ",".join(f"{v:.5f}" for v in _pose_of(capsys, MID))
+    # line 1 header, 2 a good pose, 3 blank (skipped), 4 another good pose, 5 the zero quaternion
+    poses.write_text(f"x,y,z,qx,qy,qz,qw\n{good}\n\n{good}\n0.2,0.0,0.3,0,0,0,0\n{good}\n")
+    err = refused(capsys, "ik", "--input", str(poses), "--output", str(tmp_path / "out.csv"))
+    assert f"{poses}:5:" in err and "norm 0" in err, err
+
+
+def test_a_bad_base_parameter_value_is_named(tmp_path, capsys):
+    doc = yaml.safe_load(config_path("youbot_nominal_model.yaml").read_text())
+    entry = doc["youbot_dynamics_model"]["base_parameters"][7]
+    entry["value"] = "abc"
+    model = tmp_path / "model.yaml"
+    model.write_text(yaml.safe_dump(doc))
+    err = refused(capsys, "predict", "--params", str(model), "--input", str(tmp_path / "x.csv"), "--output",
+                  str(tmp_path / "o.csv"))
+    assert f"base_parameters[7] ({entry['name']}).value" in err and "'abc'" in err, err
+    entry["value"] = float("inf")
+    model.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ModelFileError, match=rf"base_parameters\[7\] \({entry['name']}\)\.value: .*inf"):
+        load_model(model)

@@ -283,7 +283,7 @@ def tilt_out_of_plane(target, angle):
     return tilted, n
 
 
-@pytest.mark.parametrize("angle", [1e-4, 0.05, 0.4, -0.9])
+@pytest.mark.parametrize("angle", [2e-3, 0.05, 0.4, -0.9])  # 2e-3: just beyond ORIENTATION_TOLERANCE
 def test_unreachable_orientation_and_projection(arm, reachable, angle):
     q0, target = reachable
     tilted, n = tilt_out_of_plane(target, angle)
@@ -315,6 +315,23 @@ def test_small_out_of_plane_error_within_tolerance_is_accepted(arm, reachable):
     assert solutions and all(s.orientation_error < 1e-7 for s in solutions)
     with pytest.raises(UnreachableOrientationError):
         inverse_kinematics(arm, tilted, orientation_tolerance=1e-10)
+
+
+def test_default_orientation_tolerance_is_1e_3_everywhere(arm, reachable):
+    """Accepts the out-of-plane error of rounded input (issue 19), refuses a real tilt; the
+    kinematics node's parameter file says the same."""
+    import yaml
+
+    from youbot_dynamics.paths import config_path
+
+    q0, target = reachable
+    accepted, _ = tilt_out_of_plane(target, 5e-4)
+    assert min(np.max(np.abs(s.q - q0)) for s in inverse_kinematics(arm, accepted)) < 1e-3
+    refused, _ = tilt_out_of_plane(target, 2e-3)
+    with pytest.raises(UnreachableOrientationError):
+        inverse_kinematics(arm, refused)
+    doc = yaml.safe_load(config_path("kinematics.yaml").read_text())
+    assert doc["kinematics_node"]["ros__parameters"]["orientation_tolerance"] == 1e-3
 
 
 def test_joint_limit_error(arm):

@@ -112,8 +112,9 @@ def _set_value(d, v):
     (lambda d: d["base_parameters"][0].pop("value"), r"base_parameters"),
     (_swap_names, r"names do not match"),
     (lambda d: d["base_parameters"].pop(), r"base_parameters.*expected 47"),
-    (lambda d: _set_value(d, float("nan")), r"base_parameters\.value: values must be finite"),
-    (lambda d: _set_value(d, "abc"), r"base_parameters\.value: values must be numbers"),
+    (lambda d: _set_value(d, float("nan")), r"base_parameters\[3\] \(\w+\)\.value: expected a finite number, got nan"),
+    (lambda d: _set_value(d, "abc"), r"base_parameters\[3\] \(\w+\)\.value: expected a finite number, got 'abc'"),
+    (lambda d: d["chain"]["d"].__setitem__(2, "x"), r"chain\.d\[2\]: expected a finite number, got 'x'"),
     (lambda d: d.update(format_version=2), r"format_version"),
     (lambda d: d.update(structure="rotor"), r"names do not match the rotor model"),
 ])

@@ -31,13 +31,13 @@ import numpy as np
 
 from .argtypes import positive_float
 from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
-from .dataio import DataFileError, read_csv_columns, write_csv
+from .dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
 from .fileio import check_output
 from .identification.excitation_cli import add_parser as add_excite_parser
 from .identification.identify_cli import add_parser as add_identify_parser
 from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
 from .kinematics import forward_kinematics
-from .transforms import quaternion_to_rotation, rotation_to_quaternion, transform
+from .transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = ["main", "build_parser"]
 
@@ -133,8 +133,17 @@ def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray
     poses = read_csv_columns(args.input, IK_COLUMNS)
     try:
         targets = transform(quaternion_to_rotation(poses[:, 3:7]), poses[:, :3])
-    except ValueError as exc:
-        raise UsageError(f"{args.input}: {exc}") from None
+    except ValueError:  # a quaternion far from unit length: name the first such row's line
+        deviation = np.abs(np.linalg.norm(poses[:, 3:7], axis=1) - 1.0)
+        bad = np.flatnonzero(~(deviation <= QUATERNION_TOLERANCE))
+        k = int(bad[0]) if bad.size else 0
+        try:
+            quaternion_to_rotation(poses[k, 3:7])
+        except ValueError as exc:
+            more = f" ({bad.size} such rows)" if bad.size > 1 else ""
+            line = csv_row_line(args.input, k)
+            raise UsageError(f"{args.input}:{line}: columns qx, qy, qz, qw: {exc}{more}") from None
+        raise
     batch = solve_ik_batch(arm, targets, q_reference=closest, project=args.project_orientation)
     header = ["pose", "status", "branch", *FK_COLUMNS[: arm.n_joints], "within_limits", "position_error",
               "orientation_error"]

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from .fileio import TEXT_ENCODING, atomic_writer
 
-__all__ = ["DataFileError", "read_csv_header", "read_csv_columns", "write_csv"]
+__all__ = ["DataFileError", "read_csv_header", "read_csv_columns", "csv_row_line", "write_csv"]
 
 
 class DataFileError(ValueError):
@@ -102,6 +102,21 @@ def _read_columns(path: Path, handle: Any, columns: Sequence[str]) -> NDArray[np
     if not rows:
         raise DataFileError(f"{path}: no data rows")
     return np.asarray(rows, dtype=float)
+
+
+def csv_row_line(path: str | Path, row: int) -> int:
+    """The line number (1-based) in the file of data row ``row`` (0-based, in the order of
+    :func:`read_csv_columns`: after the header, blank rows skipped), for messages about a row."""
+    with Path(path).open(newline="", encoding=TEXT_ENCODING) as handle:
+        reader = csv.reader(handle)
+        next(reader, None)
+        k = -1
+        for cells in reader:
+            if cells and any(cell.strip() for cell in cells):
+                k += 1
+                if k == row:
+                    return reader.line_num
+    raise ValueError(f"{path}: no data row {row}")
 
 
 def write_csv(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

@@ -11,8 +11,9 @@ lies in a folder that cannot be written. Write errors are :class:`OutputFileErro
 
 Input (:func:`read_text`, :func:`load_yaml`): UTF-8 text, a leading byte-order mark accepted;
 undecodable bytes, a missing file or malformed YAML are an error of the caller's class naming the
-file. :func:`yaml_number` is the one reader of a YAML number: an int or float, finite, never a
-boolean (``mass: true`` is not 1 kg).
+file (malformed YAML in one line, ``FILE:LINE:COLUMN: malformed YAML: ...``: :func:`yaml_error_text`).
+:func:`yaml_number` is the one reader of a YAML number: an int or float, finite, never a boolean
+(``mass: true`` is not 1 kg).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import IO, Any, Iterable, Iterator
 import yaml
 
 __all__ = ["OutputFileError", "atomic_writer", "atomic_write_text", "output_group", "check_output", "read_text",
-           "load_yaml", "yaml_number"]
+           "load_yaml", "yaml_error_text", "yaml_number"]
 
 TEXT_ENCODING = "utf-8-sig"  # reads UTF-8 with or without a byte-order mark
 
@@ -162,14 +163,34 @@ def read_text(path: str | Path, error: type[Exception], what: str = "file") -> s
         raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
+def yaml_error_text(path: str | Path, exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line error as one line naming the file, line and column (1-based) of the
+    problem, e.g. ``m.yaml:1:5: malformed YAML: expected ',' or ']', but got '<stream end>' (while
+    parsing a flow sequence that starts at line 1, column 1)``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else f"{path}"
+    problem = getattr(exc, "problem", None)
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if problem is None:  # not a MarkedYAMLError: its text, on one line
+        return f"{where}: malformed YAML: {' '.join(str(exc).split())}"
+    text = " ".join(str(problem).split())
+    if context:
+        text += f" ({' '.join(str(context).split())}"
+        if context_mark is not None and (mark is None or (context_mark.line, context_mark.column)
+                                         != (mark.line, mark.column)):
+            text += f" that starts at line {context_mark.line + 1}, column {context_mark.column + 1}"
+        text += ")"
+    return f"{where}: malformed YAML: {text}"
+
+
 def load_yaml(path: str | Path, error: type[Exception], what: str = "file") -> Any:
     """The parsed YAML document of ``path`` (:func:`read_text`); ``error`` naming the file when
-    unreadable or malformed."""
+    unreadable or malformed (one line with the line and column: :func:`yaml_error_text`)."""
     text = read_text(path, error, what)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise error(f"{path}: malformed YAML: {exc}") from None
+        raise error(yaml_error_text(path, exc)) from None
 
 
 def yaml_number(raw: Any, finite: bool = True) -> float:

@@ -11,7 +11,9 @@ Seed 002, eq. (2.9)-(2.29), with the planar 2R sub-problem of the missing pages 
 
 A 5-DOF arm reaches only poses whose approach axis ``z5`` lies in the vertical plane through
 joint 1, i.e. ``z1 . z5 = r13 s1 - r23 c1 = 0`` (element (3,3) of ``A1^-1 T``); the seed omits the
-check, here it is a distinct error (or, on request, the orientation is projected onto the plane).
+check, here it is a distinct error (or, on request, the orientation is projected onto the plane)
+beyond :data:`ORIENTATION_TOLERANCE` (1e-3: poses rounded to 5 decimals are accepted). Near the
+joint-1 axis the plane is fitted to the approach axis as well as the point (:data:`PLANE_SCALE`).
 
 Branch names: ``front``/``back`` is theta1 I/II; ``elbow_up`` is the elbow above the line from
 the shoulder (joint 2) to the wrist (joint 4) as seen in the arm's own vertical plane, which is
@@ -43,11 +45,28 @@ __all__ = [
     "closest_solution",
     "sort_by_distance",
     "project_orientation",
+    "ORIENTATION_TOLERANCE",
+    "PLANE_SCALE",
 ]
 
 Array = NDArray[np.float64]
 
 AXIS_TOLERANCE = 1e-7  # [m] distance from the joint-1 axis below which theta1 follows the approach axis
+# Sine of the largest angle between the target's approach axis and the arm plane still accepted
+# (the default of every IK entry point: the CLI `ik`, the PD controller's ~/goal_pose, the
+# kinematics node). 1e-3 (0.057 deg, as `line`) accepts poses rounded to 5 decimals (1e-6 refused
+# 181 of 200: rounding alone tilts the approach axis by ~1e-5 out of the plane) and keeps the tool
+# within 1 mrad of the requested orientation; a tilt beyond it is refused (or projected on request).
+ORIENTATION_TOLERANCE = 1e-3
+# [m / rad] The arm plane is the one through joint 1 that best fits both the target point and the
+# approach axis, a distance of PLANE_SCALE from the plane weighing as much as an angle of 1 rad of
+# the approach axis out of it. Far from the joint-1 axis this is the plane through the point (as
+# in the seed): a target point at r from the axis turns it by only ~(PLANE_SCALE / r)^2 of the
+# approach axis's angle. Near the axis, where an error e of the point turns the plane through it
+# by e / r (5-decimal coordinates 1 mm from the axis: 0.007 rad), the approach axis fixes it.
+# The point may then lie up to orientation_tolerance x PLANE_SCALE off the plane (5e-5 m at the
+# default tolerance, 7x the rounding of 5-decimal coordinates), else the plane through the point is used.
+PLANE_SCALE = 0.05
 
 BRANCHES: tuple[str, ...] = ("front_elbow_up", "front_elbow_down", "back_elbow_up", "back_elbow_down")
 
@@ -159,7 +178,7 @@ def _wrap_into_limits(arm: ArmDescription, q: Array) -> Array:
 
 
 def solve_ik_batch(arm: ArmDescription, target: Any, *, q_reference: Any = None,
-                   project: bool = False, orientation_tolerance: float = 1e-6,
+                   project: bool = False, orientation_tolerance: float = ORIENTATION_TOLERANCE,
                    reach_tolerance: float = 1e-9, residuals: bool = True) -> IKBatch:
     """All four IK branches of N target tool poses ``target`` (N, 4, 4) at once.
 
@@ -167,6 +186,9 @@ def solve_ik_batch(arm: ArmDescription, target: Any, *, q_reference: Any = None,
     the joint-1 axis with a vertical approach axis); default the middle of the joint-1 range.
     ``project``: replace an unreachable orientation by the closest reachable one (the angle of the
     change is in ``projection_angle``) instead of reporting ``ORIENTATION_UNREACHABLE``.
+    ``orientation_tolerance``: largest sine of the angle between the approach axis and the arm
+    plane accepted (:data:`ORIENTATION_TOLERANCE`); the plane is the one through the target point,
+    or near the joint-1 axis the best fit of point and approach axis (:data:`PLANE_SCALE`).
     ``residuals=False`` skips the FK verification of every solution (errors are then NaN).
     """
     _check_structure(arm)
@@ -196,6 +218,16 @@ def solve_ik_batch(arm: ArmDescription, target: Any, *, q_reference: Any = None,
                    np.where(z_xy > 1e-9, np.arctan2(r[:, 1, 2], r[:, 0, 2]), ref_theta1))
 
     out_of_plane = r[:, 0, 2] * np.sin(th1) - r[:, 1, 2] * np.cos(th1)
+    # The plane fitting point and approach axis (PLANE_SCALE): turned by the weight w of the
+    # approach axis towards its azimuth (turn, within pi / 2), kept if both lie within the tolerances.
+    turn = np.mod(np.arctan2(r[:, 1, 2], r[:, 0, 2]) - th1 + np.pi / 2, np.pi) - np.pi / 2
+    weight = z_xy**2 / np.maximum(z_xy**2 + (p_xy / PLANE_SCALE) ** 2, 1e-300)
+    fitted = th1 + weight * turn
+    fitted_out = r[:, 0, 2] * np.sin(fitted) - r[:, 1, 2] * np.cos(fitted)
+    use_fit = (~on_axis & (np.abs(fitted_out) <= orientation_tolerance)
+               & (p_xy * np.abs(np.sin(weight * turn)) <= orientation_tolerance * PLANE_SCALE))
+    th1 = np.where(use_fit, fitted, th1)
+    out_of_plane = np.where(use_fit, fitted_out, out_of_plane)
     projection_angle = np.zeros(n_pose)
     if project:
         r, projection_angle = project_orientation(r, th1)
@@ -248,7 +280,7 @@ def solve_ik_batch(arm: ArmDescription, target: Any, *, q_reference: Any = None,
 
 def inverse_kinematics(arm: ArmDescription, target: Any, *, q_current: Any = None,
                        project: bool = False, include_outside_limits: bool = True,
-                       orientation_tolerance: float = 1e-6) -> list[IKSolution]:
+                       orientation_tolerance: float = ORIENTATION_TOLERANCE) -> list[IKSolution]:
     """Every real IK solution of one tool pose ``target`` (4, 4), duplicates removed.
 
     Raises :class:`UnreachableOrientationError`, :class:`OutOfReachError` or, when none of the real

@@ -101,12 +101,12 @@ def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[flo
     raw = node[key]
     if not isinstance(raw, list) or (n is not None and len(raw) != n):
         raise ModelFileError(f"{where}.{key}: expected a list of {n if n is not None else 'numbers'} values")
-    try:
-        values = [yaml_number(v, finite=False) for v in raw]
-    except ValueError as exc:
-        raise ModelFileError(f"{where}.{key}: values must be numbers ({exc})") from None
-    if not all(math.isfinite(v) for v in values):
-        raise ModelFileError(f"{where}.{key}: values must be finite")
+    values = []
+    for i, v in enumerate(raw):
+        try:
+            values.append(yaml_number(v))
+        except ValueError as exc:
+            raise ModelFileError(f"{where}.{key}[{i}]: {exc}") from None
     return values
 
 
@@ -122,10 +122,11 @@ def load_model(path: str | Path) -> DynamicModel:
     chain_doc = doc.get("chain")
     a = _numbers(chain_doc, "a", f"{path}: chain")
     n = len(a)
+    where = f"{path}: chain"
+    columns = [_numbers(chain_doc, key, where, n) for key in ("alpha", "d", "theta_offset", "direction")]
+    gravity = _numbers(chain_doc, "gravity", where, 3)
     try:
-        chain = DHChain.create(a, _numbers(chain_doc, "alpha", "chain", n), _numbers(chain_doc, "d", "chain", n),
-                               _numbers(chain_doc, "theta_offset", "chain", n),
-                               _numbers(chain_doc, "direction", "chain", n), _numbers(chain_doc, "gravity", "chain", 3))
+        chain = DHChain.create(a, *columns, gravity)
     except ValueError as exc:
         raise ModelFileError(f"{path}: chain: {exc}") from None
     try:
@@ -140,8 +141,12 @@ def load_model(path: str | Path) -> DynamicModel:
     if names != list(base.names):
         raise ModelFileError(f"{path}: base_parameters: the names do not match the {structure.value} model of this "
                              f"chain (expected {len(base.names)}: {', '.join(base.names)})")
-    values = _numbers({"value": [e["value"] for e in entries]}, "value", f"{path}: base_parameters",
-                      base.count)
+    values = []
+    for i, (name, entry) in enumerate(zip(names, entries)):
+        try:
+            values.append(yaml_number(entry["value"]))
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: base_parameters[{i}] ({name}).value: {exc}") from None
     return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path))
 
 

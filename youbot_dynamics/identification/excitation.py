@@ -40,11 +40,13 @@ from ..dynamics.model import DynamicModel
 from .clearance import YOUBOT_OBSTACLES, Obstacles, clearance, soft_clearance
 from .criterion import (check_criterion, criterion_state_gradient, criterion_value, regressor_model, sample_times,
                         trajectory_condition_number)
-from .limits import AchievedMargins, ExcitationError, Margins, MotionLimits, achieved_margins, verification_times
+from .limits import (MAX_DURATION, AchievedMargins, ExcitationError, Margins, MotionLimits, achieved_margins,
+                     check_duration, verification_times)
 from .trajectories import FourierTrajectory, Trajectory
 from .waypoints import random_configurations, start_configuration
 
-__all__ = ["OPTIMIZERS", "ExcitationResult", "rest_basis", "random_feasible_trajectory", "design_excitation",
+__all__ = ["OPTIMIZERS", "MAX_HARMONICS", "MAX_ITERATIONS", "MAX_DESIGN_TIME", "MAX_RANDOM_POINTS", "MAX_DURATION",
+           "ExcitationResult", "rest_basis", "random_feasible_trajectory", "design_excitation",
            "random_points_excitation"]
 
 Array = NDArray[np.float64]
@@ -57,6 +59,16 @@ CRITERION_TOLERANCE = 1e-3  # SLSQP ftol: stop when the criterion (log cond) imp
 COBYLA_EVALUATIONS_PER_ITERATION = 20  # COBYLA's budget: criterion evaluations per allowed iteration
 WAYPOINT_SAMPLE_RATE = 20.0  # [1/s] regressor samples of a point-to-point schedule
 MIN_RANDOM_POINTS = 2  # one point is a move out and back along one line: rank-deficient regressor (cond inf)
+# Bounds of the work of a design, checked before it starts (the trajectory's duration:
+# limits.MAX_DURATION, 600 s). Harmonics: the linear constraints grow as K^2 (3 x 16 K samples x 5
+# joints rows, 2 (K - 1) x 5 columns) and one SLSQP iteration takes ~1.4 s at K = 20. Iterations:
+# per optimiser run (at most RESTARTS + 1 runs), and the whole design stops after MAX_DESIGN_TIME
+# whatever max_time says. Points: ~5 s of moves each; the random search for them is bounded by
+# the draws of random_configurations.
+MAX_HARMONICS = 20
+MAX_ITERATIONS = 1000
+MAX_DESIGN_TIME = 3600.0  # [s]
+MAX_RANDOM_POINTS = 50
 
 
 @dataclass(frozen=True)
@@ -133,10 +145,11 @@ def _random_free(rng: np.random.Generator, harmonics: int, n_joints: int) -> Arr
 
 
 def _check_design_arguments(duration: float, harmonics: int, samples: int) -> None:
-    if not (math.isfinite(duration) and duration > 0):
-        raise ValueError(f"duration must be a positive number of seconds, got {duration}")
+    check_duration(duration, "excitation")
     if harmonics < 2:
         raise ValueError(f"need at least 2 harmonics (the first one is used by the rest conditions), got {harmonics}")
+    if harmonics > MAX_HARMONICS:
+        raise ValueError(f"at most {MAX_HARMONICS} harmonics (bounded design time and memory), got {harmonics}")
     if samples < 2 * harmonics:
         raise ValueError(f"samples per period must be at least 2 x harmonics = {2 * harmonics}, got {samples}")
 
@@ -227,12 +240,19 @@ def design_excitation(arm: ArmDescription, duration: float = 10.0, harmonics: in
 
     ``max_iterations`` bounds each optimiser run; ``max_time`` [s] stops the design early;
     ``coefficient_bound`` [rad/s] bounds every free coefficient (default the largest velocity
-    limit). Returns the better of the optimum and the random feasible start.
+    limit). Returns the better of the optimum and the random feasible start. ``ValueError`` before
+    any work beyond the bounds :data:`MAX_HARMONICS`, :data:`MAX_ITERATIONS`, :data:`MAX_DURATION`;
+    the design stops after :data:`MAX_DESIGN_TIME` at the latest.
     """
     from scipy.optimize import Bounds, minimize
 
     t0 = time.perf_counter()
     _check_design_arguments(duration, harmonics, samples_per_period)
+    if not 1 <= max_iterations <= MAX_ITERATIONS:
+        raise ValueError(f"max_iterations must lie in [1, {MAX_ITERATIONS}], got {max_iterations}")
+    if max_time is not None and not (math.isfinite(max_time) and max_time >= 0):
+        raise ValueError(f"max_time must be a non-negative number of seconds, got {max_time}")
+    time_limit = min(max_time if max_time is not None else math.inf, MAX_DESIGN_TIME)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     check_criterion(criterion)
@@ -249,7 +269,7 @@ def design_excitation(arm: ArmDescription, duration: float = 10.0, harmonics: in
     iterations = 0
 
     def out_of_time() -> bool:
-        return max_time is not None and time.perf_counter() - t0 > max_time
+        return time.perf_counter() - t0 > time_limit
 
     def count_and_check_time(intermediate_result: Any) -> None:
         nonlocal iterations
@@ -280,16 +300,30 @@ def random_points_excitation(arm: ArmDescription, n_points: int = 10, *, q_start
                              margins: Margins = Margins(), obstacles: Obstacles = YOUBOT_OBSTACLES) -> ExcitationResult:
     """The seed's method (:func:`~.waypoints.random_configurations`) with its condition number on
     :data:`WAYPOINT_SAMPLE_RATE` samples per second. ``ValueError`` for fewer than
-    :data:`MIN_RANDOM_POINTS` points; :class:`ExcitationError` if the schedule leaves a base
-    parameter unexcited (infinite condition number)."""
+    :data:`MIN_RANDOM_POINTS` or more than :data:`MAX_RANDOM_POINTS` points, or a dwell making the
+    schedule longer than :data:`MAX_DURATION` (checked before the search, and the schedule found
+    after it); :class:`ExcitationError` if the schedule leaves a base parameter unexcited
+    (infinite condition number)."""
     if n_points < MIN_RANDOM_POINTS:
         raise ValueError(f"random-points excitation needs at least {MIN_RANDOM_POINTS} configurations, got {n_points} "
                          f"(one is a move out and back along a single line, which cannot excite every base parameter: "
                          f"infinite condition number)")
+    if n_points > MAX_RANDOM_POINTS:
+        raise ValueError(f"random-points excitation takes at most {MAX_RANDOM_POINTS} configurations (bounded design "
+                         f"time and memory), got {n_points}")
+    if not (math.isfinite(dwell) and dwell >= 0):
+        raise ValueError(f"dwell must be a non-negative number of seconds, got {dwell}")
+    if dwell * (n_points + 2) > MAX_DURATION:
+        raise ValueError(f"dwell {dwell:g} s at each of the {n_points + 2} rests makes the schedule longer than the "
+                         f"maximum {MAX_DURATION:g} s")
     t0 = time.perf_counter()
     limits = MotionLimits(arm, margins, obstacles)
     trajectory = random_configurations(arm, n_points, seed, q_start=q_start, margins=margins, obstacles=obstacles,
                                        dwell=dwell)
+    if trajectory.duration > MAX_DURATION:
+        raise ValueError(f"the schedule of {n_points} configurations with {dwell:g} s dwell lasts "
+                         f"{trajectory.duration:.1f} s, more than the maximum {MAX_DURATION:g} s: use fewer points "
+                         f"or a shorter dwell")
     model = regressor_model(arm, structure)
     samples = math.ceil(WAYPOINT_SAMPLE_RATE * trajectory.duration)
     cond = trajectory_condition_number(model, trajectory, samples)

@@ -9,6 +9,13 @@
 the margins achieved (``--json``: the whole design report). Exit status 1 when no trajectory
 within the limits is found, 2 on bad input (``--points`` below 2, a ``--out`` that cannot be
 written: checked before the design).
+
+The work is bounded before it starts (exit 2 naming the option and the limit): ``--duration`` and
+the random-points schedule (``--dwell`` x (``--points`` + 2) plus the moves) at most
+:data:`.limits.MAX_DURATION` (600 s), ``--harmonics`` at most :data:`.excitation.MAX_HARMONICS`
+(20), ``--points`` at most :data:`.excitation.MAX_RANDOM_POINTS` (50), ``--max-iterations`` at
+most :data:`.excitation.MAX_ITERATIONS` (1000), ``--max-time`` at most
+:data:`.excitation.MAX_DESIGN_TIME` (3600 s, where every design stops).
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..argtypes import nonnegative_float, positive_float, positive_int
+from ..argtypes import nonnegative_float_at_most, positive_float_at_most, positive_int_at_most
 from ..arm import default_arm, load_arm
 
 __all__ = ["add_parser", "cmd_excite", "summary_lines"]
@@ -33,21 +40,25 @@ DEFAULT_DWELL = 1.0
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``excite`` subcommand."""
     from .criterion import CRITERIA
-    from .excitation import MIN_RANDOM_POINTS, OPTIMIZERS
+    from .excitation import (MAX_DESIGN_TIME, MAX_HARMONICS, MAX_ITERATIONS, MAX_RANDOM_POINTS, MIN_RANDOM_POINTS,
+                             OPTIMIZERS)
+    from .limits import MAX_DURATION
 
     p = subparsers.add_parser("excite", help="design an excitation trajectory for identification")
     p.add_argument("--out", required=True, metavar="TRAJ.yaml", help="trajectory file to write")
     p.add_argument("--method", choices=("fourier", "random-points"), default="fourier",
                    help="fourier: optimised periodic trajectory (default); random-points: random configurations "
                    "visited point to point (the seed's method)")
-    p.add_argument("--duration", type=positive_float, metavar="T",
-                   help=f"period [s] (fourier, default {DEFAULT_DURATION:g})")
-    p.add_argument("--harmonics", type=positive_int, metavar="K",
-                   help=f"harmonics (fourier, default {DEFAULT_HARMONICS})")
-    p.add_argument("--points", type=positive_int, metavar="N", help=f"configurations (random-points, at least "
-                   f"{MIN_RANDOM_POINTS}, default {DEFAULT_POINTS})")
-    p.add_argument("--dwell", type=nonnegative_float, metavar="S",
-                   help=f"rest at each configuration [s] (random-points, default {DEFAULT_DWELL:g})")
+    p.add_argument("--duration", type=positive_float_at_most(MAX_DURATION, " s"), metavar="T",
+                   help=f"period [s] (fourier, default {DEFAULT_DURATION:g}, at most {MAX_DURATION:g})")
+    p.add_argument("--harmonics", type=positive_int_at_most(MAX_HARMONICS), metavar="K",
+                   help=f"harmonics (fourier, default {DEFAULT_HARMONICS}, at most {MAX_HARMONICS})")
+    p.add_argument("--points", type=positive_int_at_most(MAX_RANDOM_POINTS), metavar="N",
+                   help=f"configurations (random-points, {MIN_RANDOM_POINTS} to {MAX_RANDOM_POINTS}, default "
+                   f"{DEFAULT_POINTS})")
+    p.add_argument("--dwell", type=nonnegative_float_at_most(MAX_DURATION, " s"), metavar="S",
+                   help=f"rest at each configuration [s] (random-points, default {DEFAULT_DWELL:g}; the whole "
+                   f"schedule lasts at most {MAX_DURATION:g} s)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--start", nargs="+", type=float, metavar="Q", help="start and end configuration q1..q5 [rad] "
                    "(default: the middle of the joint ranges)")
@@ -56,8 +67,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=OPTIMIZERS[0], help="fourier: SciPy method")
     p.add_argument("--criterion", choices=CRITERIA, default=CRITERIA[0],
                    help="fourier: minimise the condition number (default) or maximise log det")
-    p.add_argument("--max-iterations", type=positive_int, default=100, help="fourier: iterations per optimiser run")
-    p.add_argument("--max-time", type=positive_float, metavar="S", help="fourier: stop the optimiser after S seconds")
+    p.add_argument("--max-iterations", type=positive_int_at_most(MAX_ITERATIONS), default=100,
+                   help=f"fourier: iterations per optimiser run (default 100, at most {MAX_ITERATIONS})")
+    p.add_argument("--max-time", type=positive_float_at_most(MAX_DESIGN_TIME, " s"), metavar="S",
+                   help=f"fourier: stop the optimiser after S seconds (every design stops after {MAX_DESIGN_TIME:g} s)")
     p.add_argument("--json", action="store_true", help="print the design report as JSON")
     p.set_defaults(func=cmd_excite, outputs=("out",))  # checked writable before the design
     return p
@@ -70,6 +83,14 @@ def _check_options(args: argparse.Namespace) -> None:
     given = [name for name, value in wrong.items() if value is not None]
     if given:
         raise ValueError(f"{', '.join(given)} do(es) not apply to --method {args.method}")
+    if args.method == "random-points":
+        from .limits import MAX_DURATION
+
+        points = args.points if args.points is not None else DEFAULT_POINTS
+        dwell = args.dwell if args.dwell is not None else DEFAULT_DWELL
+        if dwell * (points + 2) > MAX_DURATION:
+            raise ValueError(f"--dwell {dwell:g} s at each of the {points + 2} rests (--points {points} and the start "
+                             f"and end) makes the schedule longer than the maximum {MAX_DURATION:g} s")
 
 
 def _joint_list(values: Any, digits: int = 3) -> str:

@@ -15,8 +15,8 @@ of ``predict`` and the controllers (:mod:`..dynamics.consistency`) is still writ
 on stderr and under ``consistency`` in its ``identification`` block and the report. Recordings
 that cannot come from the arm (positions in degrees, :func:`.dataset.check_plausible`) are refused;
 the model file and the report are written atomically and together (none if one fails), never over
-an input. The steps are those of :mod:`.pipeline`, which the
-identification node runs too.
+an input. ``--order`` is at most :data:`.processing.MAX_FILTER_ORDER` (20), refused before any
+work. The steps are those of :mod:`.pipeline`, which the identification node runs too.
 """
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ import sys
 import time
 from typing import Any, Sequence
 
-from ..argtypes import nonnegative_float, positive_float, positive_int
+from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
 from ..fileio import output_group
 from .estimation import METHODS
+from .processing import MAX_FILTER_ORDER
 
 __all__ = ["add_parser", "cmd_identify"]
 
@@ -49,7 +50,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cutoff", type=positive_float, default=10.0, metavar="HZ",
                    help="low-pass cutoff of the parallel filter "
                    "(default 10)")
-    p.add_argument("--order", type=positive_int, default=4, help="Butterworth order (default 4)")
+    p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), default=4,
+                   help=f"Butterworth order (default 4, at most {MAX_FILTER_ORDER})")
     p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample (default: automatic)")
     p.add_argument("--coulomb-threshold", type=nonnegative_float, default=0.05, metavar="RAD_S",
                    help="leave out rows of joints slower than this (default 0.05 rad/s)")

@@ -24,11 +24,16 @@ from .clearance import YOUBOT_OBSTACLES, Obstacles, clearance
 from .trajectories import Trajectory
 
 __all__ = ["ExcitationError", "Margins", "MotionLimits", "AchievedMargins", "achieved_margins",
-           "verification_times"]
+           "verification_times", "check_duration", "MAX_DURATION"]
 
 Array = NDArray[np.float64]
 VERIFY_SAMPLES = 2000  # fewest samples margins are verified on
 VERIFY_RATE = 100.0  # [1/s] verification samples per second of a long trajectory
+# [s] Longest excitation trajectory: its verification (VERIFY_RATE samples per second, the
+# clearance of each) takes about 1 s and 0.2 GB at this length (3600 s: 7 s, 0.8 GB), growing in
+# proportion; `excite --duration 1e6` once took 24 GB. Designs, trajectory files and the
+# identification node's experiments (one period) are refused beyond it.
+MAX_DURATION = 600.0
 
 
 class ExcitationError(RuntimeError):
@@ -126,9 +131,19 @@ class AchievedMargins:
                 "acceleration": self.acceleration.tolist(), "clearance": float(self.clearance)}
 
 
+def check_duration(duration: float, what: str = "trajectory") -> None:
+    """``ValueError`` unless ``duration`` [s] is finite, > 0 and at most :data:`MAX_DURATION`."""
+    if not (math.isfinite(duration) and duration > 0):
+        raise ValueError(f"{what} duration must be a positive number of seconds, got {duration}")
+    if duration > MAX_DURATION:
+        raise ValueError(f"{what} duration {duration:g} s is longer than the maximum {MAX_DURATION:g} s "
+                         f"(bounded time and memory of its verification)")
+
+
 def verification_times(duration: float) -> Array:
     """The times margins are checked at: :data:`VERIFY_RATE` per second over ``[0, duration]``,
-    at least :data:`VERIFY_SAMPLES`."""
+    at least :data:`VERIFY_SAMPLES`; ``ValueError`` beyond :data:`MAX_DURATION` (:func:`check_duration`)."""
+    check_duration(duration)
     return np.linspace(0.0, duration, max(VERIFY_SAMPLES, math.ceil(VERIFY_RATE * duration) + 1))
 
 

@@ -37,14 +37,17 @@ from numpy.typing import NDArray
 from ..dynamics.model import DynamicModel
 from .dataset import Dataset, IdentificationError
 
-__all__ = ["ProcessingOptions", "Observation", "lowpass", "differentiate", "make_uniform", "average_periods",
-           "process", "stack_rows"]
+__all__ = ["MAX_FILTER_ORDER", "ProcessingOptions", "Observation", "lowpass", "differentiate", "make_uniform",
+           "average_periods", "process", "stack_rows"]
 
 Array = NDArray[np.float64]
 Progress = Callable[[float], None]
 
 MIN_ROWS_PER_PARAMETER = 3
 EDGE_PERIODS = 3  # periods of the lowest cutoff dropped at each end: filter transients decay to ~1e-6
+# Highest Butterworth order: 4 (the default) already attenuates 80 dB a decade; the filter's design
+# and its transient grow with the order (`identify --order 1000000` ran for minutes).
+MAX_FILTER_ORDER = 20
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,15 @@ class ProcessingOptions:
 
     def __post_init__(self) -> None:
         """:class:`IdentificationError` naming an option out of range: integers ``order``,
-        ``decimation`` >= 1; frequencies, ``period``, ``max_jitter``, ``max_gap`` finite and > 0;
-        ``coulomb_threshold`` finite and >= 0."""
+        ``decimation`` >= 1, ``order`` <= :data:`MAX_FILTER_ORDER`; frequencies, ``period``,
+        ``max_jitter``, ``max_gap`` finite and > 0; ``coulomb_threshold`` finite and >= 0."""
         for name in ("order", "decimation"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise IdentificationError(f"processing option {name}: expected a positive integer, got {value!r}")
+        if self.order > MAX_FILTER_ORDER:
+            raise IdentificationError(f"processing option order: expected at most {MAX_FILTER_ORDER} (Butterworth "
+                                      f"order), got {self.order!r}")
         for name in ("cutoff_hz", "derivative_cutoff_hz", "period", "max_jitter", "max_gap", "coulomb_threshold"):
             value = getattr(self, name)
             zero_ok = name == "coulomb_threshold"

@@ -20,7 +20,7 @@ Format (``format_version: 1``; SI units, full float precision)::
                                     # a condition_number that is not finite (.inf) is refused
 
 A Fourier trajectory that does not start at rest (``sum_k a_k != 0`` or ``sum_k k b_k != 0``)
-is rejected.
+is rejected, and so is a trajectory longer than :data:`.limits.MAX_DURATION` (600 s).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 
 from ..fileio import atomic_write_text, load_yaml, yaml_number
+from .limits import MAX_DURATION
 from .trajectories import FourierTrajectory, Trajectory, WaypointTrajectory
 
 __all__ = ["TrajectoryFileError", "TrajectoryFile", "FORMAT_VERSION", "ROOT", "REST_TOLERANCE", "trajectory_to_dict",
@@ -161,6 +162,10 @@ def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None) 
     if joint_names is not None and list(joint_names) != names:
         raise r.error("joint_names", f"expected {list(joint_names)}, got {names}")
     trajectory = (_fourier if kind == FourierTrajectory.kind else _waypoints)(r, len(names))
+    if trajectory.duration > MAX_DURATION:
+        raise r.error("period" if kind == FourierTrajectory.kind else "move_durations",
+                      f"the trajectory lasts {trajectory.duration:g} s, more than the maximum {MAX_DURATION:g} s "
+                      f"(bounded time and memory of its verification)")
     design = r.doc.get("design") or {}
     if not isinstance(design, dict):
         raise r.error("design", "expected a mapping")

@@ -68,7 +68,7 @@ class KinematicsNode(Node):
             "Publish the link frames as visualization_msgs/MarkerArray on ~/link_frames.", b))
         self.declare_parameter('marker_scale', 0.05, _descriptor(
             "Length [m] of the frame axis arrows.", d, range_=(0.001, 10.0)))
-        self.declare_parameter('orientation_tolerance', 1e-6, _descriptor(
+        self.declare_parameter('orientation_tolerance', 1e-3, _descriptor(
             "IK: largest sine of the angle between the target approach axis and the arm plane that "
             "still counts as reachable (5-DOF arm).", d, range_=(0.0, 1.0)))
         self.declare_parameter('project_orientation', False, _descriptor(
