@@ -49,7 +49,6 @@ from ..arm import ArmDescription, default_arm
 from ..sim import ArmSimulator, SimConfig, load_sim_config
 from ..sim.config import PositionGains, VelocityGains
 from ..sim.drives import PositionPid, Ramp, VelocityPi
-from ..sim.limits import LimitMonitor
 from .bus import BusError, SlaveInfo
 from .process_data import (MODE_FLAGS, AxisParameter, ControllerMode, DriveInput, DriveOutput, GlobalParameter,
                            MailboxReply, MailboxRequest, StatusFlag, TmclCommand, TmclStatus)
@@ -159,9 +158,9 @@ class VirtualBus:
         self.config = config
         cfg = sim_config if sim_config is not None else load_sim_config(arm=self.arm)
         cfg = dataclasses.replace(cfg, timestep=period)
-        self.sim = ArmSimulator(mechanical_arm(self.arm), cfg, enabled_interfaces=("effort",), realism=realism)
-        # the torques of the drives' own current loops (position, velocity modes) reach their peak
-        self.sim.limits = LimitMonitor(self.sim.arm, torque_limit=self.arm.drive_torque_limit)
+        # watched against the drives' peak: their own current loops (position, velocity modes) reach it
+        self.sim = ArmSimulator(mechanical_arm(self.arm), cfg, enabled_interfaces=("effort",), realism=realism,
+                                limit_torque=self.arm.drive_torque_limit)
         self.sim.reset(parked_pose(self.arm) if initial_positions is None else initial_positions)
         n = self.arm.n_joints
         self.dt = period

@@ -95,13 +95,15 @@ class ArmSimulator:
 
     ``arm`` defaults to the youBot (``config/youbot_arm.yaml``), ``config`` to ``config/sim.yaml``.
     Public attributes: ``arm``, ``config``, ``realism``, ``enabled_interfaces``, ``model`` and ``data``
-    (MuJoCo), ``limits`` (the :class:`~.limits.LimitMonitor` of every step and effort command),
+    (MuJoCo), ``limits`` (the :class:`~.limits.LimitMonitor` of every step and effort command; its
+    torque bound ``limit_torque``, default the controllers' limit),
     ``true_parameters`` (the 14 n standard parameters of the simulated physics: friction terms are
     zero when ``realism.friction`` is off). Not thread-safe: one caller at a time.
     """
 
     def __init__(self, arm: ArmDescription | None = None, config: SimConfig | None = None, *,
-                 enabled_interfaces: Iterable[str] = INTERFACES, realism: bool | Realism = True) -> None:
+                 enabled_interfaces: Iterable[str] = INTERFACES, realism: bool | Realism = True,
+                 limit_torque: Any = None) -> None:
         self.arm = arm if arm is not None else default_arm()
         self._commands = CommandChecker(self.arm)
         self.config = config if config is not None else load_sim_config(arm=self.arm)
@@ -124,7 +126,7 @@ class ArmSimulator:
         self.model = build_model(true_arm(self.arm, cfg), cfg.timestep, armature(self.arm, cfg),
                                  cfg.viscous_friction, cfg.coulomb_friction)
         self.data = mujoco.MjData(self.model)
-        self.limits = LimitMonitor(self.arm)
+        self.limits = LimitMonitor(self.arm, torque_limit=limit_torque)
 
         dt = cfg.timestep
         self._offset = cfg.friction_offset
