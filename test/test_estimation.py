@@ -355,11 +355,11 @@ def test_cli_identify_csv_end_to_end(tmp_path, csv_files, capsys):
     code = main(["identify", str(train), "--validate", str(held), "--out", str(out), "--report", str(report)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "processing train.csv" in captured.err and "estimating (wls)" in captured.err
+    assert "processing train.csv" in captured.err and "estimating (consistent)" in captured.err
     assert "overall ||tau - tau_hat|| / ||tau||" in captured.out
     model = load_model(out)  # the file predict and the controllers read
     doc = yaml.safe_load(out.read_text())["youbot_dynamics_model"]
-    assert doc["identification"]["method"] == "wls"
+    assert doc["identification"]["method"] == "consistent"  # the default
     assert doc["identification"]["relative_error"] < GOALS["overall_relative_error"]
     assert all(e["relative_std_percent"] >= 0 for e in doc["base_parameters"])
     metrics = json.loads((report / "report.json").read_text())
@@ -367,7 +367,8 @@ def test_cli_identify_csv_end_to_end(tmp_path, csv_files, capsys):
     assert metrics["validation"]["identified"]["overall_relative"] < GOALS["overall_relative_error"]
     validation = metrics["validation"]
     assert validation["nominal"]["overall_relative"] > 5 * validation["identified"]["overall_relative"]
-    assert len(metrics["estimation"]["parameters"]) == model.base.count == 47
+    # 47 base parameters and the default load-dependent friction fl1..fl5
+    assert len(metrics["estimation"]["parameters"]) == model.parameters.size == model.base.count + 5 == 52
     for name in ("torques.png", "residuals.png"):
         assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # predict with the identified model reproduces the validation torques

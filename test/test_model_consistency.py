@@ -236,13 +236,13 @@ def test_predict_executable_refuses(bad_files, states_csv, tmp_path):
 
 def test_identify_says_loudly_when_its_estimate_is_inconsistent(tmp_path, capsys):
     """Data of an arm whose joint 4 'friction' pushes in the direction of motion (fc4 = -0.5 N m):
-    the estimate (unchanged) follows the data; identify writes it and warns on stderr and in the report."""
+    the unconstrained estimate (WLS) follows the data; identify writes it and warns on stderr and in the report."""
     truth = _with_base("fc4", -0.5)
     t, q, dq, ddq = fourier_trajectory(ARM, 10.0, 250.0, seed=3)
     data = synthetic_dataset(truth, t, q, dq, ddq, seed=4, source="synthetic")
     recording, out, report = tmp_path / "data.csv", tmp_path / "model.yaml", tmp_path / "report"
     write_csv_dataset(recording, data)
-    assert main(["identify", str(recording), "--out", str(out), "--report", str(report)]) == 0
+    assert main(["identify", str(recording), "--method", "wls", "--out", str(out), "--report", str(report)]) == 0
     captured = capsys.readouterr()
     warning = re.search(r"youbot-dynamics identify: .*model\.yaml: WARNING: the identified model is physically "
                         r"inconsistent, predict and the controllers will refuse it: fc4 = -0\.\d+ N m: Coulomb "

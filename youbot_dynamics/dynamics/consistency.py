@@ -21,6 +21,7 @@ with all of them on one line, naming the model file, the quantity, the joint and
   torque at the joint's acceleration or velocity limit (``Ia a_max``, ``fv v_max``, ``fc``) must be
   below :data:`NEGLIGIBLE_TORQUE` (0.1 %) of the joint's torque limit ``min(effort_max,
   drive_torque_limit)`` (the youBot: ``fc >= -0.017 .. -0.001 N m``).
+* **Extra friction terms** (:mod:`.friction`): Stribeck ``fs`` and load-dependent ``fl`` not negative.
 * **Standard parameters** (when the model carries the 14 n vector it came from, e.g. the
   ``standard_parameters`` of a model file): they must give the model's base parameters
   (``beta = K chi``), every mass ``m >= 0`` and every link's pseudo-inertia
@@ -39,6 +40,7 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription
 from .chain import DHChain
+from .friction import NON_NEGATIVE_EXTRAS
 from .model import DynamicModel
 from .paramfile import ModelFileError
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, structure_mask
@@ -153,6 +155,26 @@ def _base_problems(model: DynamicModel, arm: ArmDescription) -> list[str]:
     return out
 
 
+def _extra_problems(model: DynamicModel, arm: ArmDescription, samples: int) -> list[str]:
+    """Negative Stribeck ``fs`` or load ``fl`` friction, unless negligible like the drive terms: its
+    largest torque (``fs``, ``fl max |G_j(q)|`` over the sampled configurations) below
+    :data:`NEGLIGIBLE_TORQUE` of the joint's torque limit."""
+    fm = model.friction_model
+    if not fm.terms:
+        return []
+    load = np.abs(model.gravity(sample_configurations(arm, samples))).max(axis=0) if fm.uses_load else None
+    problems = []
+    for name, value in zip(fm.extra_names(), model.friction_parameters):
+        kind, joint = name.rstrip("0123456789"), int(name.lstrip("fasl")) - 1
+        if kind not in NON_NEGATIVE_EXTRAS or value >= 0.0:
+            continue
+        torque = -value * (load[joint] if kind == "fl" else 1.0)
+        if torque > NEGLIGIBLE_TORQUE * min(arm.effort_max[joint], arm.drive_torque_limit[joint]):
+            what = "Stribeck" if kind == "fs" else "load-dependent"
+            problems.append(f"{name} = {value:.4g}: the {what} friction must not be negative")
+    return problems
+
+
 def _standard_problems(model: DynamicModel, chi: Array, arm: ArmDescription) -> list[str]:
     """The standard parameters: shape, ``K chi = beta``, masses, pseudo-inertias, drive terms."""
     from ..identification.estimation import pseudo_inertia
@@ -196,6 +218,7 @@ def assess_model(model: DynamicModel, arm: ArmDescription, *, source: str | None
     problems += _base_problems(model, arm)
     if model.standard is not None:
         problems += _standard_problems(model, np.asarray(model.standard, dtype=float), arm)
+    problems += _extra_problems(model, arm, samples)
     worst: float | None = None
     worst_q: tuple[float, ...] | None = None
     if model.n_joints == arm.n_joints:

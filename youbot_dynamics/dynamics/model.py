@@ -1,8 +1,11 @@
 """The dynamic model of an arm from a base-parameter vector (nominal or identified).
 
-Seed 002 (2.70)-(2.74): ``M(q) q'' + C(q, q') q' + G(q) + t_f(q') = tau_e`` with ``M = D + I_a``
-and ``t_f = fv q' + fc sign(q') + f0``. Everything is evaluated from the base regressor,
-``tau = Y_b(q, q', q'') beta``, on stacked states:
+Seed 002 (2.70)-(2.74): ``M(q) q'' + C(q, q') q' + G(q) + t_f(q, q') = tau_e`` with ``M = D + I_a``
+and the friction ``t_f`` of the model's :class:`~.friction.FrictionModel` (default the seed's
+``fv q' + fc sign(q') + f0``; the Coulomb column of the regressor is the friction model's shape
+``s(q')``, and its extra terms, ``fa, fs, fl`` with values :attr:`DynamicModel.friction_parameters`,
+add ``F(q, q') f_e``, zero at rest). Everything is evaluated from the base regressor,
+``tau = Y_b(q, q', q'') beta + F(q, q') f_e``, on stacked states:
 
 * ``G(q) = Y_b(q, 0, 0) beta - f0``;
 * column j of ``M(q)`` is ``Y_b(q, 0, e_j) beta - Y_b(q, 0, 0) beta``;
@@ -25,6 +28,7 @@ from numpy.typing import NDArray
 from ..arm import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
+from .friction import FrictionModel
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
 from .shipped import shipped_module
 
@@ -69,6 +73,8 @@ class DynamicModel:
     beta: Array
     source: str = field(default="", compare=False)  # the model file it was read from ("" if built in memory)
     standard: Array | None = field(default=None, compare=False, repr=False)  # the 14 n vector beta came from, if known
+    friction_model: FrictionModel | None = None  # default: the seed's (sign Coulomb, no extra terms)
+    friction_parameters: Array | None = None  # values of the friction model's extra terms (default none)
     _chi: Array = field(init=False, repr=False)
     _regressor: RegressorFn = field(init=False, repr=False)
     _module: Any = field(init=False, repr=False)
@@ -80,9 +86,26 @@ class DynamicModel:
         if not np.all(np.isfinite(self.beta)):
             raise ValueError("base parameters contain NaN or infinite values")
         self._chi = self.base.equivalent_standard(self.beta)
+        n = self.n_joints
+        if self.friction_model is None:
+            self.friction_model = FrictionModel.seed(n)
+        if self.friction_model.n_joints != n:
+            raise ValueError(f"friction model of {self.friction_model.n_joints} joints for a {n}-joint chain")
+        if not self.friction_model.is_seed and self.base.structure is not ModelStructure.FULL:
+            raise ValueError(f"a {self.base.structure.value} model has no friction terms: its friction model must be "
+                             f"the seed's")
+        self.friction_parameters = self.friction_model.check_parameters(
+            np.zeros(0) if self.friction_parameters is None else self.friction_parameters)
+        fc_full = _drive_index(n, "fc")
+        self._shaped = bool(any(self.friction_model.eps)) and self.base.structure is ModelStructure.FULL
+        # where each joint's Coulomb column sits in beta (the youBot: every fc_j is a base parameter alone)
+        self._fc_beta = np.array([int(np.flatnonzero(self.base.independent == k)[0]) if k in self.base.independent
+                                  else -1 for k in fc_full])
+        if self._shaped and (self._fc_beta < 0).any():
+            raise ValueError("a smooth Coulomb shape needs every fc_j among the base parameters")
+        self._fc_full = fc_full
         self._module = shipped_module(self.chain)  # compiled generated code (the youBot) or None
         self._regressor = _numeric_regressor(self.chain)  # used when there is no generated module
-        n = self.n_joints
         # single-sample buffers: one regressor row block (zeroed once, the generated code always
         # writes the same entries) and n + 2 stacked states for dynamics_terms
         self._out1 = np.zeros((n, self._chi.size))
@@ -96,11 +119,30 @@ class DynamicModel:
 
     @classmethod
     def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
-                      base: BaseParameters | None = None) -> "DynamicModel":
+                      base: BaseParameters | None = None, friction_model: FrictionModel | None = None,
+                      friction_parameters: Any = None) -> "DynamicModel":
         """The model of standard parameters ``chi`` (14 n), reduced to base parameters (``chi`` kept as
         :attr:`standard`)."""
         base = base if base is not None else compute_base_parameters(chain, structure)
-        return cls(chain, base, base.from_standard(chi), standard=np.array(chi, dtype=float))
+        return cls(chain, base, base.from_standard(chi), standard=np.array(chi, dtype=float),
+                   friction_model=friction_model, friction_parameters=friction_parameters)
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """Names of :attr:`parameters`: the base parameters, then the friction model's extra terms."""
+        return tuple(self.base.names) + self.friction_model.extra_names()
+
+    @property
+    def parameters(self) -> Array:
+        """All identified values: ``beta`` then :attr:`friction_parameters` (the order of :meth:`full_regressor`)."""
+        return np.concatenate([self.beta, self.friction_parameters])
+
+    def with_parameters(self, parameters: Any, standard: Array | None = None, source: str = "") -> "DynamicModel":
+        """The same structure (chain, base, friction model) with new :attr:`parameters`."""
+        values = np.asarray(parameters, dtype=float)
+        b = self.base.count
+        return DynamicModel(self.chain, self.base, values[:b], source=source, standard=standard,
+                            friction_model=self.friction_model, friction_parameters=values[b:])
 
     @property
     def n_joints(self) -> int:
@@ -119,32 +161,61 @@ class DynamicModel:
     def _base_regressor(self, q: Array, dq: Array, ddq: Array) -> Array:
         """``Y_b`` (k, n, b) of broadcast states (..., n), flattened to k samples; the compiled generated
         loop (on all cores for large batches) when available."""
-        if self._module is None:
-            return self.base.base_regressor(self._regressor(q, dq, ddq)).reshape(-1, self.n_joints, self.base.count)
         n = self.n_joints
-        q, dq, ddq = (np.ascontiguousarray(x).reshape(-1, n) for x in np.broadcast_arrays(q, dq, ddq))
-        out = np.empty((q.shape[0], n, self.base.count))
-        many = self._module.regressor_many_parallel if q.shape[0] >= PARALLEL_SAMPLES else self._module.regressor_many
-        many(q, dq, ddq, self.base.independent, out)
+        if self._module is None:
+            out = self.base.base_regressor(self._regressor(q, dq, ddq)).reshape(-1, n, self.base.count)
+        else:
+            q, dq, ddq = (np.ascontiguousarray(x).reshape(-1, n) for x in np.broadcast_arrays(q, dq, ddq))
+            out = np.empty((q.shape[0], n, self.base.count))
+            many = self._module.regressor_many_parallel if q.shape[0] >= PARALLEL_SAMPLES else self._module.regressor_many
+            many(q, dq, ddq, self.base.independent, out)
+        if self._shaped:  # the Coulomb columns: the friction model's shape instead of sign
+            shape = self.friction_model.shape(np.broadcast_to(dq, np.broadcast_shapes(np.shape(q), np.shape(dq),
+                                                                                       np.shape(ddq))).reshape(-1, n))
+            out[:, np.arange(n), self._fc_beta] = shape
         return out
 
     def regressor(self, q: Any, dq: Any, ddq: Any) -> Array:
-        """Base regressor ``Y_b`` (..., n, b)."""
+        """Base regressor ``Y_b`` (..., n, b) (the Coulomb columns in the friction model's shape)."""
         q, dq, ddq = self._state("q", q), self._state("dq", dq), self._state("ddq", ddq)
         shape = np.broadcast_shapes(q.shape, dq.shape, ddq.shape)
         return self._base_regressor(q, dq, ddq).reshape(shape + (self.base.count,))
 
-    def inverse_dynamics(self, q: Any, dq: Any, ddq: Any) -> Array:
-        """Motor torques ``tau_e`` (..., n) = ``Y_b beta``."""
-        q, dq, ddq = (self._state(n, x) for n, x in (("q", q), ("dq", dq), ("ddq", ddq)))
-        return self._torques(q, dq, ddq)
+    def full_regressor(self, q: Any, dq: Any, ddq: Any, gravity: Any = None) -> Array:
+        """``[Y_b | F]`` (..., n, b + e): the base regressor and the friction model's extra columns,
+        so that ``tau = full_regressor @ parameters``. ``gravity``: the ``G(q)`` that load-dependent
+        friction scales with (default: this model's; identification passes a reference model's)."""
+        y = self.regressor(q, dq, ddq)
+        if not self.friction_model.terms:
+            return y
+        dq = np.broadcast_to(self._state("dq", dq), y.shape[:-1])
+        if self.friction_model.uses_load and gravity is None:
+            gravity = self.gravity(np.broadcast_to(self._state("q", q), y.shape[:-1]))
+        return np.concatenate([y, self.friction_model.columns(dq, gravity)], axis=-1)
 
-    def friction(self, dq: Any) -> Array:
-        """``t_f = fv q' + fc sign(q') + f0`` (zero for structures without friction)."""
+    def inverse_dynamics(self, q: Any, dq: Any, ddq: Any) -> Array:
+        """Motor torques ``tau_e`` (..., n) = ``Y_b beta + F f_e``."""
+        q, dq, ddq = (self._state(n, x) for n, x in (("q", q), ("dq", dq), ("ddq", ddq)))
+        return self._torques(q, dq, ddq) + self._extra(q, dq)
+
+    def _extra(self, q: Array, dq: Array) -> Array:
+        """The friction model's extra terms ``F(q, q') f_e`` (0 without extra terms)."""
+        fm = self.friction_model
+        if not fm.terms:
+            return np.zeros(np.broadcast_shapes(np.shape(q), np.shape(dq)))
+        gravity = self.gravity(q) if fm.uses_load else None
+        return fm.extra_torque(self.friction_parameters, dq, gravity)
+
+    def friction(self, dq: Any, q: Any = None) -> Array:
+        """``t_f(q, q')`` of the friction model (zero for structures without friction); ``q`` is
+        needed only by load-dependent friction."""
         dq = self._state("dq", dq)
+        if self.friction_model.uses_load and q is None:
+            raise ValueError("load-dependent friction needs the configuration q")
         n = self.n_joints
         fv, fc, f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
-        return fv * dq + fc * np.sign(dq) + f0
+        extra = self._extra(self._state("q", q), dq) if self.friction_model.terms else 0.0
+        return fv * dq + fc * self.friction_model.shape(dq) + f0 + extra
 
     def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
         shape = np.broadcast_shapes(np.shape(q), np.shape(dq), np.shape(ddq))
@@ -174,8 +245,10 @@ class DynamicModel:
         return self._torques(q, dq, zero) - self._torques(q, zero, zero) - self._velocity_friction(dq)
 
     def _velocity_friction(self, dq: Array) -> Array:
+        """``fv q' + fc s(q')``: the friction in ``Y_b beta`` that vanishes at rest."""
         n = self.n_joints
-        return self._chi[_drive_index(n, "fv")] * dq + self._chi[_drive_index(n, "fc")] * np.sign(dq)
+        return (self._chi[_drive_index(n, "fv")] * dq
+                + self._chi[_drive_index(n, "fc")] * self.friction_model.shape(dq))
 
     def coriolis_matrix(self, q: Any, dq: Any) -> Array:
         """Christoffel-form ``C(q, q')`` (..., n, n), by polarisation of ``c(q, v)``."""
@@ -210,9 +283,18 @@ class DynamicModel:
         """:meth:`inverse_dynamics_single` of arrays the caller has checked (shape ``(n,)``, finite,
         float): no validation (a control cycle's guard, ~1 us instead of ~8 us)."""
         if self._module is None:
-            return self._torques(q, dq, ddq)
+            return self._torques(q, dq, ddq) + self._extra(q, dq)
         self._module.regressor_single(q, dq, ddq, self._out1)
-        return self._out1 @ self._chi
+        if self._shaped:
+            self._out1[np.arange(self.n_joints), self._fc_full] = self.friction_model.shape(dq)
+        tau = self._out1 @ self._chi
+        if self.friction_model.terms:
+            gravity = None
+            if self.friction_model.uses_load:
+                self._module.regressor_single(q, np.zeros_like(q), np.zeros_like(q), self._out1)
+                gravity = self._out1 @ self._chi - self._f0
+            tau = tau + self.friction_model.extra_torque(self.friction_parameters, dq, gravity)
+        return tau
 
     def dynamics_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
         """``(M(q), C(q, q') q', G(q))`` of one state in one compiled call of n + 2 stacked states:
@@ -235,7 +317,7 @@ class DynamicModel:
         """``q'' = M^-1 (tau - C q' - G - t_f)``; raises :class:`PhysicalConsistencyError` if M is not PD."""
         q, dq, tau = self._state("q", q), self._state("dq", dq), self._state("tau", tau)
         zero = np.zeros_like(q)
-        bias = self._torques(q, dq, zero)  # C q' + G + t_f
+        bias = self._torques(q, dq, zero) + self._extra(q, dq)  # C q' + G + t_f
         m = self.mass_matrix(q)
         try:
             chol = np.linalg.cholesky(m)

@@ -10,6 +10,12 @@ Format (``format_version: 1``)::
       structure: full             # inertial | rotor | full
       base_parameters:            # in the order of beta
         - {name: Ia1, expression: "Ia1 + Izz1 - ...", value: 0.123}
+      friction:                   # optional (absent: the seed's fv q' + fc sign(q') + f0, :mod:`.friction`)
+        eps: [...]                # Coulomb shape tanh(q'/eps) per joint [rad/s]; 0: sign
+        terms: [load]             # extra terms among asymmetric, stribeck, load
+        stribeck_velocity: [...]  # [rad/s] per joint (used by stribeck)
+        parameters:               # the extra terms' values, joint-major (fa1, fs1, fl1, fa2, ...)
+          - {name: fl1, value: 0.2}
       standard_parameters:        # optional: the 14 n standard vector the base values came from
         names: [m1, mx1, ...]
         values: [...]
@@ -38,6 +44,7 @@ import yaml
 from ..fileio import atomic_write_text, load_yaml, yaml_number
 from .base_parameters import compute_base_parameters
 from .chain import DHChain
+from .friction import FrictionError, FrictionModel
 from .model import DynamicModel
 from .parameters import ModelStructure, parameter_names
 
@@ -72,11 +79,16 @@ def model_to_dict(model: DynamicModel, description: str = "", standard: Any = No
             for n, e, v in zip(model.base.names, model.base.expressions, model.beta)
         ],
     }
-    if relative_std is not None:
+    if not model.friction_model.is_seed:
+        doc["friction"] = {**model.friction_model.to_dict(), "parameters": [
+            {"name": n, "value": float(v)} for n, v in zip(model.friction_model.extra_names(), model.friction_parameters)]}
+    if relative_std is not None:  # per entry of model.parameters: base parameters, then friction terms
         rel = np.asarray(relative_std, dtype=float)
-        if rel.shape != (model.base.count,):
-            raise ValueError(f"relative_std: expected {model.base.count} values, got shape {rel.shape}")
-        for entry, value in zip(doc["base_parameters"], rel):
+        count = model.parameters.size
+        if rel.shape != (count,):
+            raise ValueError(f"relative_std: expected {count} values, got shape {rel.shape}")
+        entries = doc["base_parameters"] + doc.get("friction", {}).get("parameters", [])
+        for entry, value in zip(entries, rel):
             entry["relative_std_percent"] = float(value) if math.isfinite(value) else None
     if standard is not None:
         doc["standard_parameters"] = {"names": parameter_names(c.n_joints),
@@ -147,7 +159,35 @@ def load_model(path: str | Path) -> DynamicModel:
             values.append(yaml_number(entry["value"]))
         except ValueError as exc:
             raise ModelFileError(f"{path}: base_parameters[{i}] ({name}).value: {exc}") from None
-    return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path))
+    friction, friction_values = _friction(doc, n, path)
+    if not friction.is_seed and structure is not ModelStructure.FULL:
+        raise ModelFileError(f"{path}: friction: a {structure.value} model has no friction terms")
+    return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path),
+                        friction_model=friction, friction_parameters=friction_values)
+
+
+def _friction(doc: dict, n: int, path: Path) -> tuple[FrictionModel, Any]:
+    """The optional ``friction`` block: the friction model and its extra parameters' values."""
+    node = doc.get("friction")
+    try:
+        friction = FrictionModel.from_dict(node, n)
+    except FrictionError as exc:
+        raise ModelFileError(f"{path}: {exc}") from None
+    entries = node.get("parameters", []) if isinstance(node, dict) else []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "value" in e for e in entries):
+        raise ModelFileError(f"{path}: friction.parameters: expected a list of {{name, value}} entries")
+    names = [str(e["name"]) for e in entries]
+    if names != list(friction.extra_names()):
+        raise ModelFileError(f"{path}: friction.parameters: expected the names "
+                             f"{', '.join(friction.extra_names()) or '(none)'} for terms {friction.terms}, got "
+                             f"{', '.join(names) or '(none)'}")
+    values = []
+    for i, (name, entry) in enumerate(zip(names, entries)):
+        try:
+            values.append(yaml_number(entry["value"]))
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: friction.parameters[{i}] ({name}).value: {exc}") from None
+    return friction, np.array(values)
 
 
 def _standard(doc: dict, n: int, path: Path) -> Any:

@@ -6,7 +6,8 @@ All solves go through the singular value decomposition of the column-scaled matr
 the least-squares solution of (3.10) computed stably (never through the normal equations
 ``A^T A``, whose condition number is the square of ``A``'s), and it gives in the same pass
 
-* the **condition number** ``cond(A_s) = s_max / s_min`` of the scaled data;
+* the **condition number** ``cond(A_s) = s_max / s_min`` of the scaled data (its columns that are
+  not zero: a zero column is reported as unidentifiable instead);
 * the **covariance** ``cov(beta) = sigma^2 D^-1 V S^-2 V^T D^-1`` with
   ``sigma^2 = ||y - A beta||^2 / (m - b)``, and the **relative standard deviation**
   ``%sigma_k = 100 sqrt(cov_kk) / |beta_k|`` of each base parameter (Gautier's criterion: above
@@ -34,6 +35,10 @@ Estimators:
   weights the residual has unit variance, so ``rho`` is the cost of a deviation of one prior scale
   ``s`` in units of noise variance: a direction known to within ``sigma_x`` (in units of ``s``) is
   pulled towards the prior by the fraction ``rho sigma_x^2 / (1 + rho sigma_x^2)``.
+
+The friction model's extra terms (:mod:`..dynamics.friction`: ``fa, fs, fl``) are extra columns
+after the base parameters; every estimator identifies them with the rest (their names in
+``extra``), the consistent one with ``fs, fl >= 0`` and prior 0.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..dynamics.base_parameters import BaseParameters
+from ..dynamics.friction import NON_NEGATIVE_EXTRAS
 from ..dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, structure_mask
 from .dataset import IdentificationError
 from .processing import Observation, stack_rows
@@ -58,6 +64,7 @@ METHODS = ("ols", "wls", "consistent")
 RANK_TOLERANCE = 1e-6  # s / s_max below which a direction of the scaled data counts as missing
 LENGTH_SCALE = 0.1  # [m] typical link size, scales first and second moments in the consistent estimator
 DRIVE_SCALE = {"Ia": 0.01, "fv": 0.1, "fc": 0.1, "f0": 0.1}  # typical drive terms, SI units
+EXTRA_SCALE = 0.1  # typical extra friction term: 0.1 N m (fa, fs), 0.1 N m per N m of load (fl)
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,8 @@ def _solve(a: Array, y: Array) -> _Solution:
     v, s_k = vt[keep].T, s[keep]
     beta = (v @ ((u[:, keep].T @ (q.T @ y)) / s_k)) / d
     cov = (v / s_k**2) @ v.T / np.outer(d, d)
-    cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    s_data = np.linalg.svd(r[:, ~zero], compute_uv=False) if zero.any() else s  # columns the data show
+    cond = float(s_data[0] / s_data[-1]) if s_data.size and s_data[-1] > 0 else float("inf")
     return _Solution(beta, cov, cond, tuple(sorted(int(k) for k in missing)))
 
 
@@ -141,41 +149,48 @@ def _joint_noise(residual: Array, joint: NDArray[np.int64], n_joints: int, b: in
     return np.sqrt(ss / np.maximum(count * (1.0 - b / m), 1.0))
 
 
-def _system(observations: Sequence[Observation], base: BaseParameters) -> tuple[Array, Array, NDArray[np.int64]]:
+def _system(observations: Sequence[Observation], base: BaseParameters,
+            extra: Sequence[str]) -> tuple[Array, Array, NDArray[np.int64]]:
     a, y, joint = stack_rows(observations)
-    if y.size < 3 * base.count:
-        raise IdentificationError(f"too few equations: {y.size} for {base.count} base parameters "
-                                  f"(need {3 * base.count})")
+    count = base.count + len(extra)
+    if a.shape[1] != count:
+        raise IdentificationError(f"the observations have {a.shape[1]} regressor columns, the model {count} "
+                                  f"parameters")
+    if y.size < 3 * count:
+        raise IdentificationError(f"too few equations: {y.size} for {count} parameters (need {3 * count})")
     return a, y, joint
 
 
-def _result(method: str, base: BaseParameters, observations: Sequence[Observation], a: Array, y: Array,
-            joint: NDArray[np.int64], weights: Array, strict: bool, beta: Array | None = None,
+def _result(method: str, base: BaseParameters, extra: Sequence[str], observations: Sequence[Observation], a: Array,
+            y: Array, joint: NDArray[np.int64], weights: Array, strict: bool, beta: Array | None = None,
             standard: Array | None = None, solver_status: str = "") -> IdentificationResult:
     """The result of ``beta`` (default: the weighted least-squares solution) with its statistics."""
     sol = _solve(a * weights[:, None], y * weights)
-    missing = tuple(base.names[k] for k in sol.missing)
-    if missing and strict:
+    names = tuple(base.names) + tuple(extra)
+    missing = tuple(names[k] for k in sol.missing)
+    # an extra friction term the data cannot show (load friction of a joint that carries no gravity,
+    # the youBot's joint 1) is set to 0 and reported; a missing base parameter is an error
+    if any(k < base.count for k in sol.missing) and strict:
         raise IdentificationError(
             f"the data are not exciting enough: they do not determine the base parameters {', '.join(missing)} "
             f"(condition number {sol.condition_number:.3g}); move every joint through a wider range of positions, "
             f"velocities and accelerations, or use --method consistent")
     beta = sol.beta if beta is None else beta
     residual = y - a @ beta
-    m, b = y.size, base.count
+    m, b = y.size, len(names)
     sigma2 = float(np.sum((residual * weights) ** 2)) / (m - b)
     n = observations[0].Y.shape[1]
     return IdentificationResult(
-        method=method, names=base.names, beta=beta, std=np.sqrt(np.maximum(np.diag(sol.cov_unit) * sigma2, 0.0)),
+        method=method, names=names, beta=beta, std=np.sqrt(np.maximum(np.diag(sol.cov_unit) * sigma2, 0.0)),
         condition_number=sol.condition_number, noise_std=_joint_noise(residual, joint, n, b),
         n_samples=sum(o.n_samples for o in observations), n_rows=m, standard=standard, unidentifiable=missing,
         solver_status=solver_status)
 
 
-def ols(observations: Sequence[Observation], base: BaseParameters) -> IdentificationResult:
+def ols(observations: Sequence[Observation], base: BaseParameters, extra: Sequence[str] = ()) -> IdentificationResult:
     """Ordinary least squares; :class:`IdentificationError` names unidentifiable parameters."""
-    a, y, joint = _system(observations, base)
-    return _result("ols", base, observations, a, y, joint, np.ones(y.size), strict=True)
+    a, y, joint = _system(observations, base, extra)
+    return _result("ols", base, extra, observations, a, y, joint, np.ones(y.size), strict=True)
 
 
 def _wls_weights(a: Array, y: Array, joint: NDArray[np.int64], b: int, iterations: int) -> Array:
@@ -194,11 +209,12 @@ def _wls_weights(a: Array, y: Array, joint: NDArray[np.int64], b: int, iteration
     return weights
 
 
-def wls(observations: Sequence[Observation], base: BaseParameters, iterations: int = 5) -> IdentificationResult:
+def wls(observations: Sequence[Observation], base: BaseParameters, extra: Sequence[str] = (),
+        iterations: int = 5) -> IdentificationResult:
     """Weighted least squares with per-joint noise (module docstring)."""
-    a, y, joint = _system(observations, base)
-    weights = _wls_weights(a, y, joint, base.count, iterations)
-    return _result("wls", base, observations, a, y, joint, weights, strict=True)
+    a, y, joint = _system(observations, base, extra)
+    weights = _wls_weights(a, y, joint, a.shape[1], iterations)
+    return _result("wls", base, extra, observations, a, y, joint, weights, strict=True)
 
 
 def pseudo_inertia(link: Sequence[float]) -> Array:
@@ -235,22 +251,22 @@ def _prior_scale(prior: Array, n_joints: int) -> Array:
     return scale
 
 
-def consistent(observations: Sequence[Observation], base: BaseParameters, prior: Array, margin: float = 1e-4,
-               regularization: float = 1e-3, iterations: int = 5) -> IdentificationResult:
+def consistent(observations: Sequence[Observation], base: BaseParameters, prior: Array, extra: Sequence[str] = (),
+               margin: float = 1e-4, regularization: float = 1e-3, iterations: int = 5) -> IdentificationResult:
     """Physically consistent estimate (module docstring); ``prior``: the 14 n standard vector of the
     nominal model; ``margin`` the relative positive-definiteness margin; needs ``cvxpy``."""
     import cvxpy as cp
 
-    a, y, joint = _system(observations, base)
-    n = base.n_joints
-    weights = _wls_weights(a, y, joint, base.count, iterations)
+    a, y, joint = _system(observations, base, extra)
+    n, e = base.n_joints, len(extra)
+    weights = _wls_weights(a, y, joint, a.shape[1], iterations)
     aw, yw = a * weights[:, None], y * weights
     q, r = np.linalg.qr(aw)
     z = q.T @ yw
-    dof = y.size - base.count  # the weighted residual has unit variance: the fit term is about dof
-    prior = np.asarray(prior, dtype=float)
-    scale = _prior_scale(prior, n)
-    mask = structure_mask(n, base.structure)
+    dof = y.size - a.shape[1]  # the weighted residual has unit variance: the fit term is about dof
+    prior = np.concatenate([np.asarray(prior, dtype=float), np.zeros(e)])  # extra terms: prior 0
+    scale = np.concatenate([_prior_scale(prior, n), np.full(e, EXTRA_SCALE)])
+    mask = np.concatenate([structure_mask(n, base.structure), np.ones(e, dtype=bool)])
     x = cp.Variable(prior.size)
     chi = prior + cp.multiply(scale, x)
     constraints = [x[~mask] == 0] if not mask.all() else []
@@ -264,15 +280,22 @@ def consistent(observations: Sequence[Observation], base: BaseParameters, prior:
             k = offset + len(LINK_PARAMETERS) + list(DRIVE_SCALE).index(name)
             if mask[k]:
                 constraints.append(chi[k] >= 0)
-    fit = r @ base.K  # ||W (A K chi - y)||^2 = ||R K chi - z||^2 + const, in the variables x:
+    standard_count = n * PARAMETERS_PER_JOINT
+    for k, name in enumerate(extra):
+        if name.rstrip("0123456789") in NON_NEGATIVE_EXTRAS:
+            constraints.append(chi[standard_count + k] >= 0)
+    k_full = np.zeros((base.count + e, standard_count + e))  # [beta; f_e] = [[K, 0], [0, I]] [chi; f_e]
+    k_full[: base.count, :standard_count] = base.K
+    k_full[base.count :, standard_count:] = np.eye(e)
+    fit = r @ k_full  # ||W (A K chi - y)||^2 = ||R K chi - z||^2 + const, in the variables x:
     objective = (cp.sum_squares((fit * scale) @ x - (z - fit @ prior)) + regularization * cp.sum_squares(x)) / dof
     problem = cp.Problem(cp.Minimize(objective), constraints)
     status = _solve_program(problem)
     if x.value is None:
         raise IdentificationError(f"the consistent estimation failed: solver status {status}")
     chi_hat = prior + scale * x.value
-    return _result("consistent", base, observations, a, y, joint, weights, strict=False,
-                   beta=base.K @ chi_hat, standard=chi_hat, solver_status=status)
+    return _result("consistent", base, extra, observations, a, y, joint, weights, strict=False,
+                   beta=k_full @ chi_hat, standard=chi_hat[:standard_count], solver_status=status)
 
 
 def _solve_program(problem: Any) -> str:
@@ -297,14 +320,15 @@ def _solve_program(problem: Any) -> str:
 
 
 def estimate(method: str, observations: Sequence[Observation], base: BaseParameters,
-             prior: Array | None = None) -> IdentificationResult:
-    """Dispatch on ``method`` (one of :data:`METHODS`); ``prior`` is needed by ``consistent``."""
+             prior: Array | None = None, extra: Sequence[str] = ()) -> IdentificationResult:
+    """Dispatch on ``method`` (one of :data:`METHODS`); ``prior`` is needed by ``consistent``;
+    ``extra``: names of the friction model's extra parameters (columns after the base parameters)."""
     if method == "ols":
-        return ols(observations, base)
+        return ols(observations, base, extra)
     if method == "wls":
-        return wls(observations, base)
+        return wls(observations, base, extra)
     if method == "consistent":
         if prior is None:
             raise ValueError("the consistent estimator needs the prior standard parameters")
-        return consistent(observations, base, prior)
+        return consistent(observations, base, prior, extra)
     raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")

@@ -1,7 +1,8 @@
 """``identify``: dynamic parameters from recorded data (seed 002 §3.2), validated on other data.
 
     python -m youbot_dynamics identify DATA... --out PARAMS.yaml [--validate DATA...]
-        [--method ols|wls|consistent] [--report DIR] [processing options]
+        [--method ols|wls|consistent] [--friction TERMS] [--eps auto|RAD_S] [--report DIR]
+        [processing options]
 
 DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional) or rosbag2
 folders / ``.mcap`` files with ``sensor_msgs/JointState`` on ``/joint_states``. Each file is
@@ -28,8 +29,31 @@ from typing import Any, Sequence
 from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
 from ..fileio import output_group
+from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
 from .estimation import METHODS
+from .friction_fit import EPS_CANDIDATES
 from .processing import MAX_FILTER_ORDER
+
+
+def friction_terms(text: str) -> tuple[str, ...]:
+    """``load,asymmetric`` -> the terms; ``none`` -> ()."""
+    terms = tuple(t.strip() for t in text.split(",") if t.strip())
+    if terms == ("none",):
+        return ()
+    unknown = [t for t in terms if t not in EXTRA_TERMS]
+    if unknown or not terms:
+        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(EXTRA_TERMS)} or none, got {text!r}")
+    return terms
+
+
+def eps_choice(text: str) -> float | str:
+    """``auto`` or a finite non-negative velocity [rad/s]."""
+    if text == "auto":
+        return text
+    value = nonnegative_float(text)
+    if value > 10.0:
+        raise argparse.ArgumentTypeError(f"expected at most 10 rad/s (the Coulomb shape's velocity scale), got {text}")
+    return value
 
 __all__ = ["add_parser", "cmd_identify"]
 
@@ -42,11 +66,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="PARAMS.yaml", help="model file to write (read by predict and the "
                    "controllers)")
     p.add_argument("--validate", nargs="+", default=[], metavar="DATA", help="held-out recordings for validation")
-    p.add_argument("--method", choices=METHODS, default="wls", help="ols; wls (per-joint noise, default); consistent "
-                   "(physically consistent, semidefinite program)")
+    p.add_argument("--method", choices=METHODS, default="consistent", help="ols; wls (per-joint noise); consistent "
+                   "(physically consistent, semidefinite program; default)")
     p.add_argument("--report", metavar="DIR", help="write report.json and PNG plots into this folder")
     p.add_argument("--structure", choices=["inertial", "rotor", "full"], default="full",
                    help="model terms: links only; + rotor inertia; + viscous, Coulomb and offset friction (default)")
+    p.add_argument("--friction", type=friction_terms, default=("load",), metavar="TERMS",
+                   help="extra friction terms beyond viscous, Coulomb and offset (full structure): a comma list of "
+                   f"{', '.join(EXTRA_TERMS)}, or none (default load: Coulomb friction growing with the gravity load)")
+    p.add_argument("--eps", type=eps_choice, default="auto", metavar="RAD_S",
+                   help="Coulomb shape tanh(v / eps) [rad/s]: a value for every joint (0: sign(v)), or auto (default: "
+                   f"per joint by cross-validation among {', '.join(f'{e:g}' for e in EPS_CANDIDATES)})")
     p.add_argument("--cutoff", type=positive_float, default=10.0, metavar="HZ",
                    help="low-pass cutoff of the parallel filter "
                    "(default 10)")
@@ -78,8 +108,11 @@ def cmd_identify(args: argparse.Namespace) -> int:
     def load(paths: Sequence[str]) -> list[Any]:
         return [load_dataset(path, arm.n_joints, arm.joint_names, args.topic) for path in paths]
 
+    friction = FrictionModel(arm.n_joints, DEFAULT_EPS if args.eps == "auto" else args.eps,
+                             args.friction) if args.structure == "full" else None
     run = identify(load(args.data), load(args.validate), arm, method=args.method, structure=args.structure,
-                   options=options, progress=ProgressBar)
+                   options=options, progress=ProgressBar, friction=friction,
+                   eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None)
     with output_group():  # the model file and the report appear together or not at all
         write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "
                       f"{', '.join(map(str, args.data))}",

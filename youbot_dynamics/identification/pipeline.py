@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription
 from ..dynamics.consistency import ModelReport, assess_model, check_model
+from ..dynamics.friction import FrictionModel
 from ..dynamics.model import DynamicModel
 from .dataset import Dataset, IdentificationError, check_plausible
 from .estimation import IdentificationResult, estimate
@@ -119,31 +120,76 @@ def reference_models(arm: ArmDescription, structure: str = "full",
 
 
 def observations(datasets: Sequence[Dataset], model: DynamicModel, options: ProcessingOptions,
-                 progress: ProgressFactory = _Silent) -> list[Observation]:
-    """Each dataset processed on its own (:func:`~.processing.process`)."""
+                 progress: ProgressFactory = _Silent, load_model: DynamicModel | None = None) -> list[Observation]:
+    """Each dataset processed on its own (:func:`~.processing.process`; ``load_model``: the gravity
+    that load-dependent friction scales with)."""
     out = []
     for data in datasets:
         bar = progress(f"processing {Path(data.source).name}")
-        out.append(process(data, model, options, progress=bar))
+        out.append(process(data, model, options, progress=bar, load_model=load_model))
         bar.done()
     return out
 
 
+def default_friction(arm: ArmDescription, structure: str) -> FrictionModel:
+    """What ``identify`` fits by default: :meth:`~..dynamics.friction.FrictionModel.real_arm`
+    (smooth and load-dependent Coulomb) for the full structure, nothing otherwise."""
+    return FrictionModel.real_arm(arm.n_joints) if structure == "full" else FrictionModel.seed(arm.n_joints)
+
+
+LOAD_ITERATIONS = 3  # estimates of load-dependent friction, each with the previous estimate's G(q)
+
+
 def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescription, *, method: str = "wls",
              structure: str = "full", options: ProcessingOptions = ProcessingOptions(),
-             baseline: str | Path | DynamicModel | None = None, progress: ProgressFactory = _Silent) -> PipelineResult:
+             baseline: str | Path | DynamicModel | None = None, progress: ProgressFactory = _Silent,
+             friction: FrictionModel | None = None, eps_candidates: Sequence[float] | None = None) -> PipelineResult:
     """Identify from ``train`` and validate on ``held`` (module docstring). ``options.period``
-    averages the identification data only; the held-out data are processed without it."""
+    averages the identification data only; the held-out data are processed without it.
+    ``friction``: the friction model to fit (default :func:`default_friction`). Load-dependent
+    friction ``fl |G(q)| s(q')`` is bilinear in the parameters: it is estimated
+    :data:`LOAD_ITERATIONS` times, the load of each pass from the previous estimate (the first from
+    the nominal model), and the model is validated with its own ``G(q)``. With ``eps_candidates``
+    the Coulomb shape ``eps`` is chosen per joint among them by cross-validation
+    (:func:`~.friction_fit.select_eps`, after a first estimate with ``friction``'s own ``eps``;
+    recorded in the summary as ``eps_selection``)."""
     if not train:
         raise IdentificationError("no identification data")
     for data in (*train, *held):  # positions in degrees and the like: refused before any work
         check_plausible(data, arm)
     nominal, prior, baseline_beta, label = reference_models(arm, structure, baseline)
-    train_obs = observations(train, nominal, options, progress)
-    bar = progress(f"estimating ({method})")
-    result = estimate(method, train_obs, nominal.base, prior)
-    estimation_time = bar.done()
-    held_obs = observations(held, nominal, dataclasses.replace(options, period=None), progress)
+    friction = default_friction(arm, structure) if friction is None else friction
+    fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
+                          friction_parameters=np.zeros(friction.extra_count))
+    load_model = fitted
+    estimation_time = 0.0
+    selection: dict[str, Any] | None = None
+    if eps_candidates and structure == "full":
+        from .friction_fit import select_eps
+
+        bar = progress("choosing the Coulomb shape eps")
+        first = estimate("wls", observations(train, fitted, options, progress), nominal.base, prior,
+                         friction.extra_names())
+        try:
+            friction, selection = select_eps(train, friction, fitted.with_parameters(first.beta), options,
+                                             eps_candidates)
+        except IdentificationError as exc:  # e.g. halves too short: keep the given eps, say why
+            selection = {"skipped": str(exc), "eps": list(friction.eps)}
+        estimation_time += bar.done()
+        fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
+                              friction_parameters=np.zeros(friction.extra_count))
+        load_model = fitted.with_parameters(first.beta)
+    for _ in range(LOAD_ITERATIONS if friction.uses_load else 1):
+        train_obs = observations(train, fitted, options, progress, load_model)
+        bar = progress(f"estimating ({method})")
+        result = estimate(method, train_obs, nominal.base, prior, friction.extra_names())
+        estimation_time += bar.done()
+        load_model = fitted.with_parameters(result.beta)
+    model = fitted.with_parameters(result.beta, standard=result.standard)
+    baseline_beta = np.concatenate([baseline_beta, np.zeros(friction.extra_count)])
+    held_obs = observations(held, fitted, dataclasses.replace(options, period=None), progress, model)
+    if not held_obs and friction.uses_load:  # validate with the model's own load
+        train_obs = observations(train, fitted, options, progress, model)
     checked = held_obs or train_obs
     errors = validate(checked, result.beta, baseline_beta)
     on = "validation data" if held_obs else "identification data (no held-out data: in-sample fit)"
@@ -153,9 +199,12 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "nominal_relative_error": errors["baseline"].overall,
         "joint_relative_errors": [float(v) for v in errors["identified"].relative_rms],
         "nominal_joint_relative_errors": [float(v) for v in errors["baseline"].relative_rms],
+        "moving_relative_error": errors["identified"].moving, "rest_relative_error": errors["identified"].rest,
+        "nominal_moving_relative_error": errors["baseline"].moving,
+        "friction": {**friction.to_dict(), "description": friction.describe()},
+        **({"eps_selection": selection} if selection is not None else {}),
         "baseline": label,
     }
-    model = DynamicModel(nominal.chain, nominal.base, result.beta, standard=result.standard)
     consistency = assess_model(model, arm)  # reported, never refused: the estimate is what the data say
     summary["consistency"] = consistency.to_dict()
     return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
@@ -264,6 +313,9 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
         lines.append(f"{j:5d}  {rms:9.4g}  {100 * rel:7.3g}%  {100 * nrel:15.3g}%")
     lines.append(f"overall ||tau - tau_hat|| / ||tau||: {100 * ident.overall:.3g}% (nominal model "
                  f"{100 * base.overall:.3g}%)")
+    if math.isfinite(ident.moving):
+        lines.append(f"moving rows (|q'_j| >= {run.options.coulomb_threshold:g} rad/s): {100 * ident.moving:.3g}% "
+                     f"(nominal model {100 * base.moving:.3g}%); rows at rest: {100 * ident.rest:.3g}%")
     warning = consistency_warning(run)
     return lines + [warning] if warning else lines
 

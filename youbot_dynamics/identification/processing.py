@@ -182,8 +182,11 @@ def _filter_columns(y: Array, cutoff: float, fs: float, order: int, progress: Pr
 
 
 def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = ProcessingOptions(),
-            progress: Progress | None = None) -> Observation:
-    """The :class:`Observation` of ``data`` for ``model``'s base parameters (module docstring)."""
+            progress: Progress | None = None, load_model: DynamicModel | None = None) -> Observation:
+    """The :class:`Observation` of ``data`` for ``model``'s parameters (base parameters and the
+    friction model's extra terms, :meth:`~..dynamics.model.DynamicModel.full_regressor`; module
+    docstring). Load-dependent friction scales with the gravity torque of ``load_model`` (default
+    ``model``): identification passes its previous estimate."""
     data.check_joints(model.n_joints)
     data = make_uniform(data, options)
     noise = None
@@ -199,7 +202,7 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
         raise IdentificationError(f"decimation by {k} leaves {fs / k:.4g} Hz, less than twice the filter "
                                   f"cutoff {cutoff:g} Hz: the decimated data would alias")
     edge = int(math.ceil(EDGE_PERIODS * fs / min(cutoff, d_cutoff)))
-    n, b = model.n_joints, model.base.count
+    n, b = model.n_joints, model.parameters.size
     # periodic data are padded circularly by `edge`; otherwise `edge` samples are dropped at both ends
     index = np.arange(-edge, data.n_samples + edge) % data.n_samples if noise is not None else np.arange(data.n_samples)
     keep = slice(edge, index.size - edge, k)
@@ -217,7 +220,8 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
         ddq = data.ddq[index]
     else:
         ddq = differentiate(dq if data.dq is None else lowpass(dq, d_cutoff, fs, options.order), dt)
-    y = model.regressor(q, dq, ddq).reshape(index.size, n * b)
+    gravity = (load_model or model).gravity(q) if model.friction_model.uses_load else None
+    y = model.full_regressor(q, dq, ddq, gravity).reshape(index.size, n * b)
     y = _filter_columns(y, cutoff, fs, options.order, progress)[keep].reshape(-1, n, b)
     tau_f = lowpass(tau, cutoff, fs, options.order)[keep]
     dq = dq[keep]

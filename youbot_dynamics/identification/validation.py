@@ -6,7 +6,11 @@ exclusion), so measured and predicted torques are compared on the same band:
 
 * RMS error ``e_j = sqrt(mean((tau_j - tau_hat_j)^2))`` [N m];
 * relative RMS error ``e_j / sqrt(mean(tau_j^2))``;
-* overall relative error ``||tau - tau_hat|| / ||tau||`` over all joints and samples.
+* overall relative error ``||tau - tau_hat|| / ||tau||`` over all joints and samples, and the
+  same over the **moving** rows only (joint j at samples where ``|q'_j|`` is at least the
+  processing's ``coulomb_threshold``: the rows the estimation uses) and over the **rest** rows
+  (the others: at rest the torque lies anywhere in a stiction band, which no friction model of
+  the velocity predicts).
 
 The same metrics of a baseline model (the nominal URDF model) show what identification gained.
 Noise left in the filtered held-out torques is a floor of these errors that no model can beat.
@@ -34,29 +38,47 @@ class TorqueErrors:
     relative_rms: Array
     overall: float
     n_samples: int
+    moving: float = float("nan")  # overall relative error on the moving rows (nan: none given)
+    rest: float = float("nan")  # overall relative error on the rows at rest
 
     def to_dict(self) -> dict[str, Any]:
         return {"rms_nm": [float(v) for v in self.rms], "relative_rms": [float(v) for v in self.relative_rms],
-                "overall_relative": float(self.overall), "n_samples": self.n_samples}
+                "overall_relative": float(self.overall), "moving_relative": _plain(self.moving),
+                "rest_relative": _plain(self.rest), "n_samples": self.n_samples}
 
 
-def torque_errors(tau: Array, tau_hat: Array) -> TorqueErrors:
-    """Metrics of predicted ``tau_hat`` against measured ``tau``, both (M, n)."""
+def _plain(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _relative(err: Array, tau: Array) -> float:
+    norm = float(np.linalg.norm(tau))
+    return float(np.linalg.norm(err) / norm) if norm > 0 else float("nan")
+
+
+def torque_errors(tau: Array, tau_hat: Array, moving: Any = None) -> TorqueErrors:
+    """Metrics of predicted ``tau_hat`` against measured ``tau``, both (M, n); ``moving`` (M, n)
+    marks the moving rows (module docstring)."""
     err = tau - tau_hat
     rms = np.sqrt(np.mean(err**2, axis=0))
     scale = np.sqrt(np.mean(tau**2, axis=0))
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(scale > 0, rms / scale, np.inf)
-    return TorqueErrors(rms, relative, float(np.linalg.norm(err) / np.linalg.norm(tau)), int(tau.shape[0]))
+    split = {}
+    if moving is not None:
+        moving = np.asarray(moving, dtype=bool)
+        split = {"moving": _relative(err[moving], tau[moving]), "rest": _relative(err[~moving], tau[~moving])}
+    return TorqueErrors(rms, relative, float(np.linalg.norm(err) / np.linalg.norm(tau)), int(tau.shape[0]), **split)
 
 
 def validate(observations: Sequence[Observation], beta: Array,
              baseline: Array | None = None) -> dict[str, TorqueErrors]:
-    """``{"identified": ..., "baseline": ...}`` errors of base parameters ``beta`` (and ``baseline``)
-    on processed held-out ``observations`` (all samples)."""
+    """``{"identified": ..., "baseline": ...}`` errors of parameters ``beta`` (and ``baseline``)
+    on processed held-out ``observations`` (all samples; moving and rest rows as marked ``used``)."""
     tau = np.concatenate([o.tau for o in observations])
     y = np.concatenate([o.Y for o in observations])
-    out = {"identified": torque_errors(tau, y @ beta)}
+    moving = np.concatenate([o.used for o in observations])
+    out = {"identified": torque_errors(tau, y @ beta, moving)}
     if baseline is not None:
-        out["baseline"] = torque_errors(tau, y @ baseline)
+        out["baseline"] = torque_errors(tau, y @ baseline, moving)
     return out
