@@ -18,31 +18,80 @@ package *commands*, not what a recorded arm may do. The real youBot's joint 5 re
 rad/s, 2.5x its 1.57 rad/s (``/work/shared/data/youbot_real``, driven by the vendor's position
 loop), so the factor is 10: degrees of a motion at a sixth of ``velocity_max`` or faster (57x)
 still exceed it.
+
+Real logs (:func:`load_recording`) are read in two steps because a real recorder writes rows a
+:class:`Dataset` refuses (repeated stamps, time going backwards): :func:`read_recording_raw`
+(:func:`read_csv_raw` / :func:`read_bag_raw`) gives a :class:`RawRecording` with every row as
+written, checked for shape and finiteness only, and :func:`.cleaning.clean_recording` turns it into
+time-ordered :class:`Dataset` segments, counting every row it drops. The file format is detected by
+content (:func:`recording_format`): a CSV recording may be named ``.txt`` or anything else.
 """
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription
 from ..dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
+from ..fileio import TEXT_ENCODING
+
+if TYPE_CHECKING:
+    from .cleaning import CleanRecording
 
 __all__ = ["IdentificationError", "Dataset", "joint_columns", "read_csv_dataset", "write_csv_dataset",
-           "load_dataset", "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS"]
+           "load_dataset", "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS",
+           "RawRecording", "recording_format", "read_csv_raw", "read_bag_raw", "read_recording_raw",
+           "load_recording", "BAG_SUFFIXES"]
 
 Array = NDArray[np.float64]
 
 POSITION_MARGIN = 0.2  # [rad] beyond a position limit that a recorded angle may lie (calibration, overshoot)
 VELOCITY_FACTOR = 10.0  # a recorded speed may reach this multiple of velocity_max (real arms: 2.5x, module docstring)
 MAX_OUTLIERS = 5  # samples per joint allowed beyond either bound (glitches) before the recording is refused
+BAG_SUFFIXES = (".mcap", ".db3")  # bare rosbag2 storage files (a rosbag2 folder is a bag whatever its name)
+_BAG_MAGIC = ((b"\x89MCAP", ".mcap"), (b"SQLite format 3\x00", ".db3"))  # bag storage files, by content
 
 
 class IdentificationError(ValueError):
     """The data cannot give an identification: too short, not exciting enough, inconsistent."""
+
+
+def _check_finite(source: str, name: str, arr: Array) -> None:
+    """:class:`IdentificationError` naming the first non-finite value of ``arr`` (its sample and joint)."""
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        k, j = (int(v) for v in bad[0])
+        label = name if name == "t" else f"{name}{j + 1}"
+        raise IdentificationError(f"{source}: {label} is {arr[k, j]} at sample {k} "
+                                  f"({len(bad)} non-finite values in {name})")
+
+
+def _check_arrays(obj: Any) -> None:
+    """Shapes and finiteness of a :class:`Dataset` or :class:`RawRecording` (frozen: the float
+    arrays are set in place); :class:`IdentificationError` names the array, sample and joint."""
+    t = np.asarray(obj.t, dtype=float)
+    if t.ndim != 1 or t.size < 2:
+        raise IdentificationError(f"{obj.source}: t must be a 1-D array of at least 2 samples, "
+                                  f"got shape {t.shape}")
+    object.__setattr__(obj, "t", t)
+    _check_finite(obj.source, "t", t[:, None])
+    n = None
+    for name in ("q", "tau", "dq", "ddq"):
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        arr = np.asarray(value, dtype=float)
+        if arr.ndim != 2 or arr.shape[0] != t.size or (n is not None and arr.shape[1] != n):
+            expected = f"({t.size}, {n if n is not None else 'n'})"
+            raise IdentificationError(f"{obj.source}: {name} must have shape {expected}, got {arr.shape}")
+        n = arr.shape[1]
+        _check_finite(obj.source, name, arr)
+        object.__setattr__(obj, name, arr)
 
 
 def joint_columns(prefix: str, n_joints: int) -> list[str]:
@@ -66,24 +115,8 @@ class Dataset:
     source: str = "<memory>"
 
     def __post_init__(self) -> None:
-        t = np.asarray(self.t, dtype=float)
-        if t.ndim != 1 or t.size < 2:
-            raise IdentificationError(f"{self.source}: t must be a 1-D array of at least 2 samples, "
-                                      f"got shape {t.shape}")
-        object.__setattr__(self, "t", t)
-        self._check_finite("t", t[:, None])
-        n = None
-        for name in ("q", "tau", "dq", "ddq"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            arr = np.asarray(value, dtype=float)
-            if arr.ndim != 2 or arr.shape[0] != t.size or (n is not None and arr.shape[1] != n):
-                expected = f"({t.size}, {n if n is not None else 'n'})"
-                raise IdentificationError(f"{self.source}: {name} must have shape {expected}, got {arr.shape}")
-            n = arr.shape[1]
-            self._check_finite(name, arr)
-            object.__setattr__(self, name, arr)
+        _check_arrays(self)
+        t = self.t
         steps = np.diff(t)
         bad = np.flatnonzero(steps <= 0)
         if bad.size:
@@ -92,14 +125,6 @@ class Dataset:
             raise IdentificationError(f"{self.source}: time {what} at sample {k}: t = {float(t[k])!r} s after "
                                       f"{float(t[k - 1])!r} s "
                                       f"({bad.size} such samples)")
-
-    def _check_finite(self, name: str, arr: Array) -> None:
-        bad = np.argwhere(~np.isfinite(arr))
-        if bad.size:
-            k, j = (int(v) for v in bad[0])
-            label = name if name == "t" else f"{name}{j + 1}"
-            raise IdentificationError(f"{self.source}: {label} is {arr[k, j]} at sample {k} "
-                                      f"({len(bad)} non-finite values in {name})")
 
     @property
     def n_samples(self) -> int:
@@ -126,8 +151,9 @@ class Dataset:
                                       f"(missing joints {missing})")
 
 
-def read_csv_dataset(path: str | Path, n_joints: int) -> Dataset:
-    """A :class:`Dataset` from a CSV file (columns in the module docstring)."""
+def _read_csv_arrays(path: str | Path, n_joints: int) -> tuple[Array, dict[str, Array]]:
+    """``t`` and the joint arrays (``q``, ``tau``, and ``dq``/``ddq`` when the header has them) of a
+    CSV recording; :class:`DataFileError` names a missing column, or the row and column of a bad value."""
     header = set(read_csv_header(path))
     columns = ["t", *joint_columns("q", n_joints), *joint_columns("tau", n_joints)]
     optional = [p for p in ("dq", "ddq") if any(c in header for c in joint_columns(p, n_joints))]
@@ -138,8 +164,14 @@ def read_csv_dataset(path: str | Path, n_joints: int) -> Dataset:
     parts = {"q": data[:, 1 : n + 1], "tau": data[:, n + 1 : 2 * n + 1]}
     for k, prefix in enumerate(optional):
         parts[prefix] = data[:, (2 + k) * n + 1 : (3 + k) * n + 1]
+    return data[:, 0], parts
+
+
+def read_csv_dataset(path: str | Path, n_joints: int) -> Dataset:
+    """A :class:`Dataset` from a CSV file (columns in the module docstring)."""
+    t, parts = _read_csv_arrays(path, n_joints)
     try:
-        return Dataset(data[:, 0], source=str(path), **parts)
+        return Dataset(t, source=str(path), **parts)
     except IdentificationError as exc:
         raise DataFileError(str(exc)) from None
 
@@ -157,13 +189,183 @@ def write_csv_dataset(path: str | Path, data: Dataset) -> None:
 
 def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
                  topic: str = "/joint_states") -> Dataset:
-    """A CSV file, or a rosbag2 folder / ``.mcap`` / ``.db3`` file with ``sensor_msgs/JointState``."""
+    """A CSV file, or a rosbag2 folder / ``.mcap`` / ``.db3`` file with ``sensor_msgs/JointState``.
+
+    The rows are taken as they are (a repeated stamp or time going backwards is an error): use
+    :func:`load_recording` for real logs. A ``.csv`` file is read as CSV; an existing file with
+    another name is read as CSV when its content is a CSV recording (:func:`recording_format`), so
+    a recording named ``.txt`` loads; everything else goes to the bag reader as before.
+    """
     path = Path(path)
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() == ".csv" or (path.is_file() and recording_format(path, n_joints) == "csv"):
         return read_csv_dataset(path, n_joints)
     from .bagio import read_joint_states
 
     return read_joint_states(path, joint_names, topic, n_joints)
+
+
+@dataclass(frozen=True)
+class RawRecording:
+    """The rows of a recording as the recorder wrote them: ``t`` (N,), ``q``/``tau`` and optional
+    ``dq``/``ddq`` (N, n), SI units.
+
+    Unlike :class:`Dataset`, time need not increase: repeated stamps and rows going back in time
+    are what :func:`.cleaning.clean_recording` is there to find, count and drop. Shapes and
+    finiteness are checked as in :class:`Dataset` (:class:`IdentificationError` names the array,
+    sample and joint), so every later step may assume finite numbers.
+    """
+
+    t: Array
+    q: Array
+    tau: Array
+    dq: Array | None = None
+    ddq: Array | None = None
+    source: str = "<memory>"
+
+    def __post_init__(self) -> None:
+        _check_arrays(self)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.t.size)
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.q.shape[1])
+
+    @classmethod
+    def from_dataset(cls, data: Dataset) -> "RawRecording":
+        """The rows of a :class:`Dataset` (already strictly increasing in time)."""
+        return cls(data.t, data.q, data.tau, data.dq, data.ddq, data.source)
+
+
+def _recording_columns_text(n_joints: int) -> str:
+    return f"t, q1..q{n_joints}, tau1..tau{n_joints}"
+
+
+def recording_format(path: str | Path, n_joints: int) -> str:
+    """``"csv"`` or ``"bag"``: how to read ``path``, decided by what it is, not by its name alone.
+
+    A folder or a ``.mcap`` / ``.db3`` file is a bag (a bag storage file under another name is
+    refused, telling the suffix to give it: the bag reader goes by the suffix). A ``.csv`` file is
+    CSV (a bad one is then refused by the CSV reader, naming the missing column); so is any other
+    text file whose first line is a header with the column ``t`` (a recording named ``.txt``;
+    missing ``q``/``tau`` columns are then named by the reader).
+    Anything else is a :class:`DataFileError` naming the file and what was expected, e.g. the
+    ``waypoints_NN.txt`` files next to the real recordings (one configuration per line, no header).
+    """
+    path = Path(path)
+    if path.is_dir() or path.suffix.lower() in BAG_SUFFIXES:
+        return "bag"
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    columns = _recording_columns_text(n_joints)
+    expected = (f"expected a CSV recording (first line a header with {columns}, "
+                f"optionally dq1..dq{n_joints}; any file name), a rosbag2 folder or a .mcap/.db3 bag")
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(16)
+    except OSError as exc:
+        reason = "no such file or folder" if not path.exists() else exc.strerror
+        raise DataFileError(f"cannot read {path}: {reason}") from None
+    for magic, suffix in _BAG_MAGIC:
+        if start.startswith(magic):  # the bag reader (rosbags) recognises the storage by the suffix only
+            raise DataFileError(f"{path}: a rosbag2 {suffix} storage file under another name: rename it to "
+                                f"{path.with_suffix(suffix).name} to read it")
+    try:
+        with path.open(newline="", encoding=TEXT_ENCODING) as handle:
+            first = handle.readline(4096)
+    except UnicodeDecodeError:
+        raise DataFileError(f"{path}: not a recording: a binary file that is no rosbag2 bag ({expected})") from None
+    header = [cell.strip() for cell in next(csv.reader([first]), [])]
+    if "t" in header:
+        return "csv"
+    shown = first.strip()
+    shown = repr(shown[:60] + ("..." if len(shown) > 60 else "")) if shown else "empty"
+    raise DataFileError(f"{path}: not a recording: no header with {_recording_columns_text(n_joints)} "
+                        f"(first line: {shown}); {expected}")
+
+
+def read_csv_raw(path: str | Path, n_joints: int) -> RawRecording:
+    """Every row of a CSV recording (columns in the module docstring) as written, time unchecked
+    (:class:`RawRecording`). A missing column, a non-number or a non-finite value is a
+    :class:`DataFileError` naming the file, line and column (:func:`~..dataio.read_csv_columns`)."""
+    t, parts = _read_csv_arrays(path, n_joints)
+    return RawRecording(t, source=str(path), **parts)
+
+
+def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = "/joint_states",
+                 n_joints: int | None = None) -> RawRecording:
+    """Every ``JointState`` message of ``topic`` in a bag, in the bag's order, time unchecked.
+
+    Same reading as :func:`.bagio.read_joint_states` (same errors for a missing file or topic, a
+    corrupted bag, a message lacking a joint; header stamps, or the receive time when all stamps
+    are zero; velocities when every message has them), which builds a :class:`Dataset` and so
+    refuses repeated stamps. That function is tried first; only when it refuses the time
+    stamps are the messages read again here, without that check (``bagio`` has no raw path yet).
+    """
+    from .bagio import read_joint_states
+
+    try:
+        return RawRecording.from_dataset(read_joint_states(path, joint_names, topic, n_joints))
+    except IdentificationError as exc:
+        if "time repeats" not in str(exc) and "time goes backwards" not in str(exc):
+            raise
+    return _read_bag_rows(Path(path), joint_names, topic, n_joints)
+
+
+def _read_bag_rows(path: Path, joint_names: Sequence[str] | None, topic: str,
+                   n_joints: int | None) -> RawRecording:
+    """:func:`read_bag_raw` for a bag that :func:`.bagio.read_joint_states` has already opened and
+    decoded once (so the topic exists and the bytes are sound): the same message-to-array steps."""
+    from rosbags.highlevel import AnyReader
+
+    from .bagio import JointSelector, typestore
+
+    with AnyReader([path], default_typestore=typestore()) as reader:
+        connections = [c for c in reader.connections if c.topic == topic]
+        rows = [(stamp, reader.deserialize(raw, c.msgtype)) for c, stamp, raw in reader.messages(connections)]
+    select = JointSelector(joint_names if joint_names is not None else list(rows[0][1].name)[:n_joints])
+    count, n = len(rows), len(select.wanted)
+    q, tau, dq = np.empty((count, n)), np.empty((count, n)), np.empty((count, n))
+    has_velocity = True
+    for k, (_, msg) in enumerate(rows):
+        order = select(msg.name, f"{path}: message {k}")
+        if len(msg.position) != len(msg.name) or len(msg.effort) != len(msg.name):
+            raise IdentificationError(f"{path}: message {k} lacks positions or efforts for its {len(msg.name)} joints")
+        q[k], tau[k] = msg.position[order], msg.effort[order]
+        has_velocity = has_velocity and len(msg.velocity) == len(msg.name)
+        if has_velocity:
+            dq[k] = msg.velocity[order]
+    stamps = np.array([int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec) for _, m in rows])
+    if not stamps.any():  # unstamped messages: the time the recorder received them
+        stamps = np.array([receive for receive, _ in rows])
+    return RawRecording((stamps - stamps[0]) * 1e-9, q, tau, dq if has_velocity else None, source=str(path))
+
+
+def read_recording_raw(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
+                       topic: str = "/joint_states") -> RawRecording:
+    """Every row of a CSV recording (any file name, :func:`recording_format`) or a bag, uncleaned."""
+    if recording_format(path, n_joints) == "csv":
+        return read_csv_raw(path, n_joints)
+    return read_bag_raw(path, joint_names, topic, n_joints)
+
+
+def load_recording(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
+                   topic: str = "/joint_states", *, max_gap: float = 5.0,
+                   min_segment: float = 1.0) -> "CleanRecording":
+    """A real log, read whatever its name (:func:`read_recording_raw`) and cleaned
+    (:func:`.cleaning.clean_recording`: repeated stamps, stale repeated rows and rows going back in
+    time dropped and counted, split at gaps longer than ``max_gap`` median steps, pieces shorter
+    than ``min_segment`` s dropped). The returned ``log`` says what was done, for ``report.json``,
+    and with which reader (``log["format"]``: ``"csv"`` or ``"bag"``)."""
+    from .cleaning import clean_recording
+
+    fmt = recording_format(path, n_joints)
+    raw = read_csv_raw(path, n_joints) if fmt == "csv" else read_bag_raw(path, joint_names, topic, n_joints)
+    result = clean_recording(raw, max_gap=max_gap, min_segment=min_segment)
+    result.log["format"] = fmt
+    return result
 
 
 def check_plausible(data: Dataset, arm: ArmDescription) -> None:
