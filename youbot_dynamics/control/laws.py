@@ -232,9 +232,11 @@ class PDGravityController(_Controller):
         """``tau`` (n,) [N m] of (4.1) at time ``t`` and the measured ``q``, ``dq``."""
         q_d, dq_d, _ = self.reference(t)
         tau = self.kp * (q_d - q) + self.kd * (dq_d - dq)
+        load = self.friction_compensation and self.terms.friction_model.uses_load
+        gravity = self.terms.gravity(q) if self.gravity_compensation or load else None
         if self.gravity_compensation:
-            tau = tau + self.terms.gravity(q)
-        return tau + self.terms.friction(dq) if self.friction_compensation else tau
+            tau = tau + gravity
+        return tau + self.terms.friction(dq, gravity=gravity) if self.friction_compensation else tau
 
 
 class ComputedTorqueController(_Controller):
@@ -280,4 +282,4 @@ class ComputedTorqueController(_Controller):
             return self.inertia * (self.kd * (dq_d - dq) + self.kp * (q_d - q))
         m, c, g = self.terms.model.dynamics_terms(q, dq)
         tau = m @ (ddq_d + self.kd * (dq_d - dq) + self.kp * (q_d - q)) + c + g
-        return tau + self.terms.friction(dq_d) if self.friction_compensation else tau
+        return tau + self.terms.friction(dq_d, gravity=g) if self.friction_compensation else tau

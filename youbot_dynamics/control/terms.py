@@ -1,11 +1,14 @@
 """Model terms the control laws and the safety guard evaluate each cycle, and gain design.
 
-Seed 002 (2.58), (2.70): ``tau_e = M(q) q'' + C(q, q') q' + G(q) + t_f(q')`` with
-``t_f(v) = fv v + fc sign(v) + f0``. A controller cannot use ``sign``: at rest the measured (or
-desired) velocity hovers around zero and the compensation would chatter by ``+-fc``. Here the sign
-is smoothed, ``t_f(v) = fv v + fc tanh(v / eps) + f0`` (``eps`` [rad/s], default
-:data:`FRICTION_EPS`, 15 velocity quanta of joint 1's driver): full Coulomb compensation above a
-few ``eps``, none at rest, where the controller's stiffness has to hold against static friction.
+Seed 002 (2.58), (2.70): ``tau_e = M(q) q'' + C(q, q') q' + G(q) + t_f(q, q')`` with the model's
+friction (:mod:`..dynamics.friction`; the seed's ``t_f(v) = fv v + fc sign(v) + f0``). A
+controller cannot use ``sign``: at rest the measured (or desired) velocity hovers around zero and
+the compensation would chatter by ``+-fc``. Joints whose model has a sign Coulomb term get it
+smoothed, ``fc tanh(v / eps)`` (``eps`` [rad/s], default :data:`FRICTION_EPS`, 15 velocity quanta
+of joint 1's driver); a model with its own smooth shape (an identified ``eps_j > 0``) keeps it. The
+extra terms (load-dependent, asymmetric, Stribeck Coulomb) use the same shape, so all of them give
+full compensation above a few ``eps``, none at rest, where the controller's stiffness has to hold
+against static friction.
 
 **Gains from a bandwidth.** A joint with inertia ``m`` under ``tau = Kp e - Kd e'`` has natural
 frequency ``omega = sqrt(Kp / m)`` and damping ratio ``zeta = Kd / (2 sqrt(Kp m))``, so
@@ -16,6 +19,7 @@ configuration (``M_jj <= m``), i.e. no overshoot for ``zeta >= 1``.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -45,6 +49,10 @@ class ModelTerms:
         drive = model.equivalent_standard.reshape(n, PARAMETERS_PER_JOINT)[:, len(LINK_PARAMETERS):]
         self.viscous, self.coulomb, self.offset = (drive[:, DRIVE_PARAMETERS.index(k)].copy()
                                                    for k in ("fv", "fc", "f0"))
+        own = model.friction_model
+        # the friction model the laws use: the model's, its sign Coulomb joints smoothed with friction_eps
+        self.friction_model = dataclasses.replace(own, eps=tuple(e if e > 0 else self.friction_eps for e in own.eps))
+        self._parameters = model.friction_parameters
         self._zero = np.zeros(n)
 
     @property
@@ -56,13 +64,29 @@ class ModelTerms:
         return self.model.inverse_dynamics_single(q, self._zero, self._zero) - self.offset
 
     def passive(self, q: Array, dq: Array) -> Array:
-        """``C(q, q') q' + G(q) + t_f(q')``: the torque that keeps the state ``(q, q')`` unaccelerated."""
-        return self.model.inverse_dynamics_trusted(q, dq, self._zero) + self.coulomb * (
-            np.tanh(dq / self.friction_eps) - np.sign(dq))
+        """``C(q, q') q' + G(q) + t_f(q, q')``: the torque that keeps the state ``(q, q')`` unaccelerated
+        (the model's inverse dynamics, its friction replaced by the smoothed one)."""
+        tau = self.model.inverse_dynamics_trusted(q, dq, self._zero)
+        own = self.model.friction_model
+        if own == self.friction_model:
+            return tau
+        gravity = self.gravity(q) if own.uses_load else None
+        return tau + self.coulomb * (self.friction_model.shape(dq) - own.shape(dq)) + (
+            self.friction_model.extra_torque(self._parameters, dq, gravity)
+            - own.extra_torque(self._parameters, dq, gravity))
 
-    def friction(self, v: Array) -> Array:
-        """``t_f(v) = fv v + fc tanh(v / eps) + f0``."""
-        return self.viscous * v + self.coulomb * np.tanh(v / self.friction_eps) + self.offset
+    def friction(self, v: Array, q: Array | None = None, gravity: Array | None = None) -> Array:
+        """``t_f(q, v)`` with the smoothed Coulomb shape (module docstring); load-dependent friction
+        needs ``gravity`` = ``G(q)`` or ``q`` to compute it."""
+        fm = self.friction_model
+        tau = self.viscous * v + self.coulomb * fm.shape(v) + self.offset
+        if not fm.terms:
+            return tau
+        if fm.uses_load and gravity is None:
+            if q is None:
+                raise ValueError("load-dependent friction needs q or G(q)")
+            gravity = self.gravity(q)
+        return tau + fm.extra_torque(self._parameters, v, gravity)
 
 
 def reference_inertia(model: DynamicModel, arm: ArmDescription, samples: int = 256, seed: int = 0) -> Array:

@@ -1,0 +1,188 @@
+"""The friction model's one home (issue 13): every consumer gives the same friction torque, computed
+here independently from the equation of :mod:`youbot_dynamics.dynamics.friction` and, for the rigid
+body, from Pinocchio."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control.laws import ComputedTorqueController, PDGravityController
+from youbot_dynamics.control.terms import ModelTerms
+from youbot_dynamics.dynamics.chain import DHChain
+from youbot_dynamics.dynamics.consistency import ModelConsistencyError, assess_model, check_model
+from youbot_dynamics.dynamics.friction import FrictionError, FrictionModel
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
+from youbot_dynamics.dynamics.parameters import standard_parameters
+from youbot_dynamics.urdf import generate_urdf
+
+ARM = default_arm()
+FV = np.array([0.5, 0.4, 0.3, 0.2, 0.1])
+FC = np.array([0.8, 0.7, 0.6, 0.5, 0.4])
+F0 = np.array([0.05, -0.04, 0.03, -0.02, 0.01])
+EPS = (0.05, 0.02, 0.1, 0.05, 0.2)
+VS = (0.1, 0.2, 0.1, 0.3, 0.1)
+ALL = FrictionModel(5, EPS, ("load", "asymmetric", "stribeck"), VS)
+# per joint (fa, fs, fl): the order of extra_names
+EXTRA = np.array([[0.1, 0.2, 0.0], [-0.1, 0.3, 0.4], [0.05, 0.1, 0.3], [0.0, 0.05, 0.5], [0.02, 0.0, 0.2]])
+
+
+def states(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(ARM.position_min, ARM.position_max, (count, 5))
+    return q, rng.uniform(-1.5, 1.5, (count, 5)), rng.uniform(-3, 3, (count, 5))
+
+
+def model(friction: FrictionModel = ALL, extra=EXTRA) -> DynamicModel:
+    chi = standard_parameters(ARM, rotor_inertia=ARM.armature, viscous=FV, coulomb=FC, offset=F0)
+    return DynamicModel.from_standard(DHChain.from_arm(ARM), chi, "full", friction_model=friction,
+                                      friction_parameters=np.asarray(extra).ravel())
+
+
+def pinocchio_rigid(q, dq, ddq):
+    """Rigid body + rotor inertia torques from Pinocchio (no friction)."""
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromXML(generate_urdf(ARM))
+    pm.gravity.linear = DHChain.from_arm(ARM).gravity
+    pm.armature = np.asarray(ARM.armature, dtype=float).copy()
+    data = pm.createData()
+    tau = np.array([pin.rnea(pm, data, a, b, c) for a, b, c in zip(q, dq, ddq)])
+    g = np.array([pin.computeGeneralizedGravity(pm, data, a) for a in q])
+    return tau, g
+
+
+def expected_friction(dq, g):
+    """The module docstring's equation, written out here."""
+    s = np.tanh(dq / np.array(EPS))
+    fa, fs, fl = EXTRA.T
+    return FV * dq + FC * s + F0 + fa * np.abs(s) + fs * np.exp(-(dq / np.array(VS)) ** 2) * s + fl * np.abs(g) * s
+
+
+def test_inverse_dynamics_is_pinocchio_plus_the_friction_equation():
+    q, dq, ddq = states(20, 1)
+    rigid, g = pinocchio_rigid(q, dq, ddq)
+    m = model()
+    want = rigid + expected_friction(dq, g)
+    np.testing.assert_allclose(m.inverse_dynamics(q, dq, ddq), want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.full_regressor(q, dq, ddq) @ m.parameters, want, rtol=0, atol=1e-9)
+    for k in range(3):  # the single-sample path of the control cycle
+        np.testing.assert_allclose(m.inverse_dynamics_single(q[k], dq[k], ddq[k]), want[k], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.friction(dq, q), expected_friction(dq, g), rtol=0, atol=1e-9)
+    # at rest every extra term vanishes: G and M are the rigid body's
+    np.testing.assert_allclose(m.gravity(q), g, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.forward_dynamics(q, dq, want), ddq, rtol=0, atol=1e-8)
+    mm, c, gg = m.dynamics_terms(q[0], dq[0])
+    np.testing.assert_allclose(mm @ ddq[0] + c + gg + m.friction(dq[0], q[0]), want[0], rtol=0, atol=1e-9)
+
+
+def test_each_term_alone_against_its_equation():
+    q, dq, _ = states(50, 2)
+    _, g = pinocchio_rigid(q, dq, np.zeros_like(dq))
+    s = np.tanh(dq / np.array(EPS))
+    cases = {"asymmetric": np.abs(s), "stribeck": np.exp(-(dq / np.array(VS)) ** 2) * s, "load": np.abs(g) * s}
+    for term, column in cases.items():
+        fm = FrictionModel(5, EPS, (term,), VS)
+        assert fm.extra_names() == tuple(f"{ {'asymmetric': 'fa', 'stribeck': 'fs', 'load': 'fl'}[term]}{j}"
+                                         for j in range(1, 6))
+        cols = fm.columns(dq, g)
+        assert cols.shape == (50, 5, 5)
+        np.testing.assert_allclose(np.einsum("kjj->kj", cols), column, rtol=0, atol=1e-12)
+        off_diagonal = cols * (1 - np.eye(5))
+        assert not off_diagonal.any()
+    # sign Coulomb where eps = 0 (the seed's term)
+    np.testing.assert_array_equal(FrictionModel(5).shape(dq), np.sign(dq))
+
+
+def test_asymmetric_levels_by_direction():
+    fm = FrictionModel(5, 0.01, ("asymmetric",))
+    fa = np.array([0.2, 0.0, -0.1, 0.0, 0.0])
+    up = fm.torque(np.zeros(5), FC, np.zeros(5), fa, np.full(5, 1.0))
+    down = fm.torque(np.zeros(5), FC, np.zeros(5), fa, np.full(5, -1.0))
+    np.testing.assert_allclose(up, FC + fa, atol=1e-12)
+    np.testing.assert_allclose(down, -(FC - fa), atol=1e-12)
+
+
+def test_model_file_round_trip_and_old_files(tmp_path):
+    m = model()
+    path = tmp_path / "m.yaml"
+    save_model(path, m, "test")
+    loaded = load_model(path)
+    assert loaded.friction_model == ALL
+    np.testing.assert_array_equal(loaded.parameters, m.parameters)
+    q, dq, ddq = states(5, 3)
+    np.testing.assert_allclose(loaded.inverse_dynamics(q, dq, ddq), m.inverse_dynamics(q, dq, ddq), atol=1e-12)
+    # a file without a friction block (every file before issue 13): the seed's sign Coulomb
+    doc = yaml.safe_load(path.read_text())
+    del doc["youbot_dynamics_model"]["friction"]
+    path.write_text(yaml.safe_dump(doc))
+    assert load_model(path).friction_model.is_seed
+    np.testing.assert_array_equal(load_model(path).friction(dq), FV * dq + FC * np.sign(dq) + F0)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.update(terms=["viscosity"]), "unknown 'viscosity'"),
+    (lambda f: f.update(eps=[0.1, 0.1]), "eps: expected 5 values"),
+    (lambda f: f.update(eps=[0.1, -1, 0.1, 0.1, 0.1]), "eps of joint 2"),
+    (lambda f: f["parameters"].pop(), "friction.parameters: expected the names"),
+    (lambda f: f["parameters"][0].update(value="x"), r"friction.parameters\[0\] \(fa1\).value"),
+])
+def test_malformed_friction_blocks_are_named(tmp_path, change, message):
+    path = tmp_path / "m.yaml"
+    save_model(path, model(), "test")
+    doc = yaml.safe_load(path.read_text())
+    change(doc["youbot_dynamics_model"]["friction"])
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ModelFileError, match=message):
+        load_model(path)
+
+
+def test_bad_friction_models_are_refused():
+    with pytest.raises(FrictionError, match="expected 10 values"):
+        model(FrictionModel(5, 0.05, ("load", "asymmetric")), np.zeros(5))
+    with pytest.raises(FrictionError, match="NaN"):
+        model(FrictionModel(5, 0.05, ("load",)), [np.nan] * 5)
+    with pytest.raises(ValueError, match="needs the configuration q"):
+        model().friction(np.zeros(5))
+
+
+def test_negative_load_or_stribeck_friction_is_inconsistent():
+    extra = EXTRA.copy()
+    extra[2, 2] = -0.3  # fl3
+    extra[1, 1] = -0.2  # fs2
+    report = assess_model(model(extra=extra), ARM)
+    assert any(p.startswith("fl3 = -0.3") for p in report.problems), report.problems
+    assert any(p.startswith("fs2 = -0.2") for p in report.problems), report.problems
+    with pytest.raises(ModelConsistencyError, match="fl3"):
+        PDGravityController(model(extra=extra), ARM)
+    assert check_model(model(), ARM).ok
+
+
+def test_control_laws_compensate_the_models_friction():
+    """ModelTerms: the model's smooth shape kept, a sign Coulomb smoothed with the laws' eps; passive
+    = C q' + G + t_f, against Pinocchio and the equation."""
+    q, dq, ddq = states(5, 4)
+    rigid, g = pinocchio_rigid(q, dq, np.zeros_like(dq))
+    terms = ModelTerms(model(), friction_eps=0.01)
+    for k in range(5):
+        np.testing.assert_allclose(terms.friction(dq[k], q[k]), expected_friction(dq[k], g[k]), atol=1e-9)
+        np.testing.assert_allclose(terms.passive(q[k], dq[k]), rigid[k] + expected_friction(dq[k], g[k]), atol=1e-9)
+    seed = model(FrictionModel(5), np.zeros(0))
+    terms = ModelTerms(seed, friction_eps=0.01)
+    for k in range(5):
+        smooth = FV * dq[k] + FC * np.tanh(dq[k] / 0.01) + F0
+        np.testing.assert_allclose(terms.friction(dq[k]), smooth, atol=1e-12)
+        np.testing.assert_allclose(terms.passive(q[k], dq[k]), rigid[k] + smooth, atol=1e-9)
+    # computed torque at zero tracking error: the model's inverse dynamics along the reference
+    law = ComputedTorqueController(model(), ARM)
+
+    class Fixed:
+        duration = 1.0
+
+        def sample(self, t):
+            return q[0], dq[0], ddq[0]
+
+    law.trajectory, law.start_time = Fixed(), 0.0
+    want = pinocchio_rigid(q[:1], dq[:1], ddq[:1])[0][0] + expected_friction(dq[0], g[0])
+    np.testing.assert_allclose(law.torque(0.5, q[0], dq[0]), want, atol=1e-8)
