@@ -25,18 +25,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from .argtypes import positive_float
+from .argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
 from .dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
 from .fileio import check_output
+from .identification.calibrate_cli import add_parser as add_calibrate_parser
 from .identification.excitation_cli import add_parser as add_excite_parser
 from .identification.identify_cli import add_parser as add_identify_parser
 from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
 from .kinematics import forward_kinematics
+from .identification.processing import MAX_FILTER_ORDER
 from .transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = ["main", "build_parser"]
@@ -231,6 +233,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if not args.allow_inconsistent_model:
             raise
         print(f"youbot-dynamics predict: warning: {exc} (used anyway: --allow-inconsistent-model)", file=sys.stderr)
+    if args.recording:
+        return _predict_recording(args, model)
     n = model.n_joints
     columns = ["t", *_joint_columns("q", n), *_joint_columns("dq", n), *_joint_columns("ddq", n)]
     data = read_csv_columns(args.input, columns)
@@ -238,6 +242,42 @@ def cmd_predict(args: argparse.Namespace) -> int:
     q, dq, ddq = data[:, 1 : n + 1], data[:, n + 1 : 2 * n + 1], data[:, 2 * n + 1 :]
     tau = model.inverse_dynamics(q, dq, ddq)
     write_csv(args.output, ["t", *_joint_columns("tau", n)], (np.concatenate([[ti], row]) for ti, row in zip(t, tau)))
+    return 0
+
+
+def _predict_recording(args: argparse.Namespace, model: Any) -> int:
+    """``predict --recording``: identify's processing of a raw recording (the options the model file
+    records, overridden by the command line), measured and predicted torques and the errors."""
+    import dataclasses
+
+    from .dynamics.paramfile import identification_block
+    from .identification.pipeline import load_recordings, predict_recording, processing_options
+    from .identification.processing import Observation
+    from .identification.validation import torque_errors
+
+    arm = _arm(args)
+    options = processing_options(identification_block(args.params))
+    changes = {k: v for k, v in (("cutoff_hz", args.cutoff), ("order", args.order), ("decimation", args.decimate),
+                                 ("coulomb_threshold", args.coulomb_threshold)) if v is not None}
+    options = dataclasses.replace(options, **changes)
+    pieces, _ = load_recordings([args.recording], arm, args.topic)
+    results = [predict_recording(model, data, arm, options) for data in pieces]
+    obs = Observation(*(np.concatenate([getattr(r[0], k) for r in results]) for k in ("t", "Y", "tau", "dq", "used")),
+                      sample_rate=results[0][0].sample_rate, decimation=results[0][0].decimation, torque_noise=None,
+                      source=args.recording)
+    tau_hat = np.concatenate([r[1] for r in results])
+    errors = torque_errors(obs.tau, tau_hat, obs.used)
+    n = model.n_joints
+    header = ["t", *_joint_columns("tau", n), *_joint_columns("tau_hat", n), *_joint_columns("moving", n)]
+    write_csv(args.output, header, np.column_stack([obs.t, obs.tau, tau_hat, obs.used.astype(float)]))
+    print(f"{args.recording}: {obs.n_samples} samples after identify's processing (cutoff {options.cutoff_hz:g} Hz, "
+          f"order {options.order}, {obs.sample_rate:.4g} Hz)")
+    print("joint  rms [N m]  relative")
+    for j, (rms, rel) in enumerate(zip(errors.rms, errors.relative_rms), start=1):
+        print(f"{j:5d}  {rms:9.4g}  {100 * rel:7.3g}%")
+    print(f"overall ||tau - tau_hat|| / ||tau||: {100 * errors.overall:.3g}%")
+    print(f"moving rows (|q'_j| >= {options.coulomb_threshold:g} rad/s): {100 * errors.moving:.3g}%; rows at rest: "
+          f"{100 * errors.rest:.3g}%")
     return 0
 
 
@@ -351,18 +391,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = sub.add_parser("predict", help="torques predicted by a model file for recorded states")
     predict.add_argument("--params", required=True, help="model YAML (e.g. config/youbot_nominal_model.yaml)")
-    predict.add_argument("--input", required=True, help="CSV with columns t, q1..q5, dq1..dq5, ddq1..ddq5")
-    predict.add_argument("--output", required=True, help="CSV to write: t, tau1..tau5")
+    source = predict.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", help="CSV with columns t, q1..q5, dq1..dq5, ddq1..ddq5 (states as they are)")
+    source.add_argument("--recording", help="a raw recording as identify reads it (CSV t, q, tau, dq optional, or a "
+                        "bag): processed exactly as identify processes its validation data, so the error printed is "
+                        "identify's figure for that file")
+    predict.add_argument("--output", required=True, help="CSV to write: t, tau1..tau5 (--input); t, tau1..tau5 "
+                         "(measured, filtered), tau_hat1..tau_hat5, moving1..moving5 (--recording)")
+    predict.add_argument("--cutoff", type=positive_float, metavar="HZ", help="--recording: filter cutoff (default: "
+                         "the model file's identification, else 10)")
+    predict.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), help="--recording: Butterworth order")
+    predict.add_argument("--decimate", type=positive_int, metavar="K", help="--recording: keep every K-th sample")
+    predict.add_argument("--coulomb-threshold", type=nonnegative_float, metavar="RAD_S",
+                         help="--recording: rows slower than this count as at rest")
+    predict.add_argument("--topic", default="/joint_states", help="--recording: JointState topic in bags")
     predict.add_argument("--allow-inconsistent-model", action="store_true",
                          help="use a model that fails the consistency check against the arm description (mass "
                          "matrix not positive definite, negative friction or mass, another chain or gravity) with "
                          "a warning instead of refusing it (exit 2)")
-    predict.set_defaults(func=cmd_predict, inputs=("params", "input"), outputs=("output",))
+    predict.set_defaults(func=cmd_predict, inputs=("params", "input", "recording"), outputs=("output",))
 
     nominal = sub.add_parser("nominal-model", help="print (or write) the nominal model file")
     nominal.add_argument("--write", action="store_true", help="write config/youbot_nominal_model.yaml")
     nominal.set_defaults(func=cmd_nominal_model)
     add_identify_parser(sub)
+    add_calibrate_parser(sub)
     add_excite_parser(sub)
 
     line = sub.add_parser("line", help="joint trajectory moving the tool on a straight line (through IK), "

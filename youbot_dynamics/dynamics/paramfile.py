@@ -48,7 +48,7 @@ from .friction import FrictionError, FrictionModel
 from .model import DynamicModel
 from .parameters import ModelStructure, parameter_names
 
-__all__ = ["ModelFileError", "model_to_dict", "save_model", "load_model"]
+__all__ = ["ModelFileError", "model_to_dict", "save_model", "load_model", "identification_block"]
 
 FORMAT_VERSION = 1
 ROOT = "youbot_dynamics_model"
@@ -164,6 +164,14 @@ def load_model(path: str | Path) -> DynamicModel:
         raise ModelFileError(f"{path}: friction: a {structure.value} model has no friction terms")
     return DynamicModel(chain, base, np.array(values), source=str(path), standard=_standard(doc, n, path),
                         friction_model=friction, friction_parameters=friction_values)
+
+
+def identification_block(path: str | Path) -> dict:
+    """The documentation block ``identification`` of a model file (``{}`` if absent), e.g. the
+    processing options ``predict --recording`` reuses."""
+    doc = load_yaml(Path(path), ModelFileError, "model file")
+    block = doc.get(ROOT, {}).get("identification") if isinstance(doc, dict) and isinstance(doc.get(ROOT), dict) else None
+    return block if isinstance(block, dict) else {}
 
 
 def _friction(doc: dict, n: int, path: Path) -> tuple[FrictionModel, Any]:

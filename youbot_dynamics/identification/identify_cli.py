@@ -4,9 +4,11 @@
         [--method ols|wls|consistent] [--friction TERMS] [--eps auto|RAD_S] [--report DIR]
         [processing options]
 
-DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional) or rosbag2
-folders / ``.mcap`` files with ``sensor_msgs/JointState`` on ``/joint_states``. Each file is
-processed on its own (:mod:`.processing`), the equations of all files are stacked and solved
+DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional; any file name,
+recognised by its header) or rosbag2 folders / ``.mcap`` files with ``sensor_msgs/JointState`` on
+``/joint_states``. Real logs are cleaned first (:mod:`.cleaning`: repeated stamps and stale
+repeated rows dropped and counted, split at gaps; the counts go to ``report.json``
+``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all files are stacked and solved
 (:mod:`.estimation`). ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
@@ -95,8 +97,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_identify(args: argparse.Namespace) -> int:
     """Run the identification (module docstring); 0 on success."""
-    from .dataset import load_dataset
-    from .pipeline import consistency_warning, identify, summary_lines, write_results
+    from .pipeline import consistency_warning, identify, load_recordings, summary_lines, write_results
     from .processing import ProcessingOptions
     from .report import ProgressBar
 
@@ -105,12 +106,11 @@ def cmd_identify(args: argparse.Namespace) -> int:
     options = ProcessingOptions(cutoff_hz=args.cutoff, order=args.order, decimation=args.decimate,
                                 coulomb_threshold=args.coulomb_threshold, period=args.period)
 
-    def load(paths: Sequence[str]) -> list[Any]:
-        return [load_dataset(path, arm.n_joints, arm.joint_names, args.topic) for path in paths]
-
+    train, train_logs = load_recordings(args.data, arm, args.topic)
+    held, held_logs = load_recordings(args.validate, arm, args.topic)
     friction = FrictionModel(arm.n_joints, DEFAULT_EPS if args.eps == "auto" else args.eps,
                              args.friction) if args.structure == "full" else None
-    run = identify(load(args.data), load(args.validate), arm, method=args.method, structure=args.structure,
+    run = identify(train, held, arm, method=args.method, structure=args.structure,
                    options=options, progress=ProgressBar, friction=friction,
                    eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None)
     with output_group():  # the model file and the report appear together or not at all
@@ -118,7 +118,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
                       f"{', '.join(map(str, args.data))}",
                       report=args.report,
                       summary={"data": [str(p) for p in args.data], "validation_data": [str(p) for p in args.validate]},
-                      report_extra={"total_time_s": time.perf_counter() - start})
+                      report_extra={"total_time_s": time.perf_counter() - start,
+                                    "data_cleaning": {"identification": train_logs, "validation": held_logs}})
     print("\n".join(summary_lines(run, parameters=True)))
     print(f"wrote {args.out}" + (f" and the report in {args.report}" if args.report else ""))
     sys.stdout.flush()

@@ -39,9 +39,11 @@ from ..dynamics.model import DynamicModel
 from .dataset import Dataset, IdentificationError, check_plausible
 from .estimation import IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
-from .validation import TorqueErrors, validate
+from .validation import TorqueErrors, torque_errors, validate
 
-__all__ = ["PipelineResult", "reference_models", "observations", "identify", "excitation_delay", "identify_excitation",
+__all__ = ["PipelineResult", "reference_models", "observations", "identify", "load_recordings", "predict_recording",
+           "processing_options",
+           "excitation_delay", "identify_excitation",
            "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
@@ -202,6 +204,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "moving_relative_error": errors["identified"].moving, "rest_relative_error": errors["identified"].rest,
         "nominal_moving_relative_error": errors["baseline"].moving,
         "friction": {**friction.to_dict(), "description": friction.describe()},
+        "processing": dataclasses.asdict(options),
         **({"eps_selection": selection} if selection is not None else {}),
         "baseline": label,
     }
@@ -209,6 +212,41 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     summary["consistency"] = consistency.to_dict()
     return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
                           label, options, estimation_time, consistency, summary)
+
+
+def load_recordings(paths: Sequence[str | Path], arm: ArmDescription, topic: str = "/joint_states"
+                    ) -> tuple[list[Dataset], list[dict[str, Any]]]:
+    """Real logs as ``identify``, ``calibrate`` and ``predict --recording`` read them
+    (:func:`~.dataset.load_recording`: CSV whatever its name, or a bag; repeated stamps and stale
+    repeated rows dropped and counted, split at gaps): every piece of every file, and one log per
+    file of what was done (for ``report.json``)."""
+    from .dataset import load_recording
+
+    datasets, logs = [], []
+    for path in paths:
+        recording = load_recording(path, arm.n_joints, arm.joint_names, topic)
+        datasets += recording.segments
+        logs.append(recording.log)
+    return datasets, logs
+
+
+def predict_recording(model: DynamicModel, data: Dataset, arm: ArmDescription,
+                      options: ProcessingOptions = ProcessingOptions()) -> tuple[Observation, Array, TorqueErrors]:
+    """``(observation, predicted torques, errors)`` of ``model`` on a raw recording, processed exactly
+    as :func:`identify` processes its held-out data (the same ``options`` without period
+    averaging; load-dependent friction from the model's own ``G(q)``), so that the errors are the
+    figure :func:`identify` reports for that recording."""
+    check_plausible(data, arm)
+    observation = process(data, model, dataclasses.replace(options, period=None), load_model=model)
+    tau_hat = observation.Y @ model.parameters
+    return observation, tau_hat, torque_errors(observation.tau, tau_hat, observation.used)
+
+
+def processing_options(summary: Any) -> ProcessingOptions:
+    """The processing options recorded in a model file's ``identification`` block (defaults where absent)."""
+    recorded = summary.get("processing", {}) if isinstance(summary, dict) else {}
+    fields = {f.name for f in dataclasses.fields(ProcessingOptions)}
+    return ProcessingOptions(**{k: v for k, v in recorded.items() if k in fields and k != "period"})
 
 
 def excitation_delay(data: Dataset, reference: Any, start: float, max_delay: float, *, min_delay: float = -0.05,
@@ -281,6 +319,8 @@ def write_results(run: PipelineResult, out: str | Path, description: str, *, rep
         doc = {
             "summary": full_summary,
             "processing": dataclasses.asdict(run.options),
+            "processed": {"identification": [o.describe() for o in run.train],
+                          "validation": [o.describe() for o in run.checked] if run.held_out else "identification data"},
             "estimation": result.to_dict() | {"time_s": run.estimation_time},
             "validation": {"on": run.validated_on, "identified": run.identified.to_dict(),
                            "nominal": run.baseline.to_dict(), "baseline": run.baseline_label},

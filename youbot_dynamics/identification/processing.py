@@ -100,6 +100,13 @@ class Observation:
     decimation: int
     torque_noise: Array | None
     source: str
+    resampled: bool = False  # the recording's stamps were irregular: linearly resampled onto a uniform grid
+
+    def describe(self) -> dict[str, object]:
+        """What processing did to the recording (for ``report.json``)."""
+        return {"source": self.source, "samples": self.n_samples, "sample_rate_hz": self.sample_rate,
+                "decimation": self.decimation, "resampled_to_uniform_grid": self.resampled,
+                "period_averaged": self.torque_noise is not None}
 
     @property
     def n_samples(self) -> int:
@@ -188,7 +195,8 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
     docstring). Load-dependent friction scales with the gravity torque of ``load_model`` (default
     ``model``): identification passes its previous estimate."""
     data.check_joints(model.n_joints)
-    data = make_uniform(data, options)
+    uniform = make_uniform(data, options)
+    resampled, data = uniform is not data, uniform
     noise = None
     if options.period is not None:
         data, noise = average_periods(data, options.period)
@@ -226,7 +234,8 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
     tau_f = lowpass(tau, cutoff, fs, options.order)[keep]
     dq = dq[keep]
     return Observation(t=data.t[index[keep]], Y=y, tau=tau_f, dq=dq, used=np.abs(dq) >= options.coulomb_threshold,
-                       sample_rate=fs / k, decimation=k, torque_noise=noise, source=data.source)
+                       sample_rate=fs / k, decimation=k, torque_noise=noise, source=data.source,
+                       resampled=resampled)
 
 
 def stack_rows(observations: Sequence[Observation]) -> tuple[Array, Array, NDArray[np.int64]]:

@@ -1,0 +1,101 @@
+"""``calibrate``: an identified model updated to a new session (payload and friction only).
+
+    python -m youbot_dynamics calibrate --params MODEL.yaml RUN [RUN ...] --out NEW.yaml
+        [--inertia] [--holdout F] [--report DIR] [processing options]
+
+RUN: the recordings ``identify`` reads (CSV, bags). The steps are :mod:`.calibration`'s: the
+payload at the last link (mass and centre of mass; ``--inertia`` its inertia too) and every
+friction term are re-estimated, the rest of ``MODEL.yaml`` is kept. Printed: the payload change,
+the friction terms before and after, and the torque errors of the old and the new model on the
+last ``--holdout`` fraction of the recordings (fitted without it) and on all of them. The processing
+options default to those the model file records (its ``identification.processing``). A model
+that fails the consistency check of ``predict`` and the controllers (e.g. a negative mass left at
+the tool) is not written: exit 1 with the reason. Exit 2 on bad input (files, options, a model
+without standard parameters).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from typing import Any
+
+from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
+from ..arm import default_arm, load_arm
+from ..fileio import output_group
+from .processing import MAX_FILTER_ORDER
+
+__all__ = ["add_parser", "cmd_calibrate"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``calibrate`` subcommand."""
+    p = subparsers.add_parser("calibrate", help="update an identified model's payload and friction from a new recording")
+    p.add_argument("data", nargs="+", metavar="RUN", help="recordings of the new session (as identify reads them)")
+    p.add_argument("--params", required=True, metavar="MODEL.yaml", help="the identified model to update")
+    p.add_argument("--out", required=True, metavar="NEW.yaml", help="updated model file to write")
+    p.add_argument("--inertia", action="store_true", help="estimate the payload's inertia too (default: a point mass)")
+    p.add_argument("--holdout", type=nonnegative_float_at_most(0.9), default=0.3, metavar="F",
+                   help="fraction at the end of each recording held out to show the gain (default 0.3; 0: none)")
+    p.add_argument("--report", metavar="DIR", help="write report.json into this folder")
+    p.add_argument("--cutoff", type=positive_float, metavar="HZ", help="filter cutoff (default: the model file's)")
+    p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), help="Butterworth order")
+    p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample")
+    p.add_argument("--topic", default="/joint_states", help="JointState topic in bags (default /joint_states)")
+    p.set_defaults(func=cmd_calibrate, inputs=("data", "params"), outputs=("out",), folder_outputs=("report",))
+    return p
+
+
+def _table(title: str, errors: dict[str, Any]) -> list[str]:
+    before, after = errors["before"], errors["after"]
+    return [f"{title}: moving rows {100 * before.moving:.3g}% -> {100 * after.moving:.3g}%, all rows "
+            f"{100 * before.overall:.3g}% -> {100 * after.overall:.3g}% (old -> new model)"]
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Calibrate (module docstring); 0 on success, 1 if the updated model is inconsistent."""
+    from ..dynamics.consistency import check_model
+    from ..dynamics.paramfile import identification_block, load_model, save_model
+    from .calibration import calibrate, consistency_problems
+    from .pipeline import load_recordings, processing_options
+    from .report import write_json
+
+    start = time.perf_counter()
+    arm = load_arm(args.arm) if args.arm else default_arm()
+    model = load_model(args.params)
+    check_model(model, arm)
+    block = identification_block(args.params)
+    options = processing_options(block)
+    changes = {k: v for k, v in (("cutoff_hz", args.cutoff), ("order", args.order), ("decimation", args.decimate))
+               if v is not None}
+    options = dataclasses.replace(options, **changes)
+    datasets, logs = load_recordings(args.data, arm, args.topic)
+    result = calibrate(model, datasets, arm, options=options, inertia=args.inertia, holdout=args.holdout)
+    lines = [f"payload change at link {arm.n_joints}: {result.payload_mass:+.4g} kg, centre of mass "
+             f"[{', '.join(f'{v:.4g}' for v in result.payload_com)}] m (DH frame {arm.n_joints})"]
+    lines.append("friction  before  after")
+    for name, before in result.friction_before.items():
+        lines.append(f"{name:8s}  {before:9.4g}  {result.friction_after[name]:9.4g}")
+    if result.held_out is not None:
+        lines += _table(f"held-out last {100 * args.holdout:g}% of the recordings", result.held_out)
+    lines += _table("all the data (fitted on it)", result.all_data)
+    print("\n".join(lines))
+    problems = consistency_problems(result, arm)
+    if problems:
+        print(f"youbot-dynamics calibrate: the updated model is physically inconsistent and was not written: "
+              f"{'; '.join(problems)}", file=sys.stderr)
+        return 1
+    summary = {**block, "calibration": {"from_model": str(args.params), "data": [str(p) for p in args.data],
+                                        **result.to_dict()}}
+    with output_group():
+        save_model(args.out, result.model, f"Calibrated by `youbot_dynamics calibrate` from {args.params} on "
+                   f"{', '.join(map(str, args.data))}", standard=result.model.standard, identification=summary)
+        if args.report:
+            from pathlib import Path
+
+            Path(args.report).mkdir(parents=True, exist_ok=True)
+            write_json(Path(args.report) / "report.json", {**summary["calibration"], "processing": dataclasses.asdict(
+                options), "data_cleaning": logs, "total_time_s": time.perf_counter() - start})
+    print(f"wrote {args.out}" + (f" and the report in {args.report}" if args.report else ""))
+    return 0

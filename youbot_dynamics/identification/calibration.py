@@ -1,0 +1,278 @@
+"""Recalibration of an identified model to a new session: payload and friction only (issue 13).
+
+Between sessions the real youBot changes what it carries at the tool (about 0.8 kg between the
+recorded sessions) and its friction (temperature, lubrication); the links and the rotor
+inertias stay. :func:`calibrate` keeps an identified model and re-estimates, from a short
+recording, only
+
+* the **payload**: a change ``(dm, dh)`` of the last link's mass and first moments ``h = m c`` in
+  the last DH frame (the tool frame's origin and axes up to its constant offset), and optionally
+  ``dI`` of its inertia about the frame origin (6 entries). Without ``dI`` the payload is a point
+  mass: ``dI = -[h']x[h']x / m' + [h]x[h]x / m`` is updated from the estimate and held fixed in the
+  next of :data:`ITERATIONS` passes. The change of the standard parameters ``dchi`` (link n) maps
+  to the base parameters as ``dbeta = K dchi``, so its regressor columns are ``Y_b K_payload``;
+* the **friction**: every friction parameter of the model (``fv, fc, f0`` of each joint and the
+  friction model's extra terms), with ``fv, fc`` and the Stribeck and load terms kept ``>= 0``.
+  Load-dependent friction uses the gravity torque of the previous pass's model.
+
+Each pass is a least-squares problem with those bounds and the last link (with its new payload)
+kept physically consistent, its pseudo-inertia positive definite (a semidefinite program, as the
+consistent estimator of :mod:`.estimation`): a payload can be added or taken away, never below
+what a body can be.
+
+The rows are weighted per joint by the old model's residual noise (as WLS), at-rest rows left out
+(as ``identify``). The recordings' last ``holdout`` fraction is first held out to report how much
+better the update predicts data it did not see; the written model is then fitted on all of it.
+The result must pass the consistency check (:mod:`..dynamics.consistency`), like any model the
+controllers accept.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..arm import ArmDescription
+from ..dynamics.consistency import assess_model
+from ..dynamics.friction import NON_NEGATIVE_EXTRAS
+from ..dynamics.model import DynamicModel
+from ..dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names
+from ..transforms import skew
+from .dataset import Dataset, IdentificationError, check_plausible
+from .processing import Observation, ProcessingOptions, process
+from .validation import TorqueErrors, torque_errors
+
+__all__ = ["ITERATIONS", "Calibration", "calibrate", "split_holdout"]
+
+Array = NDArray[np.float64]
+
+ITERATIONS = 3  # passes: point-mass inertia and load-dependent friction from the previous pass
+MIN_HOLDOUT_SAMPLES = 200
+FRICTION_KINDS = ("fv", "fc", "f0", "fa", "fs", "fl")  # friction parameters calibrate re-estimates by default
+MARGIN = 1e-4  # smallest eigenvalue of the last link's scaled pseudo-inertia (the consistent estimator's)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` found: the updated model, the payload change (mass [kg], centre of
+    mass of the change [m] in the last DH frame, inertia change), the friction values before and
+    after (by name), and the errors of the old and new model on the held-out part (``None``
+    without one) and on all the data."""
+
+    model: DynamicModel
+    payload_mass: float
+    payload_com: Array
+    payload_inertia: Array
+    friction_before: dict[str, float]
+    friction_after: dict[str, float]
+    held_out: dict[str, TorqueErrors] | None
+    all_data: dict[str, TorqueErrors]
+    n_samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "payload_change": {"mass_kg": self.payload_mass, "com_m": self.payload_com.tolist(),
+                               "inertia_kg_m2": self.payload_inertia.tolist()},
+            "friction_before": self.friction_before, "friction_after": self.friction_after,
+            "held_out": None if self.held_out is None else {k: v.to_dict() for k, v in self.held_out.items()},
+            "all_data": {k: v.to_dict() for k, v in self.all_data.items()}, "n_samples": self.n_samples,
+        }
+
+
+def split_holdout(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
+    """The first ``1 - fraction`` and the last ``fraction`` of a recording."""
+    k = int(round(data.n_samples * (1.0 - fraction)))
+
+    def part(s: slice, name: str) -> Dataset:
+        return Dataset(data.t[s], data.q[s], data.tau[s], None if data.dq is None else data.dq[s],
+                       None if data.ddq is None else data.ddq[s], f"{data.source} ({name})")
+
+    return part(slice(0, k), "calibration part"), part(slice(k, None), "held-out part")
+
+
+def _friction_names(model: DynamicModel) -> list[str]:
+    n = model.n_joints
+    return [f"{p}{j}" for j in range(1, n + 1) for p in ("fv", "fc", "f0")] + list(model.friction_model.extra_names())
+
+
+def _friction_values(model: DynamicModel) -> dict[str, float]:
+    chi = model.equivalent_standard.reshape(model.n_joints, PARAMETERS_PER_JOINT)
+    values = {f"{p}{j + 1}": float(chi[j, len(LINK_PARAMETERS) + 1 + k])
+              for j in range(model.n_joints) for k, p in enumerate(("fv", "fc", "f0"))}
+    values.update(zip(model.friction_model.extra_names(), (float(v) for v in model.friction_parameters)))
+    return {name: values[name] for name in _friction_names(model)}
+
+
+class _Layout:
+    """Columns of the calibration unknowns in ``model.parameters`` space."""
+
+    def __init__(self, model: DynamicModel, inertia: bool, kinds: Sequence[str] = FRICTION_KINDS) -> None:
+        n, b = model.n_joints, model.base.count
+        names = parameter_names(n)
+        last = (n - 1) * PARAMETERS_PER_JOINT
+        self.payload = last + np.arange(10 if inertia else 4)  # m, mx, my, mz (, Ixx .. Iyz) of link n
+        self.inertia = last + np.arange(4, 10)
+        self.link = last + np.arange(len(LINK_PARAMETERS))  # the last link's 10 inertial parameters
+        # which unknown (column of the calibration system) changes each of them, None: none
+        self.link_unknown = [k if k < len(self.payload) else None for k in range(len(LINK_PARAMETERS))]
+        friction_std = [k for k in range(n * PARAMETERS_PER_JOINT) if names[k][:2] in ("fv", "fc", "f0")]
+        position = {int(k): i for i, k in enumerate(model.base.independent)}
+        if any(k not in position for k in friction_std):
+            raise IdentificationError("calibration needs a model with every friction term among its base parameters "
+                                      "(structure full)")
+        friction_std = [k for k in friction_std if names[k][:2] in kinds]
+        extra = [b + i for i, name in enumerate(model.friction_model.extra_names()) if name[:2] in kinds]
+        self.friction = [position[k] for k in friction_std] + extra
+        self.friction_std = friction_std
+        self.names = [names[k] for k in friction_std] + [model.parameter_names[k] for k in extra]
+        self.b = b
+
+
+def _stack(observations: Sequence[Observation], columns: Any) -> tuple[Array, Array, Array, Array]:
+    a, y, joint, used = [], [], [], []
+    for obs in observations:
+        m, n, _ = obs.Y.shape
+        a.append(columns(obs).reshape(m * n, -1))
+        y.append(obs.tau.reshape(-1))
+        joint.append(np.tile(np.arange(n), m))
+        used.append(obs.used.reshape(-1))
+    return np.concatenate(a), np.concatenate(y), np.concatenate(joint), np.concatenate(used)
+
+
+def _update(model: DynamicModel, chi: Array, parameters: Array) -> DynamicModel:
+    return DynamicModel(model.chain, model.base, parameters[: model.base.count], standard=chi,
+                        friction_model=model.friction_model, friction_parameters=parameters[model.base.count :])
+
+
+def _fit(model: DynamicModel, datasets: Sequence[Dataset], options: ProcessingOptions, inertia: bool,
+         kinds: Sequence[str]) -> DynamicModel:
+    """:data:`ITERATIONS` passes of the bounded weighted least squares (module docstring)."""
+    layout = _Layout(model, inertia, kinds)
+    chi0 = model.standard if model.standard is not None else model.equivalent_standard
+    chi0 = np.asarray(chi0, dtype=float)
+    m0, h0 = chi0[layout.payload[0]], chi0[layout.payload[1:4]]
+    current = model
+    for _ in range(ITERATIONS):
+        observations = [process(d, model, options, load_model=current) for d in datasets]
+        k_payload = model.base.K[:, layout.payload]
+
+        def columns(obs: Observation) -> Array:
+            return np.concatenate([obs.Y[..., : layout.b] @ k_payload, obs.Y[..., layout.friction]], axis=-1)
+
+        a, y, joint, used = _stack(observations, columns)
+        # the fixed part: the old model with the friction columns' values removed (they are unknowns)
+        fixed = model.parameters.copy()
+        fixed[layout.friction] = 0.0
+        chi_fixed = chi0.copy()
+        if not inertia:  # the point-mass inertia of the current payload estimate, held fixed this pass
+            chi_cur = np.asarray(current.standard, dtype=float)
+            m, h = chi_cur[layout.payload[0]], chi_cur[layout.payload[1:4]]
+            dI = (-skew(h) @ skew(h) / m if m > 0 else 0.0) - (-skew(h0) @ skew(h0) / m0 if m0 > 0 else 0.0)
+            chi_fixed[layout.inertia] += np.asarray(dI)[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]
+            fixed[: layout.b] = model.base.K @ chi_fixed
+            fixed[layout.friction] = 0.0
+        y_fixed = np.concatenate([(obs.Y @ fixed).reshape(-1) for obs in observations])
+        rows = used
+        residual0 = (y - y_fixed - a @ np.concatenate([np.zeros(len(layout.payload)),
+                                                        model.parameters[layout.friction]]))[rows]
+        count = np.bincount(joint[rows], minlength=model.n_joints)
+        sigma = np.sqrt(np.bincount(joint[rows], residual0**2, model.n_joints) / np.maximum(count, 1))
+        weights = 1.0 / np.maximum(sigma, 1e-6)[joint[rows]]
+        lower = np.full(a.shape[1], -np.inf)
+        for k, name in enumerate(layout.names):
+            kind = name.rstrip("0123456789")
+            if kind in ("fv", "fc") or kind in NON_NEGATIVE_EXTRAS:
+                lower[len(layout.payload) + k] = 0.0
+        x = _solve(a[rows] * weights[:, None], (y - y_fixed)[rows] * weights, lower, chi_fixed, layout)
+        chi = chi_fixed.copy()
+        chi[layout.payload] += x[: len(layout.payload)]
+        friction = x[len(layout.payload) :]
+        chi[layout.friction_std] = friction[: len(layout.friction_std)]
+        extra = model.friction_parameters.copy()
+        extra[np.asarray(layout.friction[len(layout.friction_std) :], dtype=int) - layout.b] = \
+            friction[len(layout.friction_std) :]
+        parameters = np.concatenate([model.base.K @ chi, extra])
+        current = _update(model, chi, parameters)
+    return current
+
+
+def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) -> Array:
+    """``min ||a x - y||`` with ``x >= lower`` and the last link's pseudo-inertia (``chi_fixed`` plus
+    the payload part of ``x``) positive definite, as a semidefinite program (cvxpy, as the consistent
+    estimator), on the triangular factor of ``a``."""
+    import cvxpy as cp
+
+    from .estimation import _PSEUDO_INERTIA_MAP, LENGTH_SCALE, _solve_program, pseudo_inertia
+
+    _, r = np.linalg.qr(a)
+    q_t_y = np.linalg.lstsq(r.T, a.T @ y, rcond=None)[0]  # Q^T y from the normal equations' factor
+    scale = np.maximum(np.linalg.norm(a, axis=0), 1e-12)
+    x = cp.Variable(a.shape[1])
+    link = chi_fixed[layout.link] + cp.hstack([x[k] / scale[k] if k is not None else 0.0 for k in layout.link_unknown])
+    j = cp.reshape(_PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
+    # J scaled to entries of order 1 (second moments ~ m L^2, L = LENGTH_SCALE) for the solver
+    m = max(float(chi_fixed[layout.link][0]), 1e-3)
+    t = np.diag([1.0 / (np.sqrt(m) * LENGTH_SCALE)] * 3 + [1.0 / np.sqrt(m)])
+    # the margin: at most the old link's own (an identified link often lies near the boundary), so
+    # that leaving the payload unchanged is always feasible
+    old = t @ pseudo_inertia(chi_fixed[layout.link]) @ t
+    margin = max(min(MARGIN, 0.5 * float(np.linalg.eigvalsh(old)[0])), 0.0)
+    constraints = [t @ j @ t >> margin * np.eye(4)]
+    bounded = np.isfinite(lower)
+    if bounded.any():
+        constraints.append(cp.multiply(1.0 / scale[bounded], x[np.flatnonzero(bounded)]) >= lower[bounded])
+    problem = cp.Problem(cp.Minimize(cp.sum_squares((r / scale) @ x - q_t_y)), constraints)
+    status = _solve_program(problem)
+    if x.value is None:
+        raise IdentificationError(f"the calibration failed: solver status {status}")
+    return np.asarray(x.value) / scale
+
+
+def _errors(model: DynamicModel, new: DynamicModel, datasets: Sequence[Dataset],
+            options: ProcessingOptions) -> dict[str, TorqueErrors]:
+    out = {}
+    for label, m in (("before", model), ("after", new)):
+        observations = [process(d, m, options, load_model=m) for d in datasets]
+        tau = np.concatenate([o.tau for o in observations])
+        tau_hat = np.concatenate([o.Y @ m.parameters for o in observations])
+        out[label] = torque_errors(tau, tau_hat, np.concatenate([o.used for o in observations]))
+    return out
+
+
+def calibrate(model: DynamicModel, datasets: Sequence[Dataset], arm: ArmDescription, *,
+              options: ProcessingOptions = ProcessingOptions(), inertia: bool = False,
+              holdout: float = 0.3, friction: Sequence[str] = FRICTION_KINDS) -> Calibration:
+    """The recalibrated model of ``datasets`` (module docstring); ``holdout`` in ``[0, 0.9]`` (0: no
+    held-out figure). The result's consistency is for the caller to check (its ``model``)."""
+    if not datasets:
+        raise IdentificationError("no recording to calibrate on")
+    if not 0.0 <= holdout <= 0.9:
+        raise IdentificationError(f"holdout must lie in [0, 0.9], got {holdout!r}")
+    for data in datasets:
+        check_plausible(data, arm)
+    options = dataclasses.replace(options, period=None)
+    if model.standard is None:
+        raise IdentificationError(f"model {model.source or ''}: no standard parameters (identify it with the "
+                                  f"consistent method): the payload is a change of the last link's standard parameters")
+    held_out = None
+    if holdout > 0:
+        parts = [split_holdout(d, holdout) for d in datasets]
+        if min(p[1].n_samples for p in parts) >= MIN_HOLDOUT_SAMPLES:
+            trial = _fit(model, [p[0] for p in parts], options, inertia, friction)
+            held_out = _errors(model, trial, [p[1] for p in parts], options)
+    new = _fit(model, datasets, options, inertia, friction)
+    layout = _Layout(model, inertia)
+    chi_old, chi_new = np.asarray(model.standard, dtype=float), np.asarray(new.standard, dtype=float)
+    d = chi_new[layout.payload[:4]] - chi_old[layout.payload[:4]]
+    d_inertia = chi_new[layout.inertia] - chi_old[layout.inertia]
+    com = d[1:4] / d[0] if abs(d[0]) > 1e-9 else np.zeros(3)
+    return Calibration(new, float(d[0]), com, d_inertia, _friction_values(model), _friction_values(new), held_out,
+                       _errors(model, new, datasets, options), int(sum(x.n_samples for x in datasets)))
+
+
+def consistency_problems(calibration: Calibration, arm: ArmDescription) -> tuple[str, ...]:
+    """The consistency check's problems of the calibrated model (empty: the controllers accept it)."""
+    return assess_model(calibration.model, arm).problems
