@@ -63,12 +63,13 @@ class Harness:
     per test. The test's own work between spins delays the control loop (it shares the thread):
     JIT-compiled functions are warmed up here, and heavy checks run after the arm's motion."""
 
-    def __init__(self, model_file: Path) -> None:
+    def __init__(self, model_file: Path, sim_parameters: dict | None = None) -> None:
         self.model_file = model_file
         self.context = Context()
         rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.sim = SimNode(context=self.context, parameter_overrides=[
-            Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.0)])
+            Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.0),
+            *(Parameter(name, value=value) for name, value in (sim_parameters or {}).items())])
         self.arm = self.sim.arm
         save_model(model_file, DynamicModel.from_standard(DHChain.from_arm(self.arm), self.sim.sim.true_parameters),
                    "the simulator's true parameters (test stand-in for an identified model)",

@@ -354,9 +354,9 @@ class VirtualBus:
         return 0.0
 
     def _step(self) -> None:
-        m = self._last  # what the drives measured after the previous step
+        q, dq = self._sensed  # what the drives' loops measured after the previous step (not lagged)
         for j, drive in enumerate(self._drives):
-            self._tau[j] = self._torque(j, drive, m.position[j], m.velocity[j])
+            self._tau[j] = self._torque(j, drive, q[j], dq[j])
             if not drive.initialized and drive.commutation >= self.config.commutation_time:
                 drive.initialized = True
         # the drives' current limit, inside the drive (its PI and PID outputs included)
@@ -366,7 +366,8 @@ class VirtualBus:
         self._measure(update_i2t=True)
 
     def _measure(self, update_i2t: bool = False) -> None:
-        self._last = m = self.sim.measure()
+        self._last = m = self.sim.measure()  # reported: lagged velocity, calibration error on the current
+        self._sensed = self.sim.sense()
         current = m.effort / self._nm_per_a * self._sign  # [A], motor current
         ticks = np.round(self._sign * (m.position - self._origin) * self._ticks_per_rad).astype(np.int64)
         rpm = np.round(self._sign * m.velocity * self._rpm_per_rad_s).astype(np.int64)

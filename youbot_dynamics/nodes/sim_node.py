@@ -1,13 +1,20 @@
 """ROS 2 node: the simulated youBot arm (MuJoCo) behind ros2_control-style topics.
 
 Thin wrapper around :class:`youbot_dynamics.sim.ArmSimulator` (the "true robot" of
-``config/sim.yaml``: perturbed inertials, rotor inertia, friction, saturation, hard stops,
-quantization, torque noise, on-board drive controllers, command timeout). The node:
+``config/sim.yaml``: perturbed inertials, rotor inertia, friction (Stribeck, asymmetric and
+load-dependent included), saturation, hard stops, quantization, lagged velocity, torque noise and
+calibration error, on-board drive controllers, command timeout, payload). The node:
 
 * steps the physics in a dedicated thread at the simulator's rate, paced to wall time times
   ``real_time_factor`` (0 = as fast as possible), and publishes ``sensor_msgs/JointState`` on
   ``joint_states_topic`` (names ``arm_joint_1..5``; position, velocity, effort = the torque the
-  drives produce, as the real driver reports it) every ``1 / publish_rate`` s of simulated time;
+  drives produce, as the real driver reports it) every ``1 / publish_rate`` s of simulated time,
+  or, with ``publish_jitter > 0``, at ``publish_rate`` on average with random timing jitter (e.g.
+  300 Hz as the real youBot driver: :class:`youbot_dynamics.sim.schedule.PublishSchedule`);
+* takes a payload at the tool on ``~/payload`` (``geometry_msgs/Inertia``: mass ``m`` [kg], centre
+  of mass ``com`` [m] in the tool frame, inertia about it in tool-frame axes, zero for a point
+  mass; ``m = 0`` removes it): applied between two physics steps; a NaN or negative mass or an
+  unphysical inertia is logged as an error and ignored;
 * forwards ``std_msgs/Float64MultiArray`` commands from the effort, position and velocity
   controller topics and ``trajectory_msgs/JointTrajectory`` from the trajectory topic to the
   simulator; a rejected command (wrong length, NaN, outside limits, interface not in
@@ -34,6 +41,7 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Inertia
 from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy._rclpy_pybind11 import RCLError
@@ -47,7 +55,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..commands import from_stamp
-from ..sim import INTERFACES, ArmSimulator, CommandError, SimConfigError, load_sim_config
+from ..sim import INTERFACES, ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
+from ..sim.schedule import PublishSchedule
+from ..sim.true_robot import PUBLISH_STREAM, rng_stream
 from ..timing import LoopStatistics
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import deserialize_trajectory, trajectory_arrays
@@ -59,6 +69,7 @@ QOS_DEPTH = 10
 # command interface -> parameter holding its Float64MultiArray topic
 COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
                   "velocity": "velocity_command_topic"}
+REALISM_EFFECTS = tuple(f.name for f in dataclasses.fields(Realism))
 
 
 _descriptor = partial(parameter_descriptor, read_only=True)
@@ -86,8 +97,13 @@ class SimNode(Node):
         self.declare_parameter('physics_rate', 0.0, _descriptor(
             "Physics rate [Hz]; 0 = 1 / timestep of the sim file (1 kHz).", d, range_=(0.0, 100000.0)))
         self.declare_parameter('publish_rate', 1000.0, _descriptor(
-            "Joint state rate [Hz] in simulated time; at most the physics rate, which it must divide.",
-            d, range_=(1.0, 100000.0)))
+            "Joint state rate [Hz] in simulated time; at most the physics rate, which it must divide "
+            "unless publish_jitter > 0.", d, range_=(1.0, 100000.0)))
+        self.declare_parameter('publish_jitter', 0.0, _descriptor(
+            "Standard deviation [s] of random timing jitter of each joint state (Gaussian, clipped to "
+            "0.45 / publish_rate); > 0: publish_rate on average at the physics step after each jittered "
+            "instant (e.g. 300.0 Hz with 0.0005 s, as the real driver); 0 = every 1 / publish_rate exactly.",
+            d, range_=(0.0, 1.0)))
         self.declare_parameter('real_time_factor', 1.0, _descriptor(
             "Simulated seconds per wall-clock second; 0 = as fast as possible.", d, range_=(0.0, 100.0)))
         self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
@@ -111,7 +127,10 @@ class SimNode(Node):
             "ros2_control's joint_trajectory_controller once activated); false = motors off: the arm falls onto "
             "its stops, as a real arm without power.", b))
         self.declare_parameter('realism', True, _descriptor(
-            "Friction, torque noise and quantization of the sim file; false = ideal rigid-body arm.", b))
+            "The non-ideal effects of the sim file listed in realism_effects; false = ideal rigid-body arm.", b))
+        self.declare_parameter('realism_effects', list(REALISM_EFFECTS), _descriptor(
+            f"With realism: the effects simulated, of {list(REALISM_EFFECTS)} (youbot_dynamics.sim.Realism); "
+            "the others are off.", sa))
         self.declare_parameter('seed', -1, _descriptor(
             "Seed of the perturbed inertials and the noise; -1 = the seed of the sim file.", i))
         self.declare_parameter('publish_clock', False, _descriptor(
@@ -133,12 +152,14 @@ class SimNode(Node):
         unknown = sorted(set(interfaces) - set(INTERFACES))
         if unknown:
             raise ValueError(f"command_interfaces: unknown {unknown}; known: {list(INTERFACES)}")
-        self.sim = ArmSimulator(self.arm, config, enabled_interfaces=interfaces, realism=bool(p['realism']))
-        ratio = (1.0 / self.sim.timestep) / p['publish_rate']
-        self._steps_per_publish = int(round(ratio))
-        if self._steps_per_publish < 1 or abs(ratio - self._steps_per_publish) > 1e-6 * ratio:
-            raise ValueError(f"publish_rate {p['publish_rate']} Hz must divide the physics rate "
-                             f"{1.0 / self.sim.timestep:g} Hz")
+        effects = tuple(p['realism_effects'])
+        unknown = sorted(set(effects) - set(REALISM_EFFECTS))
+        if unknown:
+            raise ValueError(f"realism_effects: unknown {unknown}; known: {list(REALISM_EFFECTS)}")
+        realism = Realism(**{name: bool(p['realism']) and name in effects for name in REALISM_EFFECTS})
+        self.sim = ArmSimulator(self.arm, config, enabled_interfaces=interfaces, realism=realism)
+        self._schedule = PublishSchedule(p['publish_rate'], self.sim.timestep, p['publish_jitter'],
+                                         rng_stream(config.seed, PUBLISH_STREAM))
         self._real_time_factor = float(p['real_time_factor'])
         if p['realtime_priority'] > 0 and self._real_time_factor == 0.0:
             raise ValueError("realtime_priority needs real_time_factor > 0: as fast as possible, the physics "
@@ -162,6 +183,7 @@ class SimNode(Node):
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
         # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
         self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
+        self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
         self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
@@ -170,9 +192,11 @@ class SimNode(Node):
         # fire just when a step is due)
         self._diagnostics_period = float(p['diagnostics_period'])
         self._reporter = background_worker("sim_diagnostics")
+        jitter = f" (jitter {p['publish_jitter']:g} s)" if p['publish_jitter'] > 0 else ""
         self.get_logger().info(
             f"simulated '{self.arm.name}' at {1.0 / self.sim.timestep:g} Hz (real time x{self._real_time_factor:g}), "
-            f"joint states on {p['joint_states_topic']} at {p['publish_rate']:g} Hz, interfaces {list(interfaces)}")
+            f"joint states on {p['joint_states_topic']} at {p['publish_rate']:g} Hz{jitter}, "
+            f"interfaces {list(interfaces)}")
 
     # -- physics loop ---------------------------------------------------------------------------
 
@@ -198,8 +222,8 @@ class SimNode(Node):
         super().destroy_node()
 
     def _loop(self) -> None:
-        period = self._steps_per_publish * self.sim.timestep
-        wall_period = period / self._real_time_factor if self._real_time_factor > 0.0 else 0.0
+        wall_step = self.sim.timestep / self._real_time_factor if self._real_time_factor > 0.0 else 0.0
+        steps = 0
         deadline = time.perf_counter()
         diagnostics_due = deadline + self._diagnostics_period
         while self._running and self.context.ok():
@@ -209,7 +233,8 @@ class SimNode(Node):
                     deadline = time.perf_counter()
                 else:
                     with self._lock:
-                        self.sim.step(self._steps_per_publish)
+                        steps = self._schedule.next_steps()
+                        self.sim.step(steps)
                         measurement = self.sim.measure()
                     with self._publish_lock:
                         if not self._paused:  # paused meanwhile: this state is not published
@@ -222,8 +247,9 @@ class SimNode(Node):
                 if self.context.ok():
                     raise
                 break  # rclpy was shut down (Ctrl-C) before the node was destroyed
-            if wall_period == 0.0 or self._paused:
+            if wall_step == 0.0 or self._paused:
                 continue
+            wall_period = steps * wall_step
             now = time.perf_counter()
             deadline += wall_period
             if now - deadline > 10.0 * wall_period:  # far behind (e.g. the machine stalled): resynchronise
@@ -272,6 +298,17 @@ class SimNode(Node):
         except ValueError as exc:  # CommandError is a ValueError
             self._reject("trajectory", exc)
 
+    def _on_payload(self, msg: Inertia) -> None:
+        com = [msg.com.x, msg.com.y, msg.com.z]
+        inertia = [[msg.ixx, msg.ixy, msg.ixz], [msg.ixy, msg.iyy, msg.iyz], [msg.ixz, msg.iyz, msg.izz]]
+        try:
+            with self._lock:
+                self.sim.set_payload(msg.m, com, inertia)
+        except ValueError as exc:
+            self.get_logger().error(f"payload rejected: {exc}")
+            return
+        self.get_logger().info(f"payload {msg.m:g} kg at {com} m in the tool frame")
+
     # -- services -------------------------------------------------------------------------------
 
     def _initial_positions(self) -> np.ndarray | None:
@@ -283,6 +320,7 @@ class SimNode(Node):
             q = self._initial_positions()
             with self._lock:
                 self.sim.reset(q, hold=self._hold_on_start)
+                self._schedule.restart()
                 position = self.sim.measure().position
         except ValueError as exc:
             response.success, response.message = False, f"reset refused: {exc}"

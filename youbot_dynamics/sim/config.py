@@ -80,10 +80,18 @@ class SimConfig:
     viscous_friction: Array  # fv [N m s / rad]
     coulomb_friction: Array  # fc [N m]
     friction_offset: Array  # f0 [N m]
+    coulomb_asymmetry: Array  # fa [N m], Coulomb level fc + fa moving up, fc - fa moving down (|fa| <= fc)
+    stribeck_friction: Array  # fs [N m], static excess over the Coulomb level (breakaway fc + fs)
+    stribeck_velocity: Array  # vs [rad/s], the excess decays as exp(-(q'/vs)^2)
+    load_friction: Array  # fl [-], Coulomb friction per N m of rigid-body torque |M q'' + C q' + G|
     torque_noise_std: Array  # [N m]
+    effort_gain_error: Array  # g [-], measured effort = (1 + g) tau + o + noise
+    effort_offset: Array  # o [N m]
+    velocity_lag: float  # [s], time constant of the reported velocity's first-order lag (0: none)
     encoder_quantization: bool
     velocity_quantization: bool
-    payload_mass: float  # [kg] at the tool frame origin
+    payload_mass: float  # [kg]
+    payload_position: Array  # [m], the payload's centre of mass in the tool frame
     home: Array  # [rad]
     command_timeout: float  # [s]
     position_controller: PositionGains
@@ -153,6 +161,21 @@ def _joint_vector(node: dict, key: str, where: str, n: int, sign: str = "any") -
     return values
 
 
+def _vector(node: dict, key: str, where: str, size: int) -> Array:
+    """A list of ``size`` finite numbers (not per joint)."""
+    raw = _get(node, key, where)
+    path = f"{where}.{key}"
+    if not isinstance(raw, list) or len(raw) != size:
+        got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
+        raise SimConfigError(f"{path}: expected a list of {size} numbers, got {got}")
+    try:
+        values = np.array([yaml_number(v) for v in raw])
+    except ValueError as exc:
+        raise SimConfigError(f"{path}: {exc}") from None
+    values.setflags(write=False)
+    return values
+
+
 def _flag(node: dict, key: str, where: str) -> bool:
     raw = _get(node, key, where)
     if not isinstance(raw, bool):
@@ -163,8 +186,10 @@ def _flag(node: dict, key: str, where: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _TOP_KEYS = ("timestep", "seed", "perturbation", "motor_rotor_inertia", "viscous_friction", "coulomb_friction",
-             "friction_offset", "torque_noise_std", "encoder_quantization", "velocity_quantization", "payload_mass",
-             "home", "command_timeout", "position_controller", "velocity_controller", "trajectory_interpolation")
+             "friction_offset", "coulomb_asymmetry", "stribeck_friction", "stribeck_velocity", "load_friction",
+             "torque_noise_std", "effort_gain_error", "effort_offset", "velocity_lag", "encoder_quantization",
+             "velocity_quantization", "payload_mass", "payload_position", "home", "command_timeout",
+             "position_controller", "velocity_controller", "trajectory_interpolation")
 _PERTURBATION_KEYS = ("mass_relative_std", "com_std", "inertia_relative_std")
 _POSITION_KEYS = ("kp", "ki", "kd", "integral_limit", "ramp_velocity")
 _VELOCITY_KEYS = ("kp", "ki", "integral_limit")
@@ -191,6 +216,19 @@ def sim_config_from_dict(doc: Any, arm: ArmDescription | None = None) -> SimConf
         raise SimConfigError(f"{where}.home: {home.tolist()} is outside the joint limits "
                              f"[{arm.position_min.tolist()}, {arm.position_max.tolist()}]")
 
+    coulomb = _joint_vector(doc, "coulomb_friction", where, n, "nonnegative")
+    asymmetry = _joint_vector(doc, "coulomb_asymmetry", where, n)
+    if np.any(np.abs(asymmetry) > coulomb):
+        j = int(np.flatnonzero(np.abs(asymmetry) > coulomb)[0])
+        raise SimConfigError(f"{where}.coulomb_asymmetry: |fa| must not exceed coulomb_friction fc (the Coulomb "
+                             f"levels are fc + fa and fc - fa), got fa = {asymmetry[j]:g} > fc = {coulomb[j]:g} "
+                             f"on joint {j + 1}")
+    gain = _joint_vector(doc, "effort_gain_error", where, n)
+    if np.any(np.abs(gain) >= 0.5):
+        raise SimConfigError(f"{where}.effort_gain_error: a relative gain error g must lie in (-0.5, 0.5) "
+                             f"(measured effort (1 + g) tau), got {gain.tolist()}")
+    payload_position = _vector(doc, "payload_position", where, 3)
+
     pert = _section(doc, "perturbation", where, _PERTURBATION_KEYS)
     pos = _section(doc, "position_controller", where, _POSITION_KEYS)
     vel = _section(doc, "velocity_controller", where, _VELOCITY_KEYS)
@@ -202,12 +240,20 @@ def sim_config_from_dict(doc: Any, arm: ArmDescription | None = None) -> SimConf
             **{key: _number(pert, key, f"{where}.perturbation", "nonnegative") for key in _PERTURBATION_KEYS}),
         motor_rotor_inertia=_joint_vector(doc, "motor_rotor_inertia", where, n, "nonnegative"),
         viscous_friction=_joint_vector(doc, "viscous_friction", where, n, "nonnegative"),
-        coulomb_friction=_joint_vector(doc, "coulomb_friction", where, n, "nonnegative"),
+        coulomb_friction=coulomb,
         friction_offset=_joint_vector(doc, "friction_offset", where, n),
+        coulomb_asymmetry=asymmetry,
+        stribeck_friction=_joint_vector(doc, "stribeck_friction", where, n, "nonnegative"),
+        stribeck_velocity=_joint_vector(doc, "stribeck_velocity", where, n, "positive"),
+        load_friction=_joint_vector(doc, "load_friction", where, n, "nonnegative"),
         torque_noise_std=_joint_vector(doc, "torque_noise_std", where, n, "nonnegative"),
+        effort_gain_error=gain,
+        effort_offset=_joint_vector(doc, "effort_offset", where, n),
+        velocity_lag=_number(doc, "velocity_lag", where, "nonnegative"),
         encoder_quantization=_flag(doc, "encoder_quantization", where),
         velocity_quantization=_flag(doc, "velocity_quantization", where),
         payload_mass=_number(doc, "payload_mass", where, "nonnegative"),
+        payload_position=payload_position,
         home=home,
         command_timeout=_number(doc, "command_timeout", where, "positive"),
         position_controller=PositionGains(

@@ -9,9 +9,16 @@ Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, the
    position PID on the interpolated trajectory (:mod:`.drives`, :mod:`youbot_dynamics.interpolation`);
    no mode (motors off) gives ``tau = 0``;
 3. saturation ``|tau| <= max_current kt N`` (the drives' current limit, ``arm.drive_torque_limit``);
-4. MuJoCo integrates ``M(q) q'' + c(q, q') + Ia q'' = tau - f0 - fv q' - friction(fc) + limits``
-   (:mod:`.mujoco_model`; ``f0`` acts as a constant joint torque, so the measured ``tau`` obeys
-   the identification model ``tau = ... + fv q' + fc sign(q') + f0``).
+4. MuJoCo integrates ``M(q) q'' + c(q, q') + Ia q'' = tau - f0 - fv q' - friction + limits``
+   (:mod:`.mujoco_model`; ``f0`` acts as a constant joint torque). The dry friction is MuJoCo's
+   frictionloss constraint at the breakaway level ``fc + fs + fl |L|`` (re-set every step, ``L`` the
+   link-side rigid-body torque ``M q'' + C q' + G`` from MuJoCo's inverse dynamics at the previous
+   step's acceleration, bounded by twice the drive torque limit against impact spikes at the hard
+   stops): the joint sticks inside that band; while it slides, applied torques
+   ``- fa |tanh(q'/0.005)| + fs (1 - exp(-(q'/vs)^2)) sign(q')`` bring it to
+   :class:`~.true_robot.TrueFriction`'s level. With ``fa = fs = fl = 0`` (or ``realism.extra_friction``
+   off) the measured ``tau`` obeys seed 002's identification model ``tau = ... + fv q' + fc sign(q') + f0``;
+   with them, no structure that identification fits.
 
 **Commands.** :meth:`~ArmSimulator.command` and :meth:`~ArmSimulator.command_trajectory` validate
 (length, finite, position inside the limits, ``|velocity| <= velocity_max``, interface enabled) and
@@ -24,9 +31,17 @@ after its last point the PID holds that point until the next command. Effort com
 range-checked: the drives saturate them.
 
 **Measurements** (:meth:`~ArmSimulator.measure`, what ``/joint_states`` carries): quantized
-position and velocity, and effort = the drive torque of the last step (after saturation, before
-the offset ``f0``) plus Gaussian noise (``torque_noise_std``), as the driver reports the
-current-derived torque.
+position; velocity = the drive's estimate, a first-order lag of the true velocity with time
+constant ``velocity_lag`` (discrete, backward Euler: group delay ``velocity_lag``), quantized to
+integer motor rpm; effort = ``(1 + g) tau + o`` plus Gaussian noise (``torque_noise_std``), ``tau``
+the drive torque of the last step (after saturation, before the offset ``f0``), ``g, o`` the
+current measurement's gain error and offset (``effort_gain_error``, ``effort_offset``), as the
+driver reports the current-derived torque. The drives' own loops use the quantized, unlagged
+position and velocity (:meth:`~ArmSimulator.sense`).
+
+**Payload**: :meth:`~ArmSimulator.set_payload` replaces the payload at the tool between steps
+(the last link's inertial in the MuJoCo model and ``true_parameters``); :meth:`~ArmSimulator.reset`
+keeps it.
 
 The noise generator is re-seeded from ``sim.seed`` on :meth:`~ArmSimulator.reset`, so the same
 reset and command sequence gives the same measurements.
@@ -48,7 +63,9 @@ from .drives import PositionPid, Ramp, VelocityPi
 from ..interpolation import HermiteSpline
 from .limits import LimitMonitor
 from .mujoco_model import build_model
-from .true_robot import NOISE_STREAM, armature, rng_stream, true_arm, true_standard_parameters
+from .true_robot import (ASYMMETRY_VELOCITY, NOISE_STREAM, Payload, TrueFriction, armature, configured_payload,
+                         rng_stream, true_arm, true_standard_parameters)
+from ..urdf import generate_urdf
 
 __all__ = ["INTERFACES", "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
 
@@ -71,18 +88,28 @@ class JointMeasurement:
 @dataclass(frozen=True)
 class Realism:
     """Which non-ideal effects are simulated. ``friction``: ``fv, fc, f0`` (in the physics and in
+    ``true_parameters``); ``extra_friction``: the friction beyond the seed's, asymmetric, Stribeck
+    and load-dependent (``fa, fs, vs, fl``; in the physics and ``true_friction``, never in
     ``true_parameters``); ``noise``: effort noise; ``quantization``: position/velocity resolution as
-    enabled in the config. The true inertials, rotor inertia, saturation and hard stops always apply."""
+    enabled in the config; ``effort_calibration``: the effort's gain error and offset;
+    ``velocity_lag``: the reported velocity's lag. The true inertials, rotor inertia, payload,
+    saturation and hard stops always apply. Every field defaults to on: ``Realism.of(False)`` is the
+    ideal rigid-body arm, and a test that needs one effect off names it, e.g.
+    ``Realism(extra_friction=False)``."""
 
     friction: bool = True
     noise: bool = True
     quantization: bool = True
+    extra_friction: bool = True
+    effort_calibration: bool = True
+    velocity_lag: bool = True
 
     @classmethod
     def of(cls, value: bool | Realism) -> Realism:
+        """``value`` itself, or every effect on (``True``) or off (``False``)."""
         if isinstance(value, Realism):
             return value
-        return cls(bool(value), bool(value), bool(value))
+        return cls(*(bool(value),) * len(dataclasses.fields(cls)))
 
 
 def _quantize(values: Array, resolution: Array | None) -> Array:
@@ -97,8 +124,10 @@ class ArmSimulator:
     Public attributes: ``arm``, ``config``, ``realism``, ``enabled_interfaces``, ``model`` and ``data``
     (MuJoCo), ``limits`` (the :class:`~.limits.LimitMonitor` of every step and effort command; its
     torque bound ``limit_torque``, default the controllers' limit),
-    ``true_parameters`` (the 14 n standard parameters of the simulated physics: friction terms are
-    zero when ``realism.friction`` is off). Not thread-safe: one caller at a time.
+    ``true_parameters`` (the 14 n standard parameters of the simulated physics, payload included:
+    friction terms are zero when ``realism.friction`` is off), ``true_friction`` (the whole simulated
+    friction, :class:`~.true_robot.TrueFriction`; what ``true_parameters`` cannot hold).
+    Not thread-safe: one caller at a time.
     """
 
     def __init__(self, arm: ArmDescription | None = None, config: SimConfig | None = None, *,
@@ -115,24 +144,42 @@ class ArmSimulator:
         unknown = sorted(set(self.enabled_interfaces) - set(INTERFACES))
         if unknown:
             raise ValueError(f"unknown interfaces {unknown}; known: {INTERFACES}")
-        self.realism = Realism.of(realism)
+        self.realism = realism = Realism.of(realism)
         cfg = self.config
-        if not self.realism.friction:
+        self.true_friction = friction = TrueFriction.of(cfg, realism.friction, realism.extra_friction)
+        if not realism.friction:
             zero = np.zeros(n)
             cfg = dataclasses.replace(cfg, viscous_friction=zero, coulomb_friction=zero, friction_offset=zero)
+        self._physics_config = cfg
+        self._payload = configured_payload(cfg)
 
-        self.true_parameters = true_standard_parameters(self.arm, cfg)
+        self.true_parameters = true_standard_parameters(self.arm, cfg, self._payload)
         self.true_parameters.setflags(write=False)
-        self.model = build_model(true_arm(self.arm, cfg), cfg.timestep, armature(self.arm, cfg),
-                                 cfg.viscous_friction, cfg.coulomb_friction)
+        # breakaway level without load: fc + fs (MuJoCo's frictionloss, re-set every step with the load)
+        self._static_friction = friction.coulomb + friction.stribeck
+        self.model = build_model(true_arm(self.arm, cfg, self._payload), cfg.timestep, armature(self.arm, cfg),
+                                 friction.viscous, self._static_friction)
         self.data = mujoco.MjData(self.model)
+        self._last_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, self.arm.link_names[-1])
+        if self._last_body < 0:
+            raise RuntimeError(f"the MuJoCo model has no body {self.arm.link_names[-1]!r} (the last link)")
         self.limits = LimitMonitor(self.arm, torque_limit=limit_torque)
 
         dt = cfg.timestep
         self._offset = cfg.friction_offset
         self._torque_limit = self.arm.drive_torque_limit
-        self._noise_std = cfg.torque_noise_std if self.realism.noise else None
-        quantize = self.realism.quantization
+        self._extra_friction = friction.has_extra
+        self._load = np.zeros(n)
+        self._load_bound = 2.0 * self._torque_limit
+        self._noise_std = cfg.torque_noise_std if realism.noise else None
+        calibrated = realism.effort_calibration
+        self._effort_gain = 1.0 + cfg.effort_gain_error if calibrated else np.ones(n)
+        self._effort_offset = cfg.effort_offset.copy() if calibrated else np.zeros(n)
+        # first-order lag, backward Euler: y <- y + a (v - y), a = dt / (T + dt) (group delay T)
+        lag = cfg.velocity_lag if realism.velocity_lag else 0.0
+        self._lag_gain = dt / (lag + dt) if lag > 0 else None
+        self._velocity_estimate = np.zeros(n)
+        quantize = realism.quantization
         self._q_resolution = (2 * np.pi / (self.arm.encoder_ticks * self.arm.gear_ratio)
                               if quantize and cfg.encoder_quantization else None)
         self._dq_resolution = (2 * np.pi / (60.0 * self.arm.gear_ratio)
@@ -183,6 +230,11 @@ class ArmSimulator:
     def motors_on(self) -> bool:
         return self._mode is not None
 
+    @property
+    def payload(self) -> Payload:
+        """The payload at the tool (the configured one until :meth:`set_payload`)."""
+        return self._payload
+
     # -- state -----------------------------------------------------------------------------------
 
     def reset(self, q: Any = None, *, hold: bool = False) -> None:
@@ -196,6 +248,8 @@ class ArmSimulator:
         self.data.qpos[:] = q
         mujoco.mj_forward(self.model, self.data)
         self._steps = 0
+        self._velocity_estimate[:] = self.data.qvel
+        self.model.dof_frictionloss[:] = self._static_friction
         self._noise = rng_stream(self.config.seed, NOISE_STREAM)
         self._motors_off()
         if hold:
@@ -204,12 +258,38 @@ class ArmSimulator:
                                                   self.config.trajectory_interpolation), q, rest)
 
     def measure(self) -> JointMeasurement:
-        """Quantized position and velocity, effort = drive torque + noise (see the module docstring)."""
-        q, dq = self._sense()
-        effort = self._torque.copy()
+        """What the driver reports: quantized position, lagged and quantized velocity, effort =
+        ``(1 + g)`` drive torque ``+ o`` + noise (see the module docstring)."""
+        q = _quantize(self.data.qpos, self._q_resolution)
+        velocity = self._velocity_estimate if self._lag_gain is not None else self.data.qvel
+        dq = _quantize(velocity, self._dq_resolution)
+        effort = self._effort_gain * self._torque + self._effort_offset
         if self._noise_std is not None:
             effort += self._noise_std * self._noise.standard_normal(self.n_joints)
         return JointMeasurement(self.time, q, dq, effort)
+
+    def sense(self) -> tuple[Array, Array]:
+        """Position and velocity as the drives' own loops measure them: quantized, not lagged."""
+        return self._sense()
+
+    def set_payload(self, mass: float, position: Any = None, inertia: Any = None) -> None:
+        """Hold a payload of ``mass`` [kg] (0: none) with its centre of mass at ``position`` [m] in
+        the tool frame (default: the tool frame origin) and ``inertia`` [kg m^2] about its centre of
+        mass in tool-frame axes (default: a point mass), from the next step on. Replaces the previous
+        payload (the configured one included): the last link's inertial in the MuJoCo model and
+        ``true_parameters`` change; the state and the drives do not. ``ValueError`` for a NaN or
+        negative mass, a bad position or an unphysical inertia (nothing changes then)."""
+        payload = Payload.of(mass, position, inertia)
+        arm = true_arm(self.arm, self._physics_config, payload)
+        fresh = mujoco.MjModel.from_xml_string(generate_urdf(arm))  # the URDF's link frames, as build_model
+        body = mujoco.mj_name2id(fresh, mujoco.mjtObj.mjOBJ_BODY, self.arm.link_names[-1])
+        for name in ("body_mass", "body_ipos", "body_iquat", "body_inertia"):
+            getattr(self.model, name)[self._last_body] = getattr(fresh, name)[body]
+        mujoco.mj_setConst(self.model, mujoco.MjData(self.model))  # subtree masses, constraint weights
+        parameters = true_standard_parameters(self.arm, self._physics_config, payload)
+        parameters.setflags(write=False)
+        self.true_parameters = parameters
+        self._payload = payload
 
     # -- commands --------------------------------------------------------------------------------
 
@@ -260,7 +340,11 @@ class ArmSimulator:
                 np.clip(self._controllers[self._mode](q, dq), -self._torque_limit, self._torque_limit,
                         out=self._torque)
             np.subtract(self._torque, self._offset, out=data.qfrc_applied)
+            if self._extra_friction:
+                self._apply_extra_friction()
             mj_step(model, data)
+            if self._lag_gain is not None:
+                self._velocity_estimate += self._lag_gain * (data.qvel - self._velocity_estimate)
             observe(data.time, data.qpos, data.qvel, self._mode)
             self._steps += 1
             if self._deadline is not None and self._mode is not None and self._steps >= self._deadline:
@@ -270,6 +354,16 @@ class ArmSimulator:
 
     def _steps_of(self, seconds: float) -> int:
         return int(round(seconds / self.config.timestep))
+
+    def _apply_extra_friction(self) -> None:
+        """Breakaway level ``fc + fs + fl |L|`` as frictionloss; sliding corrections as applied torque."""
+        model, data, f = self.model, self.data, self.true_friction
+        mujoco.mj_rne(model, data, 1, self._load)  # M q'' + C q' + G of the links (no rotor inertia)
+        np.clip(self._load, -self._load_bound, self._load_bound, out=self._load)
+        np.add(self._static_friction, f.load * np.abs(self._load), out=model.dof_frictionloss)
+        dq = data.qvel
+        data.qfrc_applied += (f.stribeck * (1.0 - np.exp(-(dq / f.stribeck_velocity) ** 2)) * np.sign(dq)
+                              - f.asymmetry * np.abs(np.tanh(dq / ASYMMETRY_VELOCITY)))
 
     def _sense(self) -> tuple[Array, Array]:
         """Position and velocity as the drives measure them."""

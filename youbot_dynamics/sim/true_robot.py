@@ -15,15 +15,22 @@ of :func:`rng_stream` in this order: 1 for the mass, 3 for the centre of mass, 3
 ``e`` are independent standard normal draws, ``s_m, s_c, s_I`` the standard deviations of
 ``sim.perturbation``.
 
-**Payload** of mass ``m_p`` at the tool frame origin ``p`` (in the last DH frame): a point mass
-lumped into the last link by adding standard parameters, ``[m_p, m_p p, -m_p [p]x [p]x]``.
+**Payload** of mass ``m_p`` with its centre of mass at ``p_t`` in the tool frame (``sim.payload_mass``,
+``sim.payload_position``; at run time :meth:`.ArmSimulator.set_payload`, optionally with an inertia
+``I_p`` about its centre of mass in tool-frame axes): lumped into the last link by adding standard
+parameters, ``[m_p, m_p p, I_p' - m_p [p]x [p]x]`` with ``p = R_t p_t + o_t`` and ``I_p' = R_t I_p R_t^T``
+in the last DH frame (tool frame ``(R_t, o_t)``).
 
 **Drive terms** (seed 002, 2.58): reflected rotor inertia ``Ia = N^2 J`` (gear ratio ``N``, rotor
-inertia ``J`` at the motor), viscous ``fv``, Coulomb ``fc`` and offset ``f0`` friction.
+inertia ``J`` at the motor), viscous ``fv``, Coulomb ``fc`` and offset ``f0`` friction; these are in
+the 14 n standard parameters. The **friction beyond the seed's** (:class:`TrueFriction`:
+asymmetric Coulomb ``fa``, Stribeck ``fs, vs``, load-dependent ``fl``) is not: no standard
+parameter holds it, and no structure identification fits holds it exactly.
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,13 +39,89 @@ from ..arm import ArmDescription, LinkInertial
 from ..dynamics.parameters import inertial_to_standard, standard_parameters, standard_to_inertial
 from .config import Perturbation, SimConfig
 
-__all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "rng_stream", "perturb_link", "true_arm", "true_standard_parameters",
-           "armature"]
+__all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "PUBLISH_STREAM", "ASYMMETRY_VELOCITY", "Payload", "TrueFriction",
+           "rng_stream", "perturb_link", "configured_payload", "true_arm", "true_standard_parameters", "armature"]
 
 Array = NDArray[np.float64]
 
 PARAMETER_STREAM = 0  # random stream of the true inertial parameters
 NOISE_STREAM = 1  # random stream of the torque measurement noise
+PUBLISH_STREAM = 2  # random stream of the publication jitter of the simulator node
+ASYMMETRY_VELOCITY = 0.005  # [rad/s]: the asymmetric Coulomb term is fa |tanh(q' / this)|
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A payload held at the tool: ``mass`` [kg], centre of mass ``position`` [m] in the tool frame,
+    ``inertia`` [kg m^2] about its centre of mass in tool-frame axes (zero: a point mass)."""
+
+    mass: float
+    position: Array
+    inertia: Array
+
+    @classmethod
+    def of(cls, mass: float, position: Array | None = None, inertia: Array | None = None) -> "Payload":
+        """Validated payload (``ValueError`` naming the problem): finite ``mass >= 0``, 3 finite
+        coordinates, a symmetric positive semi-definite inertia obeying the triangle inequality."""
+        mass = float(mass)
+        if not np.isfinite(mass) or mass < 0:
+            raise ValueError(f"payload mass must be a finite number >= 0 kg, got {mass!r}")
+        pos = np.zeros(3) if position is None else np.asarray(position, dtype=float)
+        if pos.shape != (3,) or not np.all(np.isfinite(pos)):
+            raise ValueError(f"payload position must be 3 finite coordinates [m], got {np.asarray(position).tolist()}")
+        inertia_ = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        if inertia_.shape != (3, 3) or not np.all(np.isfinite(inertia_)):
+            raise ValueError("payload inertia must be a finite 3x3 matrix [kg m^2]")
+        if np.abs(inertia_ - inertia_.T).max() > 1e-12 * max(1.0, np.abs(inertia_).max()):
+            raise ValueError(f"payload inertia must be symmetric, got {inertia_.tolist()}")
+        moments = np.linalg.eigvalsh(inertia_)
+        tol = 1e-12 * max(1e-9, moments.max(initial=0.0))
+        if moments[0] < -tol or moments[0] + moments[1] < moments[2] - tol:
+            raise ValueError(f"payload inertia is not a physical body's (principal moments {moments.tolist()}: "
+                             "each must be >= 0 and no larger than the sum of the other two)")
+        if mass == 0.0 and np.any(inertia_ != 0):
+            raise ValueError("a payload with an inertia needs a mass > 0")
+        return cls(mass, pos, inertia_)
+
+
+@dataclass(frozen=True)
+class TrueFriction:
+    """The simulated joint friction per joint (``config/sim.yaml``, all [N m] except where noted):
+    viscous ``fv`` [N m s/rad], Coulomb ``fc``, offset ``f0``, asymmetric ``fa``, Stribeck ``fs``
+    with Stribeck velocity ``vs`` [rad/s], load-dependent ``fl`` [-]. While a joint slides:
+    ``tau_f = fv q' + (fc + fl |L|) sign(q') + fa |tanh(q' / ASYMMETRY_VELOCITY)| +
+    fs exp(-(q'/vs)^2) sign(q') + f0`` (``L`` the link-side rigid-body torque); at rest it sticks
+    inside ``f0 +- (fc + fs + fl |L|)``."""
+
+    viscous: Array
+    coulomb: Array
+    offset: Array
+    asymmetry: Array
+    stribeck: Array
+    stribeck_velocity: Array
+    load: Array
+
+    @classmethod
+    def of(cls, config: SimConfig, seed_terms: bool = True, extra_terms: bool = True) -> "TrueFriction":
+        """The friction of ``config``; the seed's terms ``fv, fc, f0`` and the extra terms ``fa, fs, fl``
+        zero unless ``seed_terms`` and ``extra_terms`` (the simulator's realism) respectively."""
+        zero = np.zeros(config.n_joints)
+        seed = (config.viscous_friction, config.coulomb_friction, config.friction_offset) if seed_terms else (zero,) * 3
+        extra = ((config.coulomb_asymmetry, config.stribeck_friction, config.load_friction) if extra_terms
+                 else (zero,) * 3)
+        return cls(*seed, extra[0], extra[1], config.stribeck_velocity, extra[2])
+
+    @property
+    def has_extra(self) -> bool:
+        return bool(np.any(self.asymmetry) or np.any(self.stribeck) or np.any(self.load))
+
+    def sliding(self, dq: Array, load: Array) -> Array:
+        """``tau_f`` while sliding at ``dq`` (no zero entries) under rigid-body torque ``load``."""
+        dq = np.asarray(dq, dtype=float)
+        sign = np.sign(dq)
+        return (self.viscous * dq + (self.coulomb + self.load * np.abs(load)) * sign
+                + self.asymmetry * np.abs(np.tanh(dq / ASYMMETRY_VELOCITY))
+                + self.stribeck * np.exp(-(dq / self.stribeck_velocity) ** 2) * sign + self.offset)
 
 
 def rng_stream(seed: int, stream: int) -> np.random.Generator:
@@ -58,17 +141,26 @@ def perturb_link(link: LinkInertial, perturbation: Perturbation, rng: np.random.
     return LinkInertial(mass=link.mass * mass_ratio, com=com, inertia=0.5 * (inertia + inertia.T))
 
 
-def _with_payload(link: LinkInertial, mass: float, position: Array) -> LinkInertial:
-    point = LinkInertial(mass=mass, com=np.asarray(position, dtype=float), inertia=np.zeros((3, 3)))
-    return standard_to_inertial(inertial_to_standard(link) + inertial_to_standard(point))
+def _with_payload(link: LinkInertial, payload: Payload, tool: Array) -> LinkInertial:
+    rotation = tool[:3, :3]
+    body = LinkInertial(mass=payload.mass, com=rotation @ payload.position + tool[:3, 3],
+                        inertia=rotation @ payload.inertia @ rotation.T)
+    return standard_to_inertial(inertial_to_standard(link) + inertial_to_standard(body))
 
 
-def true_arm(arm: ArmDescription, config: SimConfig) -> ArmDescription:
-    """``arm`` with the perturbed link inertials and the payload lumped into the last link."""
+def configured_payload(config: SimConfig) -> Payload:
+    """The payload of ``config`` (``payload_mass`` at ``payload_position``, a point mass)."""
+    return Payload.of(config.payload_mass, config.payload_position)
+
+
+def true_arm(arm: ArmDescription, config: SimConfig, payload: Payload | None = None) -> ArmDescription:
+    """``arm`` with the perturbed link inertials and the payload (default: the configured one) lumped
+    into the last link."""
     rng = rng_stream(config.seed, PARAMETER_STREAM)
     links = [perturb_link(link, config.perturbation, rng) for link in arm.links]
-    if config.payload_mass > 0:
-        links[-1] = _with_payload(links[-1], config.payload_mass, arm.tool[:3, 3])
+    payload = configured_payload(config) if payload is None else payload
+    if payload.mass > 0:
+        links[-1] = _with_payload(links[-1], payload, arm.tool)
     return dataclasses.replace(arm, links=tuple(links))
 
 
@@ -77,8 +169,9 @@ def armature(arm: ArmDescription, config: SimConfig) -> Array:
     return arm.gear_ratio ** 2 * config.motor_rotor_inertia
 
 
-def true_standard_parameters(arm: ArmDescription, config: SimConfig) -> Array:
-    """The 14 n standard parameters of the true robot (ordering of :mod:`..dynamics.parameters`)."""
-    return standard_parameters(true_arm(arm, config), rotor_inertia=armature(arm, config),
+def true_standard_parameters(arm: ArmDescription, config: SimConfig, payload: Payload | None = None) -> Array:
+    """The 14 n standard parameters of the true robot (ordering of :mod:`..dynamics.parameters`) with
+    ``payload`` (default: the configured one)."""
+    return standard_parameters(true_arm(arm, config, payload), rotor_inertia=armature(arm, config),
                                viscous=config.viscous_friction, coulomb=config.coulomb_friction,
                                offset=config.friction_offset)
