@@ -4,8 +4,9 @@
         [--inertia] [--holdout F] [--report DIR] [processing options]
 
 RUN: the recordings ``identify`` reads (CSV, bags). The steps are :mod:`.calibration`'s: the
-payload at the last link (mass and centre of mass; ``--inertia`` its inertia too) and every
-friction term are re-estimated, the rest of ``MODEL.yaml`` is kept. Printed: the payload change,
+payload at the last link (mass and centre of mass; ``--inertia`` its inertia too) and, as the
+held-out part shows best, none, the offsets or all of the friction terms are re-estimated; the
+rest of ``MODEL.yaml`` is kept. Printed: the payload change,
 the friction terms before and after, and the torque errors of the old and the new model on the
 last ``--holdout`` fraction of the recordings (fitted without it) and on all of them. The processing
 options default to those the model file records (its ``identification.processing``). A model
@@ -77,6 +78,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     lines.append("friction  before  after")
     for name, before in result.friction_before.items():
         lines.append(f"{name:8s}  {before:9.4g}  {result.friction_after[name]:9.4g}")
+    for label, moving in result.held_out_moving.items():
+        lines.append(f"update '{label}': held-out moving rows {100 * moving:.3g}%")
+    lines.append(f"chosen: {result.update}")
     if result.held_out is not None:
         lines += _table(f"held-out last {100 * args.holdout:g}% of the recordings", result.held_out)
     lines += _table("all the data (fitted on it)", result.all_data)
