@@ -183,9 +183,10 @@ def test_velocity_guard_equation_also_on_the_fault_hold(arm, true_model):
 
 
 def test_stall_bound_equation(arm, true_model):
-    """Each torque is within ``C q' + G + friction`` (with the offset ``f0``; the model's, independently of the guard's
-    terms: Coriolis vector + gravity + tanh friction) plus or minus ``m_j (velocity_max -+ q'_j) /
-    stall_time``, with ``m_j`` the smallest effective inertia ``1 / (M^-1)_jj`` inside the limits."""
+    """Each torque is within ``C q' + G + fv q' + f0 +- fc`` (the model's, independently of the guard's
+    terms: Coriolis vector + gravity + viscous friction + offset, and the Coulomb level that acts while
+    the joint moves towards the bound) plus or minus ``m_j (velocity_max -+ q'_j) / stall_time``,
+    with ``m_j`` the smallest effective inertia ``1 / (M^-1)_jj`` inside the limits."""
     config = SafetyConfig(ramp_time=0.0, stall_time=0.1)
     guard = SafetyGuard(arm, true_model, config)
     rng = np.random.default_rng(5)
@@ -193,17 +194,17 @@ def test_stall_bound_equation(arm, true_model):
     inverse = np.linalg.inv(true_model.mass_matrix(q_samples))
     m_low = np.min(1.0 / np.diagonal(inverse, axis1=-2, axis2=-1), axis=0)  # over other samples than the guard's
     guard.enable(0.0)
-    eps = guard._terms.friction_eps
     checked = 0
     for q in q_samples[:50]:
         for fraction in (0.0, 0.4, -0.7):
             dq = fraction * arm.velocity_max * rng.uniform(0.5, 1.0, 5)
             passive = (true_model.coriolis_vector(q, dq) + true_model.gravity(q)
-                       + guard._terms.viscous * dq + guard._terms.coulomb * np.tanh(dq / eps) + guard._terms.offset)
+                       + guard._terms.viscous * dq + guard._terms.offset)
+            assert np.all(guard._terms.coulomb > 0)
             for push in (1e3, -1e3):
                 tau = guard.command(0.0, 0.0, q, dq, lambda t, q_, dq_: np.full(5, push))
                 reach = m_low * (arm.velocity_max - np.sign(push) * dq) / config.stall_time
-                bound = passive + np.sign(push) * reach
+                bound = passive + np.sign(push) * (reach + guard._terms.coulomb)
                 # the guard's m_j (its own 64 samples) is at least the smallest over these 400: within 10 %
                 free = np.abs(bound) < guard.torque_limit  # else saturation decides
                 if np.sign(push) > 0:

@@ -68,6 +68,10 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    inside the limits (:data:`STALL_SAMPLES` configurations),
    ``p_j - m_j (velocity_max_j + q'_j) / T <= tau_j <= p_j + m_j (velocity_max_j - q'_j) / T``
    (at rest ``|tau_j - p_j| <= m_j velocity_max_j / T``: 6.4 N m on joint 1, 0.34 N m on joint 4;
+   with the model's Coulomb-like friction, its part in ``p`` is replaced by the kinetic level that
+   acts while the joint moves towards the bound, ``fc + fl |G| + fa`` up and ``fc + fl |G| - fa``
+   down (:meth:`~.terms.ModelTerms.sliding_friction`): a torque that breaks a joint away from
+   static friction is allowed, as far as the model knows that friction;
    tracking and regulation within ``acceleration_max`` stay inside it: the demo's tracking errors
    are unchanged). Above ``velocity_max`` it pulls the joint back with the time constant T. Why,
    measured: a loaded CI run (two CPU hogs) failed the main job with three joints at 1.106-1.109 x
@@ -358,6 +362,11 @@ class SafetyGuard:
                              + (low - w_low) * limit)
         if self._stall_gain is not None:
             middle = self._terms.passive(q, dq) - self._stall_gain * dq
-            tau = np.minimum(np.maximum(tau, middle - self._stall_reach), middle + self._stall_reach)
+            if self._terms.has_coulomb:  # the kinetic friction that will act on the way to velocity_max
+                part, up, down = self._terms.sliding_friction(q, dq)
+                tau = np.minimum(np.maximum(tau, middle - part - down - self._stall_reach),
+                                 middle - part + up + self._stall_reach)
+            else:
+                tau = np.minimum(np.maximum(tau, middle - self._stall_reach), middle + self._stall_reach)
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)

@@ -54,6 +54,12 @@ class ModelTerms:
         self.friction_model = dataclasses.replace(own, eps=tuple(e if e > 0 else self.friction_eps for e in own.eps))
         self._parameters = model.friction_parameters
         self._zero = np.zeros(n)
+        # fast paths of a control cycle (numpy calls on 5-vectors cost microseconds each)
+        self._eps = np.array(self.friction_model.eps)
+        sign_joints = np.array(own.eps) == 0.0
+        self._sign_coulomb = self.coulomb * sign_joints  # fc of the joints whose model has sign(v)
+        self._extras_differ = bool(own.terms) and bool(sign_joints.any())
+        self._has_coulomb = bool(np.any(self.coulomb != 0.0) or np.any(self._parameters != 0.0))
 
     @property
     def n_joints(self) -> int:
@@ -67,13 +73,39 @@ class ModelTerms:
         """``C(q, q') q' + G(q) + t_f(q, q')``: the torque that keeps the state ``(q, q')`` unaccelerated
         (the model's inverse dynamics, its friction replaced by the smoothed one)."""
         tau = self.model.inverse_dynamics_trusted(q, dq, self._zero)
-        own = self.model.friction_model
-        if own == self.friction_model:
-            return tau
-        gravity = self.gravity(q) if own.uses_load else None
-        return tau + self.coulomb * (self.friction_model.shape(dq) - own.shape(dq)) + (
-            self.friction_model.extra_torque(self._parameters, dq, gravity)
-            - own.extra_torque(self._parameters, dq, gravity))
+        if self._sign_coulomb.any():
+            tau = tau + self._sign_coulomb * (np.tanh(dq / self._eps) - np.sign(dq))
+        if self._extras_differ:
+            own = self.model.friction_model
+            gravity = self.gravity(q) if own.uses_load else None
+            tau = tau + (self.friction_model.extra_torque(self._parameters, dq, gravity)
+                         - own.extra_torque(self._parameters, dq, gravity))
+        return tau
+
+    @property
+    def has_coulomb(self) -> bool:
+        """Whether the model has any Coulomb-like friction (``fc``, or an extra term)."""
+        return self._has_coulomb
+
+    def sliding_friction(self, q: Array, dq: Array) -> tuple[Array, Array, Array]:
+        """``(part, up, down)``: the Coulomb-like part of ``t_f`` at ``(q, q')`` (``fc s`` and the extra
+        terms), and the kinetic level it reaches moving up and down, ``fc + fl |G| +- fa`` (>= 0;
+        without the Stribeck excess, which decays, and the viscous term, which grows with the speed)."""
+        fm = self.friction_model
+        part = self.coulomb * np.tanh(dq / self._eps)
+        if not fm.terms:
+            return part, self.coulomb, self.coulomb
+        gravity = self.gravity(q) if fm.uses_load else None
+        part = part + fm.extra_torque(self._parameters, dq, gravity)
+        level = self.coulomb.copy()
+        asym = np.zeros_like(level)
+        if fm.terms:
+            per_joint = self._parameters.reshape(self.n_joints, -1)
+            if fm.uses_load:
+                level = level + per_joint[:, fm.terms.index("load")] * np.abs(gravity)
+            if "asymmetric" in fm.terms:
+                asym = per_joint[:, fm.terms.index("asymmetric")]
+        return part, np.maximum(level + asym, 0.0), np.maximum(level - asym, 0.0)
 
     def friction(self, v: Array, q: Array | None = None, gravity: Array | None = None) -> Array:
         """``t_f(q, v)`` with the smoothed Coulomb shape (module docstring); load-dependent friction
