@@ -41,7 +41,7 @@ from .estimation import IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors, validate
 
-__all__ = ["PipelineResult", "reference_models", "observations", "identify", "load_recordings", "predict_recording",
+__all__ = ["PipelineResult", "reference_models", "observations", "identify", "cross_validation", "load_recordings", "predict_recording",
            "processing_options",
            "excitation_delay", "identify_excitation",
            "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
@@ -208,10 +208,28 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         **({"eps_selection": selection} if selection is not None else {}),
         "baseline": label,
     }
+    if len(train_obs) >= 2:
+        summary["cross_validation"] = cross_validation(train_obs, method, nominal, prior, friction)
     consistency = assess_model(model, arm)  # reported, never refused: the estimate is what the data say
     summary["consistency"] = consistency.to_dict()
     return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
                           label, options, estimation_time, consistency, summary)
+
+
+def cross_validation(observations: Sequence[Observation], method: str, nominal: DynamicModel, prior: Any,
+                     friction: FrictionModel) -> dict[str, Any]:
+    """Leave one recording out on the identification data: each observation predicted by the
+    estimate of the others (same method and friction model; the load of load-dependent friction is
+    the last pass's, as in the final estimate). Relative errors on moving and all rows."""
+    folds = []
+    for k, held in enumerate(observations):
+        result = estimate(method, [o for i, o in enumerate(observations) if i != k], nominal.base, prior,
+                          friction.extra_names())
+        errors = validate([held], result.beta)["identified"]
+        folds.append({"held_out": held.source, "moving_relative_error": errors.moving,
+                      "relative_error": errors.overall})
+    return {"folds": folds, "mean_moving_relative_error": float(np.mean([f["moving_relative_error"] for f in folds])),
+            "mean_relative_error": float(np.mean([f["relative_error"] for f in folds]))}
 
 
 def load_recordings(paths: Sequence[str | Path], arm: ArmDescription, topic: str = "/joint_states"
@@ -353,6 +371,11 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
         lines.append(f"{j:5d}  {rms:9.4g}  {100 * rel:7.3g}%  {100 * nrel:15.3g}%")
     lines.append(f"overall ||tau - tau_hat|| / ||tau||: {100 * ident.overall:.3g}% (nominal model "
                  f"{100 * base.overall:.3g}%)")
+    cv = run.summary.get("cross_validation")
+    if cv:
+        folds = ", ".join(f"{100 * fold['moving_relative_error']:.3g}%" for fold in cv["folds"])
+        lines.append(f"leave one recording out ({len(cv['folds'])} identification recordings): moving rows {folds} "
+                     f"(mean {100 * cv['mean_moving_relative_error']:.3g}%)")
     if math.isfinite(ident.moving):
         lines.append(f"moving rows (|q'_j| >= {run.options.coulomb_threshold:g} rad/s): {100 * ident.moving:.3g}% "
                      f"(nominal model {100 * base.moving:.3g}%); rows at rest: {100 * ident.rest:.3g}%")
