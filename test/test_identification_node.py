@@ -53,7 +53,11 @@ OFFSET = np.array([0.1, -0.1, 0.15, -0.1, 0.15])  # where the DDS tests leave th
 DOMAIN_ID = "67"
 CLOCK_DOMAIN_ID = 184  # a domain without any /clock publisher
 SUBPROCESS_DOMAIN_ID = "68"
-GOALS = {"overall": 0.02, "joint": 0.05, "gain": 5.0}
+# held-out relative torque errors in the simulator, whose true robot has friction beyond every
+# structure identify fits (Stribeck, asymmetric, load-dependent on the link-side torque, issue 13):
+# measured overall 4.07 %, joints 3.5-6.5 %, moving rows 2.9 %, 14x better than the nominal model
+# (0.3-0.4 % on the seed's robot, which had exactly the fitted structure)
+GOALS = {"overall": 0.06, "joint": 0.10, "moving": 0.04, "gain": 5.0}
 
 
 def sample(t, q, dq=None, stamp_offset=0.0):
@@ -297,9 +301,11 @@ def test_trajectory_waypoints_follow_the_reference():
 
 def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
     """The node's effort controller (100 Hz, zero-order hold) on the simulator core: approach,
-    settle, one period, hold, within 4 cm of tracking error (2.5x below the 0.1 rad abort limit;
+    settle, one period, hold, within 0.05 rad of tracking error (2x below the 0.1 rad abort limit;
     measured 0.028 rad before the drives' reflected rotor inertias joined the simulated arm and the
-    model, 0.033 rad since: the low default gains of joints 4-5 move a heavier joint)."""
+    model, 0.033 rad since: the low default gains of joints 4-5 move a heavier joint; 0.042 rad on
+    the harder true robot of issue 13, with Stribeck and load-dependent friction: the bound was
+    0.04)."""
     from youbot_dynamics.sim import ArmSimulator
 
     nominal, _, beta, _ = reference_models(ARM)
@@ -321,9 +327,16 @@ def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
         sim.step(1)
         step += 1
     assert session.phase is Phase.IDENTIFY, session.reason
-    assert session.max_tracking < 0.04, session.max_tracking
-    # at rest, static friction holds a joint up to fc / kp from the goal (joint 4: 0.25 / 12 = 0.021 rad)
-    assert np.max(np.abs(sim.measure().position - Q_START)) < 0.03
+    assert session.max_tracking < 0.05, session.max_tracking
+    # at rest, static friction holds a joint up to its breakaway torque / kp from the goal: on the true
+    # robot fc + fa + fs + fl |G(q)| (Stribeck and load-dependent friction, issue 13; joint 4:
+    # 0.034 rad measured, 0.021 rad on the seed's robot with fc alone)
+    c = sim.config
+    gravity = DynamicModel.from_standard(nominal.chain, sim.true_parameters).gravity(Q_START)
+    breakaway = (np.asarray(c.coulomb_friction) + np.abs(c.coulomb_asymmetry) + np.asarray(c.stribeck_friction)
+                 + np.asarray(c.load_friction) * np.abs(gravity))
+    kp = np.array([240.0, 240.0, 80.0, 12.0, 8.0])
+    assert np.all(np.abs(sim.measure().position - Q_START) < 1.1 * breakaway / kp + 1e-3)
 
 
 # -- pipeline segments ----------------------------------------------------------------------------
@@ -507,6 +520,7 @@ def test_end_to_end_identification_in_the_simulator(harness):
     print(f"overall: identified {100 * ident['overall_relative']:.2f} %, nominal "
           f"{100 * nominal['overall_relative']:.1f} % ({nominal['overall_relative'] / ident['overall_relative']:.0f}x)")
     assert ident["overall_relative"] <= GOALS["overall"]
+    assert ident["moving_relative"] <= GOALS["moving"]
     assert max(ident["relative_rms"]) <= GOALS["joint"]
     assert nominal["overall_relative"] >= GOALS["gain"] * ident["overall_relative"]
     assert report["session"]["outcome"] == "identify" and report["session"]["max_tracking_error_rad"] < 0.05

@@ -255,7 +255,8 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
           f"{summary['condition_number']:.1f}; held-out relative torque error {100 * summary['relative_error']:.2f} % "
           f"(nominal model {100 * summary['nominal_relative_error']:.1f} %, "
           f"{summary['nominal_relative_error'] / summary['relative_error']:.0f}x better); per joint "
-          f"{np.round(100 * np.asarray(summary['joint_relative_errors']), 2).tolist()} %")
+          f"{np.round(100 * np.asarray(summary['joint_relative_errors']), 2).tolist()} %; moving rows "
+          f"{100 * summary['moving_relative_error']:.2f} %, rows at rest {100 * summary['rest_relative_error']:.2f} %")
     return {"output": str(output), "parameters": str(output / "parameters.yaml"), **summary}
 
 
