@@ -6,6 +6,7 @@ about 94 %), with a margin for solver and platform differences, and are the same
 nothing is tuned to a single run."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from youbot_dynamics.dynamics.paramfile import load_model
 from youbot_dynamics.identification.pipeline import identify, load_recordings, predict_recording
 
 ARM = default_arm()
-FOLDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "youbot_real"
+# beside the repository (../shared/data/youbot_real), or where YOUBOT_REAL_DATA says
+FOLDER = Path(os.environ.get("YOUBOT_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "youbot_real"))
 RUNS = sorted(FOLDER.glob("real_*.csv"))
 pytestmark = pytest.mark.skipif(len(RUNS) < 5, reason=f"the real youBot runs are not in {FOLDER}")
 
