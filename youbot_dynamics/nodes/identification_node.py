@@ -184,7 +184,8 @@ class IdentificationNode(Node):
             "Position gains of the node's PD (command_interface effort) [N m/rad].", da))
         self.declare_parameter('effort_kd', [24.0, 24.0, 8.0, 1.2, 0.8], _descriptor(
             "Velocity gains of the node's PD (command_interface effort) [N m s/rad].", da))
-        self.declare_parameter('method', 'wls', _descriptor(f"Estimator: one of {list(METHODS)}.", s))
+        self.declare_parameter('method', 'consistent', _descriptor(
+            f"Estimator: one of {list(METHODS)} (default consistent: a physically consistent model, as identify).", s))
         self.declare_parameter('structure', 'full', _descriptor(
             f"Model terms identified: one of {list(STRUCTURES)}.", s))
         self.declare_parameter('cutoff_hz', 5.0, _descriptor(
