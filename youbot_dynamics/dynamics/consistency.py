@@ -46,7 +46,7 @@ from .paramfile import ModelFileError
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, structure_mask
 
 __all__ = ["SAMPLES", "CHAIN_TOLERANCE", "ModelConsistencyError", "ModelReport", "sample_configurations",
-           "assess_model", "check_model"]
+           "assess_model", "check_model", "plausibility"]
 
 Array = NDArray[np.float64]
 
@@ -232,6 +232,34 @@ def assess_model(model: DynamicModel, arm: ArmDescription, *, source: str | None
                             f"{worst:.3g} kg m^2; {bad} of {len(q)} configurations inside the joint limits)")
     source = model.source if source is None else source
     return ModelReport(source, tuple(dict.fromkeys(problems)), samples if worst is not None else 0, worst, worst_q)
+
+
+MASS_RATIO_PLAUSIBLE = (0.5, 2.0)  # identified link mass / CAD mass
+COM_DISTANCE_PLAUSIBLE = 0.1  # [m] identified centre of mass from the CAD one
+
+
+def plausibility(chi: Any, prior: Any) -> list[dict[str, Any]]:
+    """Per link, the identified mass and centre of mass (in its DH frame) against the CAD ones of
+    ``prior`` (both 14 n standard vectors): ``plausible`` when the mass lies within
+    :data:`MASS_RATIO_PLAUSIBLE` times the CAD mass and the centre of mass within
+    :data:`COM_DISTANCE_PLAUSIBLE` of the CAD one. Physical consistency does not imply this: a
+    consistent estimate may move mass between links where the data cannot tell them apart (the
+    youBot's ``m1`` and ``m5`` are regrouped into other base parameters); the report says so."""
+    chi = np.asarray(chi, dtype=float).reshape(-1, PARAMETERS_PER_JOINT)
+    prior = np.asarray(prior, dtype=float).reshape(-1, PARAMETERS_PER_JOINT)
+    out = []
+    for i, (link, cad) in enumerate(zip(chi, prior), start=1):
+        mass, cad_mass = float(link[0]), float(cad[0])
+        com = link[1:4] / mass if mass > 0 else np.full(3, np.nan)
+        cad_com = cad[1:4] / cad_mass if cad_mass > 0 else np.full(3, np.nan)
+        ratio = mass / cad_mass if cad_mass > 0 else float("nan")
+        distance = float(np.linalg.norm(com - cad_com))
+        plausible = bool(MASS_RATIO_PLAUSIBLE[0] <= ratio <= MASS_RATIO_PLAUSIBLE[1]
+                         and distance <= COM_DISTANCE_PLAUSIBLE)
+        out.append({"link": i, "mass_kg": mass, "cad_mass_kg": cad_mass, "mass_ratio": ratio,
+                    "com_m": com.tolist(), "cad_com_m": cad_com.tolist(), "com_distance_m": distance,
+                    "plausible": plausible})
+    return out
 
 
 def check_model(model: DynamicModel, arm: ArmDescription, *, source: str | None = None,

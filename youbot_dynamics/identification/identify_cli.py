@@ -32,7 +32,7 @@ from ..argtypes import nonnegative_float, positive_float, positive_int, positive
 from ..arm import default_arm, load_arm
 from ..fileio import output_group
 from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
-from .estimation import METHODS
+from .estimation import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
 from .friction_fit import EPS_CANDIDATES
 from .processing import MAX_FILTER_ORDER
 
@@ -46,6 +46,11 @@ def friction_terms(text: str) -> tuple[str, ...]:
     if unknown or not terms:
         raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(EXTRA_TERMS)} or none, got {text!r}")
     return terms
+
+
+def prior_weight_choice(text: str) -> float | str:
+    """``auto`` or a finite non-negative weight."""
+    return text if text == "auto" else nonnegative_float(text)
 
 
 def eps_choice(text: str) -> float | str:
@@ -79,6 +84,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--eps", type=eps_choice, default="auto", metavar="RAD_S",
                    help="Coulomb shape tanh(v / eps) [rad/s]: a value for every joint (0: sign(v)), or auto (default: "
                    f"per joint by cross-validation among {', '.join(f'{e:g}' for e in EPS_CANDIDATES)})")
+    p.add_argument("--prior-weight", type=prior_weight_choice, default=PRIOR_WEIGHT, metavar="RHO",
+                   help=f"consistent method: weight of the pull towards the CAD inertials (default {PRIOR_WEIGHT:g}), "
+                   f"or auto: among {', '.join(f'{w:g}' for w in PRIOR_WEIGHTS)} by leave one recording out (several "
+                   "recordings; costs 16 more estimates)")
     p.add_argument("--cutoff", type=positive_float, default=10.0, metavar="HZ",
                    help="low-pass cutoff of the parallel filter "
                    "(default 10)")
@@ -112,7 +121,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
                              args.friction) if args.structure == "full" else None
     run = identify(train, held, arm, method=args.method, structure=args.structure,
                    options=options, progress=ProgressBar, friction=friction,
-                   eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None)
+                   eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None,
+                   prior_weights=PRIOR_WEIGHTS if args.prior_weight == "auto" else (args.prior_weight,))
     with output_group():  # the model file and the report appear together or not at all
         write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "
                       f"{', '.join(map(str, args.data))}",
