@@ -85,6 +85,8 @@ class ComputedTorqueControllerNode(ControllerNode):
         self.declare_parameter('damping', *c['damping'])
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
+        self.declare_parameter('velocity_source', *c['velocity_source'])
+        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
         self.declare_parameter('model_feedforward', True, descriptor(
             "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
             "inertia, without M(q), C, G, q''_d or friction (a baseline).", _B))

@@ -73,6 +73,8 @@ class PDGravityControllerNode(ControllerNode):
             "joint at most this far from the goal.", _D, range_=(1e-6, 1.0)))
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
+        self.declare_parameter('velocity_source', *c['velocity_source'])
+        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
         self.declare_parameter('gravity_compensation', True, descriptor(
             "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", _B))
         self.declare_parameter('goal_velocity_fraction', GOAL_VELOCITY_FRACTION, descriptor(
