@@ -174,6 +174,15 @@ def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None
     ``joint_names``: the joints to take, in model order (default: the first ``n_joints`` names of
     the first message). Velocities are used when every message has them for every joint.
     """
+    t, q, tau, dq = read_joint_state_arrays(path, joint_names, topic, n_joints)
+    return Dataset(t, q, tau, dq, source=str(path))
+
+
+def read_joint_state_arrays(path: str | Path, joint_names: Sequence[str] | None = None,
+                            topic: str = "/joint_states", n_joints: int | None = None
+                            ) -> tuple[Array, Array, Array, Array | None]:
+    """``(t, q, tau, dq or None)`` of every message, in the bag's order, time not checked (what
+    :func:`read_joint_states` and the real-log reader :func:`.dataset.read_bag_raw` build on)."""
     from rosbags.highlevel import AnyReader, AnyReaderError
     from rosbags.rosbag2 import ReaderError
 
@@ -193,11 +202,11 @@ def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None
         raise DataFileError(f"cannot read the bag {path}: {type(exc).__name__}: {exc} (corrupted file?)") from None
     if not rows:
         raise DataFileError(f"{path}: no messages on {topic}")
-    return _dataset(path, rows, joint_names, n_joints)
+    return _arrays(path, rows, joint_names, n_joints)
 
 
-def _dataset(path: Path, rows: list[tuple[int, Any]], joint_names: Sequence[str] | None,
-             n_joints: int | None) -> Dataset:
+def _arrays(path: Path, rows: list[tuple[int, Any]], joint_names: Sequence[str] | None,
+            n_joints: int | None) -> tuple[Array, Array, Array, Array | None]:
     select = JointSelector(joint_names if joint_names is not None else list(rows[0][1].name)[:n_joints])
     count, n = len(rows), len(select.wanted)
     q, tau, dq = np.empty((count, n)), np.empty((count, n)), np.empty((count, n))
@@ -213,4 +222,4 @@ def _dataset(path: Path, rows: list[tuple[int, Any]], joint_names: Sequence[str]
     stamps = np.array([int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec) for _, m in rows])
     if not stamps.any():  # unstamped messages: the time the recorder received them
         stamps = np.array([receive for receive, _ in rows])
-    return Dataset((stamps - stamps[0]) * 1e-9, q, tau, dq if has_velocity else None, source=str(path))
+    return (stamps - stamps[0]) * 1e-9, q, tau, dq if has_velocity else None

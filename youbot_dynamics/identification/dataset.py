@@ -296,51 +296,13 @@ def read_csv_raw(path: str | Path, n_joints: int) -> RawRecording:
 
 def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = "/joint_states",
                  n_joints: int | None = None) -> RawRecording:
-    """Every ``JointState`` message of ``topic`` in a bag, in the bag's order, time unchecked.
+    """Every ``JointState`` message of ``topic`` in a bag, in the bag's order, time unchecked
+    (:func:`.bagio.read_joint_state_arrays`: the same errors as :func:`.bagio.read_joint_states` for a
+    missing file or topic, a corrupted bag, a message lacking a joint)."""
+    from .bagio import read_joint_state_arrays
 
-    Same reading as :func:`.bagio.read_joint_states` (same errors for a missing file or topic, a
-    corrupted bag, a message lacking a joint; header stamps, or the receive time when all stamps
-    are zero; velocities when every message has them), which builds a :class:`Dataset` and so
-    refuses repeated stamps. That function is tried first; only when it refuses the time
-    stamps are the messages read again here, without that check (``bagio`` has no raw path yet).
-    """
-    from .bagio import read_joint_states
-
-    try:
-        return RawRecording.from_dataset(read_joint_states(path, joint_names, topic, n_joints))
-    except IdentificationError as exc:
-        if "time repeats" not in str(exc) and "time goes backwards" not in str(exc):
-            raise
-    return _read_bag_rows(Path(path), joint_names, topic, n_joints)
-
-
-def _read_bag_rows(path: Path, joint_names: Sequence[str] | None, topic: str,
-                   n_joints: int | None) -> RawRecording:
-    """:func:`read_bag_raw` for a bag that :func:`.bagio.read_joint_states` has already opened and
-    decoded once (so the topic exists and the bytes are sound): the same message-to-array steps."""
-    from rosbags.highlevel import AnyReader
-
-    from .bagio import JointSelector, typestore
-
-    with AnyReader([path], default_typestore=typestore()) as reader:
-        connections = [c for c in reader.connections if c.topic == topic]
-        rows = [(stamp, reader.deserialize(raw, c.msgtype)) for c, stamp, raw in reader.messages(connections)]
-    select = JointSelector(joint_names if joint_names is not None else list(rows[0][1].name)[:n_joints])
-    count, n = len(rows), len(select.wanted)
-    q, tau, dq = np.empty((count, n)), np.empty((count, n)), np.empty((count, n))
-    has_velocity = True
-    for k, (_, msg) in enumerate(rows):
-        order = select(msg.name, f"{path}: message {k}")
-        if len(msg.position) != len(msg.name) or len(msg.effort) != len(msg.name):
-            raise IdentificationError(f"{path}: message {k} lacks positions or efforts for its {len(msg.name)} joints")
-        q[k], tau[k] = msg.position[order], msg.effort[order]
-        has_velocity = has_velocity and len(msg.velocity) == len(msg.name)
-        if has_velocity:
-            dq[k] = msg.velocity[order]
-    stamps = np.array([int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec) for _, m in rows])
-    if not stamps.any():  # unstamped messages: the time the recorder received them
-        stamps = np.array([receive for receive, _ in rows])
-    return RawRecording((stamps - stamps[0]) * 1e-9, q, tau, dq if has_velocity else None, source=str(path))
+    t, q, tau, dq = read_joint_state_arrays(path, joint_names, topic, n_joints)
+    return RawRecording(t, q, tau, dq, source=str(path))
 
 
 def read_recording_raw(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
