@@ -54,8 +54,9 @@ def _per_joint(values: Any, n: int, name: str, positive: bool) -> tuple[float, .
     bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
-        raise FrictionError(f"friction {name} of joint {j + 1}: expected a finite {'positive' if positive else 'non-negative'}"
-                            f" velocity [rad/s], got {arr[j]!r}")
+        kind = "positive" if positive else "non-negative"
+        raise FrictionError(f"friction {name} of joint {j + 1}: expected a finite {kind} velocity [rad/s], "
+                            f"got {arr[j]!r}")
     return tuple(float(v) for v in arr)
 
 
@@ -105,7 +106,8 @@ class FrictionModel:
         if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
             raise FrictionError(f"friction terms: expected a list of names among {', '.join(EXTRA_TERMS)}")
         try:
-            return cls(n_joints, doc.get("eps", 0.0), tuple(terms), doc.get("stribeck_velocity", DEFAULT_STRIBECK_VELOCITY))
+            return cls(n_joints, doc.get("eps", 0.0), tuple(terms),
+                       doc.get("stribeck_velocity", DEFAULT_STRIBECK_VELOCITY))
         except (TypeError, ValueError) as exc:
             raise FrictionError(str(exc)) from None
 

@@ -167,7 +167,8 @@ class DynamicModel:
         else:
             q, dq, ddq = (np.ascontiguousarray(x).reshape(-1, n) for x in np.broadcast_arrays(q, dq, ddq))
             out = np.empty((q.shape[0], n, self.base.count))
-            many = self._module.regressor_many_parallel if q.shape[0] >= PARALLEL_SAMPLES else self._module.regressor_many
+            parallel = q.shape[0] >= PARALLEL_SAMPLES
+            many = self._module.regressor_many_parallel if parallel else self._module.regressor_many
             many(q, dq, ddq, self.base.independent, out)
         if self._shaped:  # the Coulomb columns: the friction model's shape instead of sign
             shape = self.friction_model.shape(np.broadcast_to(dq, np.broadcast_shapes(np.shape(q), np.shape(dq),

@@ -32,7 +32,8 @@ __all__ = ["add_parser", "cmd_calibrate"]
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``calibrate`` subcommand."""
-    p = subparsers.add_parser("calibrate", help="update an identified model's payload and friction from a new recording")
+    p = subparsers.add_parser("calibrate",
+                              help="update an identified model's payload and friction from a new recording")
     p.add_argument("data", nargs="+", metavar="RUN", help="recordings of the new session (as identify reads them)")
     p.add_argument("--params", required=True, metavar="MODEL.yaml", help="the identified model to update")
     p.add_argument("--out", required=True, metavar="NEW.yaml", help="updated model file to write")

@@ -34,8 +34,9 @@ EPS_CANDIDATES = (0.02, 0.05, 0.1, 0.2)  # [rad/s] (real youBot: issue 13 measur
 def _half(data: Dataset, first: bool) -> Dataset:
     middle = data.n_samples // 2
     part = slice(0, middle) if first else slice(middle, None)
+    which = "first" if first else "second"
     return Dataset(data.t[part], data.q[part], data.tau[part], None if data.dq is None else data.dq[part],
-                   None if data.ddq is None else data.ddq[part], f"{data.source} ({'first' if first else 'second'} half)")
+                   None if data.ddq is None else data.ddq[part], f"{data.source} ({which} half)")
 
 
 def folds(datasets: Sequence[Dataset]) -> tuple[list[Dataset], list[tuple[list[int], int]]]:

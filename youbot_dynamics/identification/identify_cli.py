@@ -8,8 +8,9 @@ DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional; 
 recognised by its header) or rosbag2 folders / ``.mcap`` files with ``sensor_msgs/JointState`` on
 ``/joint_states``. Real logs are cleaned first (:mod:`.cleaning`: repeated stamps and stale
 repeated rows dropped and counted, split at gaps; the counts go to ``report.json``
-``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all files are stacked and solved
-(:mod:`.estimation`). ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
+``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all
+files are stacked and solved (:mod:`.estimation`; default ``consistent``, with the friction model
+``--friction`` (default ``load``) and its Coulomb shape ``--eps`` (default ``auto``), :mod:`.pipeline`). ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
 identification data themselves; the nominal model is the baseline. ``--report DIR`` writes

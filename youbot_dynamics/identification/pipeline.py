@@ -41,11 +41,9 @@ from .estimation import PRIOR_WEIGHT, IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors, validate
 
-__all__ = ["PipelineResult", "reference_models", "observations", "identify", "choose_prior_weight", "cross_validation",
-           "load_recordings", "predict_recording",
-           "processing_options",
-           "excitation_delay", "identify_excitation",
-           "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
+__all__ = ["PipelineResult", "reference_models", "observations", "default_friction", "identify", "choose_prior_weight",
+           "cross_validation", "load_recordings", "predict_recording", "processing_options", "excitation_delay",
+           "identify_excitation", "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
 # progress(label) -> a callable taking a fraction in [0, 1] and with a done() -> seconds (report.ProgressBar)
@@ -185,7 +183,8 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
                               friction_parameters=np.zeros(friction.extra_count))
         load_model = fitted.with_parameters(first.beta)
-    rho, weights = (float(prior_weights[0]), None) if prior_weights and len(prior_weights) == 1 else (PRIOR_WEIGHT, None)
+    rho = float(prior_weights[0]) if prior_weights and len(prior_weights) == 1 else PRIOR_WEIGHT
+    weights: dict[str, float] | None = None
     for _ in range(LOAD_ITERATIONS if friction.uses_load else 1):
         train_obs = observations(train, fitted, options, progress, load_model)
         bar = progress(f"estimating ({method})")
