@@ -224,6 +224,14 @@ class Controller:
         keep = rows[:, 4, 0] >= since
         return rows[keep, 4, 0], rows[keep, :4]
 
+    def rows_from_now(self, count: int, timeout: float = 10.0) -> np.ndarray:
+        """The next ``count`` ``~/state`` rows (k, 4, n) the controller publishes from now on, waited
+        for (on a busy machine they arrive late: rows "of the last 0.25 s" were once none)."""
+        mark = time.perf_counter()
+        assert self.h.spin_until(lambda: self.state_rows(since=mark)[0].size >= count, timeout), \
+            f"fewer than {count} ~/state rows in {timeout:g} s"
+        return self.state_rows(since=mark)[1]
+
     def close(self) -> None:
         self.node.stop_commanding()
         self.h.executor.remove_node(self.node)
@@ -356,8 +364,8 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     c.publish("goal", JointState(name=list(reversed(h.arm.joint_names)),
                                              position=goal[::-1].tolist()))  # by name, any order
     assert "goal accepted" in c.wait_status("goal accepted")
-    h.spin_for(2.5)
-    _, rows = c.state_rows(since=time.perf_counter() - 0.25)
+    h.spin_for(2.25)
+    rows = c.rows_from_now(25)  # 0.25 s at the default state_publish_decimation (100 Hz)
     error = np.median(np.abs(rows[:, 2]), axis=0)  # robust to a stall of this shared test process
     report = print_timing(c, "PD + gravity")
     print(f"PD + gravity over DDS: |q - q_d| 2.25-2.5 s after a 0.3 rad step (median of ~/state) = "
@@ -366,10 +374,12 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     assert report["rate_hz"] > 300.0 and report["latency_median_ms"] < 5.0
     assert c.node.guard.state is GuardState.ENABLED
     # ~/state: [q_d, q, e, tau] with e = q_d - q, the desired position the goal
+    start = time.perf_counter()
+    c.rows_from_now(20)
+    times, rows = c.state_rows(since=start)
     now = time.perf_counter()
-    times, rows = c.state_rows(since=now - 0.2)
     assert rows.shape[1:] == (4, 5)
-    assert np.all(np.diff(times) > 0) and now - 0.2 <= times[0] and times[-1] <= now  # the steady clock
+    assert np.all(np.diff(times) > 0) and start <= times[0] and times[-1] <= now  # the steady clock
     np.testing.assert_allclose(rows[-1, 0], goal)
     np.testing.assert_allclose(rows[-1, 2], rows[-1, 0] - rows[-1, 1])
 
@@ -385,8 +395,8 @@ def test_pd_node_needs_its_gravity_compensation(make_controller):
                              ("PD only", {"gravity_compensation": False, "friction_compensation": False})):
         c = make_controller(PDGravityControllerNode, **TOLERANT, **gains, **overrides)
         held = enable(c, settle=1.5)
-        c.h.spin_for(1.0)
-        _, rows = c.state_rows(since=time.perf_counter() - 0.75)
+        c.h.spin_for(0.25)
+        rows = c.rows_from_now(75)  # 0.75 s
         errors[label] = np.median(np.abs(rows[:, 2]), axis=0)  # robust to a stall of this shared process
         sag = c.node.model.gravity(held) / c.node.law.kp  # what PD alone must leave [rad]
         print(f"\n{label}: |q - q_d| holding {np.round(held, 3).tolist()} = {np.round(1e3 * errors[label], 3)} mrad "
@@ -498,8 +508,8 @@ def test_computed_torque_needs_its_model_feedforward(make_controller):
     for label, overrides in (("computed torque", {}), ("PD on the same error gains", {"model_feedforward": False})):
         c = make_controller(ComputedTorqueControllerNode, **TOLERANT, **overrides)
         held = enable(c, settle=1.5)
-        c.h.spin_for(1.0)
-        _, rows = c.state_rows(since=time.perf_counter() - 0.25)
+        c.h.spin_for(0.75)
+        rows = c.rows_from_now(25)  # 0.25 s
         errors[label] = np.median(np.abs(rows[:, 2]), axis=0)
         print(f"\n{label}: |q - q_d| holding {np.round(held, 3).tolist()} = {np.round(1e3 * errors[label], 3)} mrad")
         c.set_enabled(False)
