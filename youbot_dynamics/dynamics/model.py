@@ -213,10 +213,8 @@ class DynamicModel:
         dq = self._state("dq", dq)
         if self.friction_model.uses_load and q is None:
             raise ValueError("load-dependent friction needs the configuration q")
-        n = self.n_joints
-        fv, fc, f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
         extra = self._extra(self._state("q", q), dq) if self.friction_model.terms else 0.0
-        return fv * dq + fc * self.friction_model.shape(dq) + f0 + extra
+        return self._velocity_friction(dq) + self._f0 + extra
 
     def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
         shape = np.broadcast_shapes(np.shape(q), np.shape(dq), np.shape(ddq))
@@ -226,7 +224,7 @@ class DynamicModel:
         """``G(q)`` (..., n)."""
         q = self._state("q", q)
         zero = np.zeros_like(q)
-        return self._torques(q, zero, zero) - self._chi[_drive_index(self.n_joints, "f0")]
+        return self._torques(q, zero, zero) - self._f0
 
     def mass_matrix(self, q: Any) -> Array:
         """``M(q) = D(q) + I_a`` (..., n, n)."""
@@ -247,9 +245,7 @@ class DynamicModel:
 
     def _velocity_friction(self, dq: Array) -> Array:
         """``fv q' + fc s(q')``: the friction in ``Y_b beta`` that vanishes at rest."""
-        n = self.n_joints
-        return (self._chi[_drive_index(n, "fv")] * dq
-                + self._chi[_drive_index(n, "fc")] * self.friction_model.shape(dq))
+        return self._fv * dq + self._fc * self.friction_model.shape(dq)
 
     def coriolis_matrix(self, q: Any, dq: Any) -> Array:
         """Christoffel-form ``C(q, q')`` (..., n, n), by polarisation of ``c(q, v)``."""

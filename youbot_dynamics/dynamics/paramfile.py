@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import yaml
@@ -145,20 +145,10 @@ def load_model(path: str | Path) -> DynamicModel:
         structure = ModelStructure(doc.get("structure"))
     except ValueError:
         raise ModelFileError(f"{path}: structure: expected inertial, rotor or full, got {doc.get('structure')!r}") from None
-    entries = doc.get("base_parameters")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "value" in e for e in entries):
-        raise ModelFileError(f"{path}: base_parameters: expected a list of {{name, value}} entries")
     base = compute_base_parameters(chain, structure)
-    names = [str(e["name"]) for e in entries]
-    if names != list(base.names):
-        raise ModelFileError(f"{path}: base_parameters: the names do not match the {structure.value} model of this "
-                             f"chain (expected {len(base.names)}: {', '.join(base.names)})")
-    values = []
-    for i, (name, entry) in enumerate(zip(names, entries)):
-        try:
-            values.append(yaml_number(entry["value"]))
-        except ValueError as exc:
-            raise ModelFileError(f"{path}: base_parameters[{i}] ({name}).value: {exc}") from None
+    values = _named_values(doc.get("base_parameters"), f"{path}: base_parameters", base.names,
+                           lambda names: f"the names do not match the {structure.value} model of this chain (expected "
+                           f"{len(base.names)}: {', '.join(base.names)})")
     friction, friction_values = _friction(doc, n, path)
     if not friction.is_seed and structure is not ModelStructure.FULL:
         raise ModelFileError(f"{path}: friction: a {structure.value} model has no friction terms")
@@ -181,21 +171,30 @@ def _friction(doc: dict, n: int, path: Path) -> tuple[FrictionModel, Any]:
         friction = FrictionModel.from_dict(node, n)
     except FrictionError as exc:
         raise ModelFileError(f"{path}: {exc}") from None
-    entries = node.get("parameters", []) if isinstance(node, dict) else []
+    expected = friction.extra_names()
+    values = _named_values(node.get("parameters", []) if isinstance(node, dict) else [],
+                           f"{path}: friction.parameters", expected,
+                           lambda names: f"expected the names {', '.join(expected) or '(none)'} for terms "
+                           f"{friction.terms}, got {', '.join(names) or '(none)'}")
+    return friction, values
+
+
+def _named_values(entries: Any, where: str, expected: Sequence[str],
+                  mismatch: Callable[[list[str]], str]) -> np.ndarray:
+    """The values of a list of ``{name, value}`` entries whose names must be ``expected``;
+    :class:`ModelFileError` at ``where`` (``mismatch(names)`` says how the names differ)."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "value" in e for e in entries):
-        raise ModelFileError(f"{path}: friction.parameters: expected a list of {{name, value}} entries")
+        raise ModelFileError(f"{where}: expected a list of {{name, value}} entries")
     names = [str(e["name"]) for e in entries]
-    if names != list(friction.extra_names()):
-        raise ModelFileError(f"{path}: friction.parameters: expected the names "
-                             f"{', '.join(friction.extra_names()) or '(none)'} for terms {friction.terms}, got "
-                             f"{', '.join(names) or '(none)'}")
+    if names != list(expected):
+        raise ModelFileError(f"{where}: {mismatch(names)}")
     values = []
     for i, (name, entry) in enumerate(zip(names, entries)):
         try:
             values.append(yaml_number(entry["value"]))
         except ValueError as exc:
-            raise ModelFileError(f"{path}: friction.parameters[{i}] ({name}).value: {exc}") from None
-    return friction, np.array(values)
+            raise ModelFileError(f"{where}[{i}] ({name}).value: {exc}") from None
+    return np.array(values)
 
 
 def _standard(doc: dict, n: int, path: Path) -> Any:

@@ -91,7 +91,7 @@ def _velocity_log(dq: Array | None) -> dict[str, Any]:
     return {"recorded": True, "quantum": quanta, "quantised": quantised}
 
 
-def clean_recording(data: RawRecording | Dataset, *, max_gap: float = 5.0, min_segment: float = 1.0,
+def clean_recording(raw: RawRecording, *, max_gap: float = 5.0, min_segment: float = 1.0,
                     drop_repeated_values: bool = True) -> CleanRecording:
     """Drop, split and count what a real log holds that a :class:`Dataset` cannot (module docstring).
 
@@ -118,7 +118,6 @@ def clean_recording(data: RawRecording | Dataset, *, max_gap: float = 5.0, min_s
         raise ValueError(f"max_gap must be a finite number of median steps above 1, got {max_gap!r}")
     if not (math.isfinite(min_segment) and min_segment >= 0.0):
         raise ValueError(f"min_segment must be a finite duration >= 0 s, got {min_segment!r}")
-    raw = RawRecording.from_dataset(data) if isinstance(data, Dataset) else data
     source, t, n_in = raw.source, raw.t, raw.n_rows
     arrays = [a for a in (raw.q, raw.tau, raw.dq, raw.ddq) if a is not None]
     values = np.hstack(arrays)

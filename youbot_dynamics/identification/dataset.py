@@ -100,11 +100,14 @@ def joint_columns(prefix: str, n_joints: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Dataset:
-    """One recording: ``t`` (N,), ``q``/``tau`` and optional ``dq``/``ddq`` (N, n), SI units.
+class RawRecording:
+    """The rows of a recording as the recorder wrote them: ``t`` (N,), ``q``/``tau`` and optional
+    ``dq``/``ddq`` (N, n), SI units.
 
-    Construction checks the shapes, that every value is finite and that time strictly increases;
-    :class:`IdentificationError` names the array, sample and joint at fault.
+    Unlike :class:`Dataset`, time need not increase: repeated stamps and rows going back in time
+    are what :func:`.cleaning.clean_recording` is there to find, count and drop. Shapes and
+    finiteness are checked as in :class:`Dataset` (:class:`IdentificationError` names the array,
+    sample and joint), so every later step may assume finite numbers.
     """
 
     t: Array
@@ -116,6 +119,27 @@ class Dataset:
 
     def __post_init__(self) -> None:
         _check_arrays(self)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.t.size)
+
+    @property
+    def n_joints(self) -> int:
+        return int(self.q.shape[1])
+
+
+@dataclass(frozen=True)
+class Dataset(RawRecording):
+    """One recording: ``t`` (N,), ``q``/``tau`` and optional ``dq``/``ddq`` (N, n), SI units: a
+    :class:`RawRecording` whose time strictly increases.
+
+    Construction checks the shapes, that every value is finite and that time strictly increases;
+    :class:`IdentificationError` names the array, sample and joint at fault.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         t = self.t
         steps = np.diff(t)
         bad = np.flatnonzero(steps <= 0)
@@ -128,11 +152,7 @@ class Dataset:
 
     @property
     def n_samples(self) -> int:
-        return int(self.t.size)
-
-    @property
-    def n_joints(self) -> int:
-        return int(self.q.shape[1])
+        return self.n_rows
 
     @property
     def duration(self) -> float:
@@ -202,41 +222,6 @@ def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | N
     from .bagio import read_joint_states
 
     return read_joint_states(path, joint_names, topic, n_joints)
-
-
-@dataclass(frozen=True)
-class RawRecording:
-    """The rows of a recording as the recorder wrote them: ``t`` (N,), ``q``/``tau`` and optional
-    ``dq``/``ddq`` (N, n), SI units.
-
-    Unlike :class:`Dataset`, time need not increase: repeated stamps and rows going back in time
-    are what :func:`.cleaning.clean_recording` is there to find, count and drop. Shapes and
-    finiteness are checked as in :class:`Dataset` (:class:`IdentificationError` names the array,
-    sample and joint), so every later step may assume finite numbers.
-    """
-
-    t: Array
-    q: Array
-    tau: Array
-    dq: Array | None = None
-    ddq: Array | None = None
-    source: str = "<memory>"
-
-    def __post_init__(self) -> None:
-        _check_arrays(self)
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.t.size)
-
-    @property
-    def n_joints(self) -> int:
-        return int(self.q.shape[1])
-
-    @classmethod
-    def from_dataset(cls, data: Dataset) -> "RawRecording":
-        """The rows of a :class:`Dataset` (already strictly increasing in time)."""
-        return cls(data.t, data.q, data.tau, data.dq, data.ddq, data.source)
 
 
 def _recording_columns_text(n_joints: int) -> str:

@@ -70,8 +70,8 @@ def select_eps(datasets: Sequence[Dataset], friction: FrictionModel, load_model:
     table = []
     for eps in candidates:
         shaped = dataclasses.replace(friction, eps=(float(eps),) * friction.n_joints)
-        model = load_model.__class__(load_model.chain, load_model.base, load_model.beta, friction_model=shaped,
-                                     friction_parameters=np.zeros(shaped.extra_count))
+        model = DynamicModel(load_model.chain, load_model.base, load_model.beta, friction_model=shaped,
+                             friction_parameters=np.zeros(shaped.extra_count))
         observations = [process(data, model, options, load_model=load_model) for data in parts]
         table.append(_joint_errors(observations, plan, model.base, shaped.extra_names()))
     errors = np.array(table)  # (candidates, n)

@@ -147,27 +147,19 @@ def _number(node: dict, key: str, where: str, sign: str = "any") -> float:
 
 
 def _joint_vector(node: dict, key: str, where: str, n: int, sign: str = "any") -> Array:
-    raw = _get(node, key, where)
-    path = f"{where}.{key}"
-    if not isinstance(raw, list) or len(raw) != n:
-        got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
-        raise SimConfigError(f"{path}: expected a list of {n} numbers (one per joint), got {got}")
-    try:
-        values = np.array([yaml_number(v) for v in raw])
-    except ValueError as exc:
-        raise SimConfigError(f"{path}: {exc}") from None
-    _check_sign(values, path, sign)
-    values.setflags(write=False)
+    """A list of ``n`` finite numbers, one per joint, of the given ``sign``."""
+    values = _vector(node, key, where, n, "numbers (one per joint)")
+    _check_sign(values, f"{where}.{key}", sign)
     return values
 
 
-def _vector(node: dict, key: str, where: str, size: int) -> Array:
-    """A list of ``size`` finite numbers (not per joint)."""
+def _vector(node: dict, key: str, where: str, size: int, what: str = "numbers") -> Array:
+    """A read-only list of ``size`` finite numbers."""
     raw = _get(node, key, where)
     path = f"{where}.{key}"
     if not isinstance(raw, list) or len(raw) != size:
         got = f"{len(raw)} values" if isinstance(raw, list) else repr(raw)
-        raise SimConfigError(f"{path}: expected a list of {size} numbers, got {got}")
+        raise SimConfigError(f"{path}: expected a list of {size} {what}, got {got}")
     try:
         values = np.array([yaml_number(v) for v in raw])
     except ValueError as exc:
