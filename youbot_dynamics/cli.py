@@ -8,9 +8,11 @@ Commands:
   import-upstream-inertials [--write]     youbot_description inertials in DH frames
   base-params [--structure S] [--json]    base parameters of the dynamic model
   predict --params M.yaml --input D.csv --output T.csv   predicted torques
+  predict --params M.yaml --recording RUN.csv --output T.csv   ... of a raw recording, as identify validates
   nominal-model [--write]        the nominal model file
   line X Y Z QX QY QZ QW --from Q1..Q5 --duration T -o TRAJ.csv   straight tool line through IK
-  excite ..., identify ...       excitation design, identification (youbot_dynamics.identification)
+  excite ..., identify ..., calibrate ...   excitation design, identification, recalibration
+                                 (payload and friction) of an identified model (youbot_dynamics.identification)
   demo [--robot sim|driver]      ``make demo``: kinematics, the simulator, and the main job
                                  (identify, regulate, track; youbot_dynamics.nodes.demo_job)
 
@@ -36,9 +38,9 @@ from .fileio import check_output
 from .identification.calibrate_cli import add_parser as add_calibrate_parser
 from .identification.excitation_cli import add_parser as add_excite_parser
 from .identification.identify_cli import add_parser as add_identify_parser
+from .identification.processing import MAX_FILTER_ORDER
 from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
 from .kinematics import forward_kinematics
-from .identification.processing import MAX_FILTER_ORDER
 from .transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = ["main", "build_parser"]
@@ -248,18 +250,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _predict_recording(args: argparse.Namespace, model: Any) -> int:
     """``predict --recording``: identify's processing of a raw recording (the options the model file
     records, overridden by the command line), measured and predicted torques and the errors."""
-    import dataclasses
-
     from .dynamics.paramfile import identification_block
     from .identification.pipeline import load_recordings, predict_recording, processing_options
     from .identification.processing import Observation
     from .identification.validation import torque_errors
 
     arm = _arm(args)
-    options = processing_options(identification_block(args.params))
-    changes = {k: v for k, v in (("cutoff_hz", args.cutoff), ("order", args.order), ("decimation", args.decimate),
-                                 ("coulomb_threshold", args.coulomb_threshold)) if v is not None}
-    options = dataclasses.replace(options, **changes)
+    options = processing_options(identification_block(args.params), cutoff_hz=args.cutoff, order=args.order,
+                                 decimation=args.decimate, coulomb_threshold=args.coulomb_threshold)
     pieces, _ = load_recordings([args.recording], arm, args.topic)
     results = [predict_recording(model, data, arm, options) for data in pieces]
     obs = Observation(*(np.concatenate([getattr(r[0], k) for r in results]) for k in ("t", "Y", "tau", "dq", "used")),

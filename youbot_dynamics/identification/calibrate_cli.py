@@ -68,10 +68,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     model = load_model(args.params)
     check_model(model, arm)
     block = identification_block(args.params)
-    options = processing_options(block)
-    changes = {k: v for k, v in (("cutoff_hz", args.cutoff), ("order", args.order), ("decimation", args.decimate))
-               if v is not None}
-    options = dataclasses.replace(options, **changes)
+    options = processing_options(block, cutoff_hz=args.cutoff, order=args.order, decimation=args.decimate)
     datasets, logs = load_recordings(args.data, arm, args.topic)
     result = calibrate(model, datasets, arm, options=options, inertia=args.inertia, holdout=args.holdout)
     lines = [f"payload change at link {arm.n_joints}: {result.payload_mass:+.4g} kg, centre of mass "

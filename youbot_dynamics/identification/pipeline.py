@@ -286,11 +286,14 @@ def predict_recording(model: DynamicModel, data: Dataset, arm: ArmDescription,
     return observation, tau_hat, torque_errors(observation.tau, tau_hat, observation.used)
 
 
-def processing_options(summary: Any) -> ProcessingOptions:
-    """The processing options recorded in a model file's ``identification`` block (defaults where absent)."""
+def processing_options(summary: Any, **overrides: Any) -> ProcessingOptions:
+    """The processing options recorded in a model file's ``identification`` block (defaults where
+    absent), with the ``overrides`` that are not ``None`` (a command line's options)."""
     recorded = summary.get("processing", {}) if isinstance(summary, dict) else {}
     fields = {f.name for f in dataclasses.fields(ProcessingOptions)}
-    return ProcessingOptions(**{k: v for k, v in recorded.items() if k in fields and k != "period"})
+    options = {k: v for k, v in recorded.items() if k in fields and k != "period"}
+    options.update({k: v for k, v in overrides.items() if v is not None})
+    return ProcessingOptions(**options)
 
 
 def excitation_delay(data: Dataset, reference: Any, start: float, max_delay: float, *, min_delay: float = -0.05,
