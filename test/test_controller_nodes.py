@@ -240,6 +240,8 @@ class Controller:
         self.h.spin_for(0.3)
         self.node.destroy_node()
         self.h.tester.destroy_client(self.enable_client)
+        self.h.stop_recording(self.status)
+        self.h.stop_recording(self.states)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -292,13 +294,17 @@ def make_controller(harness):
     made: list[Controller] = []
 
     def make(cls, **overrides) -> Controller:
+        # one controller at a time: a second node of the same name answered the first one's ~/enable
+        # too, and the two fought over the arm (CI26 run 2: the arm left its velocity limit)
+        while made:
+            made.pop().close()
         harness.reset_sim()
         made.append(Controller(harness, cls, **overrides))
         return made[-1]
 
     yield make
-    for c in made:
-        c.close()
+    while made:
+        made.pop().close()
     harness.forget()
 
 
