@@ -403,7 +403,7 @@ class Harness:
         self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
                                                            "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
-                        for name in ("start", "abort")}
+                        for name in ("start", "abort", "recalibrate")}
         self.sim_executor = SingleThreadedExecutor(context=self.context)
         self.sim_executor.add_node(self.sim)
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -538,6 +538,52 @@ def test_end_to_end_identification_in_the_simulator(harness):
                 if phase_of(m) in order]
     assert np.all(np.diff(percents) >= -1e-6) and percents[-1] == 100.0
     assert "relative_error" in {v.key for v in h.progress[-1].values}
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(300)
+def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
+    """~/recalibrate: a short experiment (2 periods) on the model the node identified, after a
+    payload of 0.4 kg was put at the tool (the simulator's true robot: the arm's friction is not
+    the model's structure). The payload's mass is found, the held-out part of the recording is
+    predicted better than by the old model, and the new model passes the controllers' check."""
+    from youbot_dynamics.dynamics.consistency import check_model
+    from youbot_dynamics.dynamics.paramfile import identification_block, load_model
+
+    h = harness
+    if h.node.last_model is None:  # run alone: identify first
+        h.place_arm(Q_START + OFFSET)
+        assert h.call("start").success
+        assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is Phase.DONE, h.node.session.reason
+    identified = h.node.last_model
+    mass, position = 0.4, [0.0, 0.0, 0.05]
+    with h.sim._lock:
+        h.sim.sim.set_payload(mass, position)
+    try:
+        h.place_arm(Q_START + OFFSET)
+        h.progress.clear()
+        response = h.call("recalibrate")
+        assert response.success and f"recalibrating {identified}" in response.message, response.message
+        assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
+        assert h.phase() is Phase.DONE, h.node.session.reason
+    finally:
+        with h.sim._lock:
+            h.sim.sim.set_payload(0.0)
+    run, summary = h.node.run_directory, h.node.result_summary
+    assert h.node.session.config.periods == 2 and h.node.last_model == run / "parameters.yaml"
+    print(f"\nrecalibration on a {mass} kg payload: found {summary['payload_mass_kg']:+.3f} kg, update "
+          f"'{summary['update']}'; held-out moving rows {100 * summary['previous_relative_error']:.2f} % (old model) -> "
+          f"{100 * summary['relative_error']:.2f} % (new)")
+    assert summary["payload_mass_kg"] == pytest.approx(mass, abs=0.1)
+    assert summary["relative_error"] < 0.7 * summary["previous_relative_error"]
+    new = load_model(run / "parameters.yaml")
+    check_model(new, ARM)  # what the controllers require
+    calibration = identification_block(run / "parameters.yaml")["calibration"]
+    assert calibration["from_model"] == str(identified) and calibration["payload_change"]["mass_kg"] > 0
+    report = json.loads((run / "report" / "report.json").read_text())
+    assert report["session"]["config"]["periods"] == 2 and report["update"] == summary["update"]
+    assert h.spin_until(lambda: any(v.key == "payload_mass_kg" for m in h.progress for v in m.values), 5.0)
+    assert h.progress[-1].name.endswith("recalibration")
 
 
 @pytest.mark.ros
@@ -689,6 +735,46 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
     assert 1.875 * 0.5 / seconds <= config.approach_velocity  # the quintic's peak speed
     assert 5.77 * 0.5 / seconds**2 <= config.approach_acceleration
     assert arm.node.session is None and arm.node.recorder is None and not any(tmp_path.iterdir())  # nothing created
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
+def test_recalibrate_is_refused_without_a_model_it_could_update(fake_arm, tmp_path):
+    """Before the arm moves: no model yet (nothing identified, no calibration_model), a file that
+    is not a model, a model the controllers would refuse."""
+    from youbot_dynamics.dynamics.nominal import nominal_model
+    from youbot_dynamics.dynamics.paramfile import save_model
+
+    def recalibrate(arm):
+        client = arm.tester.create_client(arm.Trigger, f"/{arm.node.get_namespace().strip('/')}/identification_node/"
+                                          f"recalibrate")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(arm.Trigger.Request())
+        deadline = time.monotonic() + 5.0
+        while not future.done() and time.monotonic() < deadline:
+            arm.executor.spin_once(timeout_sec=0.01)
+        return future.result()
+
+    arms = [fake_arm("nomodel")]
+    arms[0].publish(Q_START)
+    response = recalibrate(arms[0])
+    assert not response.success and "no model to update" in response.message, response.message
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("youbot_dynamic_model: [1, 2\n")
+    arms.append(fake_arm("broken", calibration_model=str(broken)))
+    response = recalibrate(arms[-1])
+    assert not response.success and str(broken) in response.message, response.message
+    model = nominal_model(ARM)[0]
+    beta = model.beta.copy()
+    beta[0] = -abs(beta[0]) - 10.0  # far from any physical arm: M(q) indefinite
+    bad = tmp_path / "bad.yaml"
+    save_model(bad, type(model)(model.chain, model.base, beta), "inconsistent on purpose")
+    arms.append(fake_arm("bad", calibration_model=str(bad)))
+    response = recalibrate(arms[-1])
+    assert not response.success and "bad.yaml" in response.message and "definite" in response.message, \
+        response.message
+    assert all(a.node.session is None and a.node.recorder is None for a in arms)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "broken.yaml"]  # no run folder
 
 
 @pytest.mark.ros

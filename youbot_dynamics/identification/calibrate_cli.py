@@ -24,7 +24,6 @@ from typing import Any
 
 from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
-from ..fileio import output_group
 from .processing import MAX_FILTER_ORDER
 
 __all__ = ["add_parser", "cmd_calibrate"]
@@ -49,19 +48,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _table(title: str, errors: dict[str, Any]) -> list[str]:
-    before, after = errors["before"], errors["after"]
-    return [f"{title}: moving rows {100 * before.moving:.3g}% -> {100 * after.moving:.3g}%, all rows "
-            f"{100 * before.overall:.3g}% -> {100 * after.overall:.3g}% (old -> new model)"]
-
-
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Calibrate (module docstring); 0 on success, 1 if the updated model is inconsistent."""
     from ..dynamics.consistency import check_model
-    from ..dynamics.paramfile import identification_block, load_model, save_model
-    from .calibration import calibrate, consistency_problems
+    from ..dynamics.paramfile import identification_block, load_model
+    from .calibration import calibrate, consistency_problems, summary_lines, write_calibration
     from .pipeline import load_recordings, processing_options
-    from .report import write_json
 
     start = time.perf_counter()
     arm = load_arm(args.arm) if args.arm else default_arm()
@@ -71,33 +63,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     options = processing_options(block, cutoff_hz=args.cutoff, order=args.order, decimation=args.decimate)
     datasets, logs = load_recordings(args.data, arm, args.topic)
     result = calibrate(model, datasets, arm, options=options, inertia=args.inertia, holdout=args.holdout)
-    lines = [f"payload change at link {arm.n_joints}: {result.payload_mass:+.4g} kg, centre of mass "
-             f"[{', '.join(f'{v:.4g}' for v in result.payload_com)}] m (DH frame {arm.n_joints})"]
-    lines.append("friction  before  after")
-    for name, before in result.friction_before.items():
-        lines.append(f"{name:8s}  {before:9.4g}  {result.friction_after[name]:9.4g}")
-    for label, moving in result.held_out_moving.items():
-        lines.append(f"update '{label}': held-out moving rows {100 * moving:.3g}%")
-    lines.append(f"chosen: {result.update}")
-    if result.held_out is not None:
-        lines += _table(f"held-out last {100 * args.holdout:g}% of the recordings", result.held_out)
-    lines += _table("all the data (fitted on it)", result.all_data)
-    print("\n".join(lines))
+    print("\n".join(summary_lines(result, arm.n_joints, args.holdout)))
     problems = consistency_problems(result, arm)
     if problems:
         print(f"youbot-dynamics calibrate: the updated model is physically inconsistent and was not written: "
               f"{'; '.join(problems)}", file=sys.stderr)
         return 1
-    summary = {**block, "calibration": {"from_model": str(args.params), "data": [str(p) for p in args.data],
-                                        **result.to_dict()}}
-    with output_group():
-        save_model(args.out, result.model, f"Calibrated by `youbot_dynamics calibrate` from {args.params} on "
-                   f"{', '.join(map(str, args.data))}", standard=result.model.standard, identification=summary)
-        if args.report:
-            from pathlib import Path
-
-            Path(args.report).mkdir(parents=True, exist_ok=True)
-            write_json(Path(args.report) / "report.json", {**summary["calibration"], "processing": dataclasses.asdict(
-                options), "data_cleaning": logs, "total_time_s": time.perf_counter() - start})
+    write_calibration(result, args.out, f"Calibrated by `youbot_dynamics calibrate` from {args.params} on "
+                      f"{', '.join(map(str, args.data))}", block, args.params, args.data, report=args.report,
+                      report_extra={"processing": dataclasses.asdict(options), "data_cleaning": logs,
+                                    "total_time_s": time.perf_counter() - start})
     print(f"wrote {args.out}" + (f" and the report in {args.report}" if args.report else ""))
     return 0

@@ -48,7 +48,8 @@ from .dataset import Dataset, IdentificationError, check_plausible
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors
 
-__all__ = ["ITERATIONS", "Calibration", "calibrate", "split_holdout"]
+__all__ = ["ITERATIONS", "Calibration", "calibrate", "split_holdout", "consistency_problems", "summary_lines",
+           "write_calibration"]
 
 Array = NDArray[np.float64]
 
@@ -294,3 +295,49 @@ def calibrate(model: DynamicModel, datasets: Sequence[Dataset], arm: ArmDescript
 def consistency_problems(calibration: Calibration, arm: ArmDescription) -> tuple[str, ...]:
     """The consistency check's problems of the calibrated model (empty: the controllers accept it)."""
     return assess_model(calibration.model, arm).problems
+
+
+def _change(title: str, errors: dict[str, TorqueErrors]) -> str:
+    before, after = errors["before"], errors["after"]
+    return (f"{title}: moving rows {100 * before.moving:.3g}% -> {100 * after.moving:.3g}%, all rows "
+            f"{100 * before.overall:.3g}% -> {100 * after.overall:.3g}% (old -> new model)")
+
+
+def summary_lines(calibration: Calibration, n_joints: int, holdout: float) -> list[str]:
+    """What ``calibrate`` and the identification node's recalibration tell the user: the payload
+    change, the friction before and after, the held-out error of each candidate update, the chosen
+    one, and the errors of the old and the new model (held-out last ``holdout``, all data)."""
+    c = calibration
+    lines = [f"payload change at link {n_joints}: {c.payload_mass:+.4g} kg, centre of mass "
+             f"[{', '.join(f'{v:.4g}' for v in c.payload_com)}] m (DH frame {n_joints})",
+             "friction  before  after"]
+    lines += [f"{name:8s}  {before:9.4g}  {c.friction_after[name]:9.4g}" for name, before in c.friction_before.items()]
+    lines += [f"update '{label}': held-out moving rows {100 * moving:.3g}%" for label, moving in c.held_out_moving.items()]
+    lines.append(f"chosen: {c.update}")
+    if c.held_out is not None:
+        lines.append(_change(f"held-out last {100 * holdout:g}% of the recordings", c.held_out))
+    lines.append(_change("all the data (fitted on it)", c.all_data))
+    return lines
+
+
+def write_calibration(calibration: Calibration, out: Any, description: str, block: dict[str, Any],
+                      from_model: str, data: Sequence[str], *, report: Any = None,
+                      report_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the calibrated model file ``out`` (its ``identification`` block: the old model's
+    ``block`` plus a ``calibration`` entry: the source model, the recordings and
+    :meth:`Calibration.to_dict`) and, with ``report`` (a folder), ``report.json`` (that entry plus
+    ``report_extra``), all or nothing. Returns the ``calibration`` entry."""
+    from pathlib import Path
+
+    from ..dynamics.paramfile import save_model
+    from ..fileio import output_group
+    from .report import write_json
+
+    entry = {"from_model": str(from_model), "data": [str(p) for p in data], **calibration.to_dict()}
+    with output_group():
+        save_model(out, calibration.model, description, standard=calibration.model.standard,
+                   identification={**block, "calibration": entry})
+        if report is not None:
+            Path(report).mkdir(parents=True, exist_ok=True)
+            write_json(Path(report) / "report.json", {**entry, **(report_extra or {})})
+    return entry

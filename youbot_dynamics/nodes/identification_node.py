@@ -39,10 +39,20 @@ identify``). The node:
   different part of the recording) against the baseline ``nominal_model``, writes
   ``parameters.yaml`` and ``report/`` (``report.json``, plots) next to the recording and logs
   the validation table;
+* on ``~/recalibrate`` (``std_srvs/Trigger``) runs the same experiment for ``calibration_periods``
+  periods (a short one) and updates a model instead of identifying one: the payload at the tool
+  and the friction of ``calibration_model`` (``''`` = the model file this node wrote last) are
+  re-estimated as by ``youbot-dynamics calibrate`` (:mod:`youbot_dynamics.identification.calibration`;
+  the last ``calibration_holdout`` of the recording chooses the update and shows the gain), the
+  updated model (``parameters.yaml``) and ``report/report.json`` are written and the log says the
+  payload change and the held-out error before and after. Refused before the arm moves without a
+  model, or with one the controllers would refuse; an update that is not physically consistent
+  is not written (phase ``failed``);
 * publishes its progress on ``~/progress`` (``diagnostic_msgs/DiagnosticStatus``: ``message``
   ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
   ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
-  ``relative_error`` and ``nominal_relative_error``) every ``progress_period`` s and at every
+  ``relative_error`` and ``nominal_relative_error``; after a recalibration ``relative_error`` and
+  ``previous_relative_error`` on the held-out moving rows, ``payload_mass_kg`` and ``update``) every ``progress_period`` s and at every
   phase change, and logs each phase change and, while the experiment runs, every ``log_period`` s
   what it is doing or waiting for.
 
@@ -54,6 +64,7 @@ commands keep coming; a trajectory controller holds its last point) until the ne
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import math
 import sys
 import time
@@ -76,12 +87,16 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..dataio import DataFileError
+from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
-from ..dynamics.paramfile import ModelFileError
+from ..dynamics.paramfile import ModelFileError, identification_block, load_model
 from ..identification.bagio import typestore
 from ..identification.dataset import IdentificationError, load_dataset
 from ..identification.estimation import METHODS
-from ..identification.pipeline import identify_excitation, reference_models, summary_lines, write_results
+from ..identification.calibration import Calibration, calibrate, consistency_problems, write_calibration
+from ..identification.calibration import summary_lines as calibration_lines
+from ..identification.pipeline import (excitation_delay, identify_excitation, periodic_cut, processing_options,
+                                       reference_models, summary_lines, write_results)
 from ..identification.processing import ProcessingOptions
 from ..identification.recording import JointStateRecorder
 from ..identification.session import (ExcitationSession, JointSample, PDFeedforward, Phase, SessionConfig,
@@ -102,6 +117,8 @@ DEFAULT_EXCITATION = "excitation_default.yaml"
 COMMAND_INTERFACES = ("trajectory", "position", "effort")
 STRUCTURES = ("inertial", "rotor", "full")
 LEVELS = {Phase.ABORTED: DiagnosticStatus.WARN, Phase.FAILED: DiagnosticStatus.ERROR}
+# ~/progress values when done: identification; recalibration (held-out moving rows, new and old model)
+DONE_VALUES = ("relative_error", "nominal_relative_error", "previous_relative_error", "payload_mass_kg", "update")
 
 
 _descriptor = partial(parameter_descriptor, read_only=True)
@@ -191,6 +208,16 @@ class IdentificationNode(Node):
         self.declare_parameter('cutoff_hz', 5.0, _descriptor(
             "Low-pass cutoff of the parallel filter [Hz] (well above the excitation's highest harmonic).", d,
             range_=(0.1, 200.0)))
+        self.declare_parameter('calibration_model', '', _descriptor(
+            "Model file that ~/recalibrate updates (payload and friction); '' = the model this node wrote last "
+            "(identified or recalibrated).", s))
+        self.declare_parameter('calibration_periods', 2, _descriptor(
+            "Periods of the excitation ~/recalibrate runs (a short experiment: the payload and friction are few "
+            "parameters).", i, range_=(1, 100)))
+        self.declare_parameter('calibration_holdout', 0.3, _descriptor(
+            "Fraction at the end of the recalibration's recording held out: it chooses among the updates (payload; "
+            "+ friction offsets; + all friction terms) and shows the gain (0 = none: payload and all friction).", d,
+            range_=(0.0, 0.9)))
         self.declare_parameter('nominal_model', '', _descriptor(
             "Model file of the baseline (and of the effort feedforward); '' = the nominal model of the arm "
             "description.", s))
@@ -221,6 +248,8 @@ class IdentificationNode(Node):
             max_command_delay=p['max_command_delay'], state_timeout=p['state_timeout'],
             stop_deceleration=p['stop_deceleration'], stream_horizon=p['stream_horizon'],
             stream_period=p['stream_period'])
+        self.calibration_config = dataclasses.replace(self.config, periods=int(p['calibration_periods']),
+                                                      validation_periods=0)
         probe = ExcitationSession(self.arm, self.excitation, self.config)  # checks the excitation now, not at ~/start
         self.interface = p['command_interface']
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
@@ -231,6 +260,8 @@ class IdentificationNode(Node):
         self.output_root = Path(p['output_directory']).expanduser()
         self.run_directory: Path | None = None
         self.result_summary: dict[str, Any] = {}
+        self.last_model: Path | None = None  # the model file this node wrote last (what ~/recalibrate updates)
+        self._calibrating: Path | None = None  # the model the running experiment recalibrates (None: identification)
         self._identification: concurrent.futures.Future | None = None
         self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
@@ -250,6 +281,7 @@ class IdentificationNode(Node):
         self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/abort', self._on_abort)
+        self.create_service(Trigger, '~/recalibrate', self._on_recalibrate)
         self.create_timer(1.0 / p['command_rate'], self._cycle)
         self.create_timer(p['flush_period'], self._flush)
         self.create_timer(p['progress_period'], self._publish_progress)
@@ -320,8 +352,35 @@ class IdentificationNode(Node):
         response.success, response.message = self.abort("abort requested (~/abort)")
         return response
 
-    def start(self) -> tuple[bool, str]:
-        """Start an experiment now; ``(started, message)``."""
+    def _on_recalibrate(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.recalibrate()
+        return response
+
+    def recalibrate(self) -> tuple[bool, str]:
+        """Start the short recalibration experiment now (module docstring); ``(started, message)``.
+        Refused, before the arm moves, without a model to update or with one the controllers would
+        refuse."""
+        source = self.p['calibration_model'] or self.last_model
+        if not source:
+            message = ("recalibrate refused: no model to update: set calibration_model to an identified model file, "
+                       "or identify first (~/start)")
+            self.get_logger().error(message)
+            return False, message
+        path = Path(source).expanduser()
+        try:
+            model = load_model(path)
+            check_model(model, self.arm)
+            if model.standard is None:
+                raise IdentificationError("it has no standard parameters (identify it with the consistent method)")
+        except (ModelFileError, IdentificationError, ValueError, OSError) as exc:
+            message = f"recalibrate refused: model {path}: {exc}"
+            self.get_logger().error(message)
+            return False, message
+        return self.start(calibrate=path)
+
+    def start(self, calibrate: Path | None = None) -> tuple[bool, str]:
+        """Start an experiment now: the identification, or with ``calibrate`` (a model file) the
+        recalibration of that model; ``(started, message)``."""
         if self._clock_missing():
             message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
@@ -332,7 +391,8 @@ class IdentificationNode(Node):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
                                                                  and self.recorder is not None else "")
         now = self._now()
-        session = ExcitationSession(self.arm, self.excitation, self.config)
+        session = ExcitationSession(self.arm, self.excitation, self.config if calibrate is None else
+                                    self.calibration_config)
         try:
             session.check_start(now, self._latest)
             directory = self._new_run_directory()
@@ -348,10 +408,12 @@ class IdentificationNode(Node):
             self.get_logger().error(message)
             return False, message
         self.session, self.run_directory, self.result_summary = session, directory, {}
+        self._calibrating = calibrate
         approach = session.start(now, self._latest)
         self._next_log = now
-        message = (f"started: approach {approach:.1f} s, excitation {self.config.periods} x {session.period:g} s, "
-                   f"about {session.motion_duration:.0f} s of motion; output {directory}")
+        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate}'}: approach {approach:.1f} s, "
+                   f"excitation {session.config.periods} x {session.period:g} s, about {session.motion_duration:.0f} s "
+                   f"of motion; output {directory}")
         self.get_logger().info(message)
         self._phase_changed(now)
         return True, message
@@ -413,7 +475,9 @@ class IdentificationNode(Node):
                 now, None if self._latest is None else self._latest.stamp):
             self._close_recording()
             if session.phase is Phase.IDENTIFY:
-                self._identification = self._worker.submit(self._identify, session, self.run_directory)
+                self._identification = (
+                    self._worker.submit(self._identify, session, self.run_directory) if self._calibrating is None
+                    else self._worker.submit(self._recalibrate, session, self.run_directory, self._calibrating))
         if self._identification is not None and self._identification.done():
             self._identification_finished(now)
         if session.commanding:
@@ -507,6 +571,29 @@ class IdentificationNode(Node):
             report_extra={"session": session.describe()})
         return run
 
+    def _recalibrate(self, session: ExcitationSession, directory: Path, source: Path) -> Calibration:
+        """Recalibrate ``source`` on the recorded excitation (as ``youbot-dynamics calibrate``:
+        the model file's processing), write the updated model and its report; runs in the worker
+        thread. An update the controllers would refuse is not written (:class:`IdentificationError`)."""
+        p = self.p
+        data = load_dataset(directory / "recording.csv", self.arm.n_joints)
+        segments = session.segments()
+        start = segments["start"] + excitation_delay(data, self.excitation, segments["start"], p['max_command_delay'])
+        k = segments["identification_periods"]
+        cut = periodic_cut(data, start, segments["period"], k, f"recalibration: {k} period{'s' if k > 1 else ''}")
+        block = identification_block(source)
+        options = processing_options(block)
+        result = calibrate(load_model(source), [cut], self.arm, options=options, holdout=p['calibration_holdout'])
+        problems = consistency_problems(result, self.arm)
+        if problems:
+            raise IdentificationError(f"the updated model is physically inconsistent and was not written: "
+                                      f"{'; '.join(problems)}")
+        write_calibration(result, directory / "parameters.yaml",
+                          f"Recalibrated by the identification node from {source} on {directory / 'recording.csv'}",
+                          block, str(source), [str(directory / "recording.csv")], report=directory / "report",
+                          report_extra={"processing": dataclasses.asdict(options), "session": session.describe()})
+        return result
+
     def _identification_finished(self, now: float) -> None:
         future, self._identification = self._identification, None
         session = self.session
@@ -521,14 +608,26 @@ class IdentificationNode(Node):
             session.fail(now, f"identification failed: {type(exc).__name__}: {exc}")
             self._phase_changed(now)
             return
-        for line in summary_lines(run):
-            log.info(line)
-        self.result_summary = {"relative_error": run.identified.overall, "nominal_relative_error": run.baseline.overall,
-                               "joint_relative_errors": run.identified.relative_rms.tolist(),
-                               "nominal_joint_relative_errors": run.baseline.relative_rms.tolist(),
-                               "condition_number": run.result.condition_number, "n_samples": run.result.n_samples,
-                               "parameters": str(self.run_directory / "parameters.yaml")}
-        log.info(f"wrote {self.run_directory / 'parameters.yaml'} and {self.run_directory / 'report'}")
+        written = self.run_directory / "parameters.yaml"
+        if isinstance(run, Calibration):
+            for line in calibration_lines(run, self.arm.n_joints, self.p['calibration_holdout']):
+                log.info(line)
+            errors = run.held_out if run.held_out is not None else run.all_data
+            self.result_summary = {"relative_error": errors["after"].moving,
+                                   "previous_relative_error": errors["before"].moving,
+                                   "payload_mass_kg": run.payload_mass, "update": run.update,
+                                   "calibrated_model": str(self._calibrating), "parameters": str(written)}
+        else:
+            for line in summary_lines(run):
+                log.info(line)
+            self.result_summary = {"relative_error": run.identified.overall,
+                                   "nominal_relative_error": run.baseline.overall,
+                                   "joint_relative_errors": run.identified.relative_rms.tolist(),
+                                   "nominal_joint_relative_errors": run.baseline.relative_rms.tolist(),
+                                   "condition_number": run.result.condition_number, "n_samples": run.result.n_samples,
+                                   "parameters": str(written)}
+        self.last_model = written
+        log.info(f"wrote {written} and {self.run_directory / 'report'}")
         session.finish(now)
         self._phase_changed(now)
 
@@ -545,11 +644,12 @@ class IdentificationNode(Node):
                   "reason": session.reason if session else "",
                   "output": str(self.run_directory) if self.run_directory else ""}
         if phase is Phase.DONE:
-            values["relative_error"] = f"{self.result_summary['relative_error']:.6g}"
-            values["nominal_relative_error"] = f"{self.result_summary['nominal_relative_error']:.6g}"
+            values.update({k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in self.result_summary.items()
+                           if k in DONE_VALUES})
         message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")
+        experiment = "identification" if self._calibrating is None else "recalibration"
         self.progress_pub.publish(DiagnosticStatus(
-            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: identification", message=message,
+            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: {experiment}", message=message,
             hardware_id=self.arm.name, values=[KeyValue(key=k, value=v) for k, v in values.items()]))
 
     # -- shutdown -------------------------------------------------------------------------------
