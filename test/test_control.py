@@ -603,3 +603,35 @@ def test_config_validation(arm, nominal):
             SafetyConfig(**bad)
     with pytest.raises(ValueError):
         SafetyGuard(arm, nominal, SafetyConfig(torque_limit=[1.0, 1.0, 0.0, 1.0, 1.0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The release to the drives
+
+
+def test_release_brakes_within_the_limits_and_refuses_a_state_that_is_not_the_arms(arm):
+    """From a state moving at 0.8 x velocity_max the release stops within acceleration_max (checked
+    on the samples, independently of the braking tail's own formula) and ends at rest; from a
+    state far beyond a limit, or one whose velocity carries it there (1280 rad/s: a 0.5 rad jump
+    of a second publisher differentiated over 0.39 ms, measured), it is refused."""
+    from youbot_dynamics.control.release import release_waypoints
+
+    dq = 0.8 * arm.velocity_max * np.array([1, -1, 1, -1, 1])
+    times, q, v, a = release_waypoints(arm, HOME, dq)
+    np.testing.assert_allclose(v[-1], 0.0, atol=1e-12)
+    assert np.all(np.abs(a) <= arm.acceleration_max + 1e-9)
+    dense_v = np.diff(q, axis=0) / np.diff(times)[:, None]  # mean velocities between samples
+    assert np.all(np.abs(dense_v) <= arm.velocity_max)
+    assert np.all((q >= arm.position_min - 0.05) & (q <= arm.position_max + 0.05))
+    runaway = np.zeros(5)
+    runaway[2] = 1280.0
+    with pytest.raises(ValueError, match=r"ends at .* beyond the limits .* of arm_joint_3: not a state of the arm"):
+        release_waypoints(arm, HOME, runaway)
+    far = HOME.copy()
+    far[4] = arm.position_max[4] + 0.5
+    with pytest.raises(ValueError, match=r"starts at .* arm_joint_5"):
+        release_waypoints(arm, far, np.zeros(5))
+    on_stop = HOME.copy()
+    on_stop[1] = arm.position_max[1] + 0.003  # resting on a stop: released where it is
+    times, q, _, _ = release_waypoints(arm, on_stop, np.zeros(5))
+    np.testing.assert_allclose(q[-1], on_stop)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import numpy as np
+import yaml
 import pytest
 
 from youbot_dynamics.arm import default_arm
@@ -508,7 +509,8 @@ def test_second_joint_state_publisher_faults_with_the_reason(pd_node):
     # another arm on the same clock: its states jump
     enable(c)
     c.status.clear()
-    other = c.q() + np.array([0.0, 0.0, -0.5, 0.0, 0.0])
+    mine = c.q()
+    other = mine + np.array([0.0, 0.0, -0.5, 0.0, 0.0])
     for _ in range(5):
         publish(other, h.tester.get_clock().now().to_msg())
         h.spin_for(0.01)
@@ -517,6 +519,12 @@ def test_second_joint_state_publisher_faults_with_the_reason(pd_node):
     assert "arm_joint_3 jumped" in reason and "second publisher" in reason
     h.spin_for(0.05)
     assert c.node.guard.state is GuardState.FAULT and not np.any(commands[-1][1].data)
+    # handed to the drives where this arm is, not where the other one is (it braked towards the
+    # other arm's pose before: a 0.5 rad jump, refused by the simulator, and the arm fell)
+    released = c.wait_status("released to the drives on")
+    at = np.array(yaml.safe_load(released.split(" at ")[-1].split(", held")[0]))
+    print(f"released: {released}")
+    np.testing.assert_allclose(at, mine, atol=0.05)
 
 
 @pytest.mark.ros

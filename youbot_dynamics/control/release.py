@@ -25,18 +25,31 @@ from numpy.typing import NDArray
 from ..arm import ArmDescription
 from ..identification.streaming import BrakingTail, sample_waypoints
 
-__all__ = ["RELEASE_STEP", "release_waypoints"]
+__all__ = ["RELEASE_STEP", "LIMIT_TOLERANCE", "release_waypoints"]
 
 Array = NDArray[np.float64]
 
 RELEASE_STEP = 0.02  # [s] between the waypoints of a release trajectory
+# [rad] how far beyond a position limit a release may start or end (an arm resting on its stop is
+# a few mrad beyond); further, the state cannot be the arm's
+LIMIT_TOLERANCE = 0.05
 
 
 def release_waypoints(arm: ArmDescription, q: Any, dq: Any, step: float = RELEASE_STEP
                       ) -> tuple[Array, Array, Array, Array]:
     """``(times [s] from now, q, q', q'')`` of the braking trajectory from ``q, q'`` (n,) to rest
     within ``arm.acceleration_max``; see the module docstring. Raises ``ValueError`` on a state
-    of the wrong length or not finite."""
+    of the wrong length or not finite, and when the trajectory would start or end more than
+    :data:`LIMIT_TOLERANCE` beyond a position limit (a state that is not the arm's: a trajectory
+    controller that does not check the limits would drive the arm there)."""
     q, dq = arm.check_q(q, "q"), arm.check_q(dq, "dq")
     tail = BrakingTail.from_state(q, dq, np.zeros_like(q), arm.acceleration_max)
-    return sample_waypoints(tail.evaluate, tail.duration, step)
+    waypoints = sample_waypoints(tail.evaluate, tail.duration, step)
+    for where, position in (("starts", q), ("ends", waypoints[1][-1])):
+        beyond = (position > arm.position_max + LIMIT_TOLERANCE) | (position < arm.position_min - LIMIT_TOLERANCE)
+        if beyond.any():
+            j = int(np.flatnonzero(beyond)[0])
+            raise ValueError(f"the braking trajectory from q = {q[j]:.4g} rad, q' = {dq[j]:.4g} rad/s {where} at "
+                             f"{position[j]:.4g} rad, beyond the limits [{arm.position_min[j]:.4g}, "
+                             f"{arm.position_max[j]:.4g}] of {arm.joint_names[j]}: not a state of the arm")
+    return waypoints

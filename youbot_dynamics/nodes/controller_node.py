@@ -61,7 +61,10 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     :mod:`~youbot_dynamics.control.release`), so that the arm does not fall under zero torque;
     then nothing: the topics are free for other commanders. Without a ``release_topic``: zero
     effort for ``ZERO_CYCLES_ON_DISABLE`` cycles, then nothing. On shutdown an enabled node does
-    the same (zero effort once, then the release);
+    the same (zero effort once, then the release). The release starts from the newest joint state
+    the plausibility check accepted: after a fault on the states of a second publisher (another
+    arm 0.5 rad away) it braked towards that arm's pose, a jump the simulator refused (a real
+    trajectory controller would have moved the arm there);
 
 * publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
   ``std_msgs/Float64MultiArray`` of 5 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n),
@@ -305,6 +308,8 @@ class ControllerNode(Node):
         self._publishers_max = int(self._param('joint_state_publishers_max'))
         self._publishers_due = 0.0
         self._state: tuple[float, Array, Array, Array | None] | None = None
+        # the newest state the monitor accepted: the release starts there (not from another arm's state)
+        self._trusted_state: tuple[float, Array, Array, Array | None] | None = None
         self._zero = np.zeros(n)
         self._zero_cycles = 0
         self._holding_arm = False  # enabled since the last release: the arm is ours to let go
@@ -506,6 +511,8 @@ class ControllerNode(Node):
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
         self._state = (arrival, q, dq, effort)
+        if problem is None:
+            self._trusted_state = self._state
         if self._watchdog:
             self._timer.reset()
             if arrival - self._last_cycle >= 0.5 * self._period:
@@ -622,7 +629,7 @@ class ControllerNode(Node):
             self._command_msg.data = tau.tolist()
             self.command_pub.publish(self._command_msg)
         if tau is self._zero and self._holding_arm and self.release_pub is not None:
-            self._release(state)  # right after a zero effort: the arm falls until the drives hold it
+            self._release(self._trusted_state)  # right after a zero effort: the arm falls until the drives hold it
         self.last_torque = tau
         end = time.perf_counter()
         if publish and stamp is not None:
@@ -768,7 +775,7 @@ class ControllerNode(Node):
         if commanding and (self._holding_arm or self.release_pub is None):
             self._command_msg.data = self._zero.tolist()
             self.command_pub.publish(self._command_msg)
-        self._release(self._state)
+        self._release(self._trusted_state)
 
 
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:
