@@ -52,8 +52,8 @@ identify``). The node:
   ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
   ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
   ``relative_error`` and ``nominal_relative_error``; after a recalibration ``relative_error`` and
-  ``previous_relative_error`` on the held-out moving rows, ``payload_mass_kg`` and ``update``) every ``progress_period`` s and at every
-  phase change, and logs each phase change and, while the experiment runs, every ``log_period`` s
+  ``previous_relative_error`` on the held-out moving rows, ``payload_mass_kg`` and ``update``)
+  every ``progress_period`` s and at every phase change, and logs each phase change and, while the experiment runs, every ``log_period`` s
   what it is doing or waiting for.
 
 Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
@@ -594,18 +594,22 @@ class IdentificationNode(Node):
                           report_extra={"processing": dataclasses.asdict(options), "session": session.describe()})
         return result
 
+    def _experiment(self) -> str:
+        return "identification" if self._calibrating is None else "recalibration"
+
     def _identification_finished(self, now: float) -> None:
         future, self._identification = self._identification, None
         session = self.session
         log = self.get_logger()
+        experiment = self._experiment()
         try:
             run = future.result()
         except (IdentificationError, DataFileError, ModelFileError, ValueError, OSError) as exc:
-            session.fail(now, f"identification failed: {exc}")
+            session.fail(now, f"{experiment} failed: {exc}")
             self._phase_changed(now)
             return
         except Exception as exc:  # noqa: BLE001 - a solver's or a bug's: report it, keep the node (and the hold) alive
-            session.fail(now, f"identification failed: {type(exc).__name__}: {exc}")
+            session.fail(now, f"{experiment} failed: {type(exc).__name__}: {exc}")
             self._phase_changed(now)
             return
         written = self.run_directory / "parameters.yaml"
@@ -647,9 +651,9 @@ class IdentificationNode(Node):
             values.update({k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in self.result_summary.items()
                            if k in DONE_VALUES})
         message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")
-        experiment = "identification" if self._calibrating is None else "recalibration"
         self.progress_pub.publish(DiagnosticStatus(
-            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: {experiment}", message=message,
+            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: {self._experiment()}",
+            message=message,
             hardware_id=self.arm.name, values=[KeyValue(key=k, value=v) for k, v in values.items()]))
 
     # -- shutdown -------------------------------------------------------------------------------
