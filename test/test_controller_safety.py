@@ -12,8 +12,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import numpy as np
-import yaml
 import pytest
+import yaml
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control import JointStateMonitor
