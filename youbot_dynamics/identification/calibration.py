@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -327,8 +328,6 @@ def write_calibration(calibration: Calibration, out: Any, description: str, bloc
     ``block`` plus a ``calibration`` entry: the source model, the recordings and
     :meth:`Calibration.to_dict`) and, with ``report`` (a folder), ``report.json`` (that entry plus
     ``report_extra``), all or nothing. Returns the ``calibration`` entry."""
-    from pathlib import Path
-
     from ..dynamics.paramfile import save_model
     from ..fileio import output_group
     from .report import write_json

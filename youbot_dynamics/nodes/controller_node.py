@@ -62,7 +62,8 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     then nothing: the topics are free for other commanders. Without a ``release_topic``: zero
     effort for ``ZERO_CYCLES_ON_DISABLE`` cycles, then nothing. On shutdown an enabled node does
     the same (zero effort once, then the release). The release starts from the newest joint state
-    the plausibility check accepted: after a fault on the states of a second publisher (another
+    the plausibility check accepted (a rejected state also restarts the velocity estimate of
+    ``velocity_source: positions``: no velocity is differentiated against it): after a fault on the states of a second publisher (another
     arm 0.5 rad away) it braked towards that arm's pose, a jump the simulator refused (a real
     trajectory controller would have moved the arm there);
 
@@ -505,11 +506,13 @@ class ControllerNode(Node):
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if self._velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
-            dq = self._velocity.update(stamp if stamp > 0.0 else arrival, q, dq)
         problem = self._monitor.check(stamp if stamp > 0.0 else arrival, q)
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
+            if self._velocity is not None:  # nothing differentiated against a state that is not the arm's
+                self._velocity.reset()
+        elif self._velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
+            dq = self._velocity.update(stamp if stamp > 0.0 else arrival, q, dq)
         self._state = (arrival, q, dq, effort)
         if problem is None:
             self._trusted_state = self._state

@@ -71,7 +71,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -122,6 +122,13 @@ DONE_VALUES = ("relative_error", "nominal_relative_error", "previous_relative_er
 
 
 _descriptor = partial(parameter_descriptor, read_only=True)
+
+
+class ModelToUpdate(NamedTuple):
+    """The model a recalibration updates: its file and the model checked when it was asked for."""
+
+    path: Path
+    model: DynamicModel
 
 
 def _number(value: Any) -> str:
@@ -261,7 +268,7 @@ class IdentificationNode(Node):
         self.run_directory: Path | None = None
         self.result_summary: dict[str, Any] = {}
         self.last_model: Path | None = None  # the model file this node wrote last (what ~/recalibrate updates)
-        self._calibrating: Path | None = None  # the model the running experiment recalibrates (None: identification)
+        self._calibrating: ModelToUpdate | None = None  # what the running experiment recalibrates (None: identifies)
         self._identification: concurrent.futures.Future | None = None
         self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
@@ -376,11 +383,11 @@ class IdentificationNode(Node):
             message = f"recalibrate refused: model {path}: {exc}"
             self.get_logger().error(message)
             return False, message
-        return self.start(calibrate=path)
+        return self.start(calibrate=ModelToUpdate(path, model))
 
-    def start(self, calibrate: Path | None = None) -> tuple[bool, str]:
-        """Start an experiment now: the identification, or with ``calibrate`` (a model file) the
-        recalibration of that model; ``(started, message)``."""
+    def start(self, calibrate: ModelToUpdate | None = None) -> tuple[bool, str]:
+        """Start an experiment now: the identification, or with ``calibrate`` the recalibration of
+        that model; ``(started, message)``."""
         if self._clock_missing():
             message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
@@ -411,7 +418,7 @@ class IdentificationNode(Node):
         self._calibrating = calibrate
         approach = session.start(now, self._latest)
         self._next_log = now
-        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate}'}: approach {approach:.1f} s, "
+        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate.path}'}: approach {approach:.1f} s, "
                    f"excitation {session.config.periods} x {session.period:g} s, about {session.motion_duration:.0f} s "
                    f"of motion; output {directory}")
         self.get_logger().info(message)
@@ -571,10 +578,11 @@ class IdentificationNode(Node):
             report_extra={"session": session.describe()})
         return run
 
-    def _recalibrate(self, session: ExcitationSession, directory: Path, source: Path) -> Calibration:
-        """Recalibrate ``source`` on the recorded excitation (as ``youbot-dynamics calibrate``:
+    def _recalibrate(self, session: ExcitationSession, directory: Path, target: ModelToUpdate) -> Calibration:
+        """Recalibrate ``target`` on the recorded excitation (as ``youbot-dynamics calibrate``:
         the model file's processing), write the updated model and its report; runs in the worker
         thread. An update the controllers would refuse is not written (:class:`IdentificationError`)."""
+        source = target.path
         p = self.p
         data = load_dataset(directory / "recording.csv", self.arm.n_joints)
         segments = session.segments()
@@ -583,7 +591,7 @@ class IdentificationNode(Node):
         cut = periodic_cut(data, start, segments["period"], k, f"recalibration: {k} period{'s' if k > 1 else ''}")
         block = identification_block(source)
         options = processing_options(block)
-        result = calibrate(load_model(source), [cut], self.arm, options=options, holdout=p['calibration_holdout'])
+        result = calibrate(target.model, [cut], self.arm, options=options, holdout=p['calibration_holdout'])
         problems = consistency_problems(result, self.arm)
         if problems:
             raise IdentificationError(f"the updated model is physically inconsistent and was not written: "
@@ -620,7 +628,7 @@ class IdentificationNode(Node):
             self.result_summary = {"relative_error": errors["after"].moving,
                                    "previous_relative_error": errors["before"].moving,
                                    "payload_mass_kg": run.payload_mass, "update": run.update,
-                                   "calibrated_model": str(self._calibrating), "parameters": str(written)}
+                                   "calibrated_model": str(self._calibrating.path), "parameters": str(written)}
         else:
             for line in summary_lines(run):
                 log.info(line)
