@@ -190,8 +190,10 @@ def test_controller_file_is_launched_and_consistent(path):
 NODE_PARAMETER_FILES = {
     "kinematics_node": ("kinematics.yaml", set()),
     "sim_node": ("sim_node.yaml", {"initial_positions"}),
-    "pd_gravity_controller": ("pd_gravity_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping"}),
-    "computed_torque_controller": ("computed_torque_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping"}),
+    "pd_gravity_controller": ("pd_gravity_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping",
+                                                             "collision_thresholds"}),
+    "computed_torque_controller": ("computed_torque_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping",
+                                                                       "collision_thresholds"}),
     "identification_node": ("identification_node.yaml", set()),
     "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
 }

@@ -19,6 +19,7 @@ from conftest import local_ros_domain
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration  # noqa: E402
+from geometry_msgs.msg import Vector3, Wrench, WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -30,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
+from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
@@ -415,3 +417,157 @@ def test_jittered_300_hz_joint_states_and_a_payload_set_at_run_time(ros_environm
         node.destroy_node()
         tester.destroy_node()
         rclpy.shutdown(context=context)
+
+
+class WrenchIO:
+    """Wrenches to ``~/external_wrench`` and the true joint torques of ``~/external_torque_true``
+    (stamp [ns], effort) of the module's simulator, next to its joint states."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+        self.torques: list[tuple[int, np.ndarray]] = []
+        self.names: list[str] = []
+        self.sub = h.tester.create_subscription(JointState, "/sim_node/external_torque_true", self._record, 1000)
+        self.pub = h.tester.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
+
+    def _record(self, msg: JointState) -> None:
+        self.names = list(msg.name)
+        self.torques.append((_ns(msg.header.stamp), np.asarray(msg.effort)))
+
+    def close(self) -> None:
+        self.h.tester.destroy_subscription(self.sub)
+        self.h.tester.destroy_publisher(self.pub)
+
+    def send(self, link: str, force, torque=(0.0, 0.0, 0.0)) -> None:
+        msg = WrenchStamped(wrench=Wrench(force=Vector3(**dict(zip("xyz", map(float, force)))),
+                                          torque=Vector3(**dict(zip("xyz", map(float, torque))))))
+        msg.header.frame_id = link
+        self.pub.publish(msg)
+
+    def latest(self) -> np.ndarray:
+        return self.torques[-1][1]
+
+    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, tau_ext)`` of the latest joint state whose stamp a true torque message shares."""
+        torques = dict(self.torques)
+        for _, state in reversed(self.h.states):
+            tau = torques.get(_ns(state.header.stamp))
+            if tau is not None:
+                return np.asarray(state.position), tau
+        raise AssertionError("no external torque with the stamp of a joint state")
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def _jacobian_transpose_torque(q: np.ndarray, force: np.ndarray, torque: np.ndarray) -> np.ndarray:
+    """``J^T [R F; R T]`` of a wrench (F, T) in the frame of arm_link_5 at its origin, which the tool
+    frame coincides with (tool offset zero in config/youbot_arm.yaml)."""
+    jacobian = geometric_jacobian(ARM, q)  # tool frame, rows [v; w] in the base frame
+    rotation = link_frames(ARM, q)[-2][:3, :3]  # DH frame of link 5
+    return jacobian[:3].T @ (rotation @ force) + jacobian[3:].T @ (rotation @ torque)
+
+
+@pytest.fixture
+def wrench(reset):
+    """The module's simulator at Q_START, its drives holding it (hold_on_start), no wrench (~/reset
+    clears it, as for the next test)."""
+    io = WrenchIO(reset)
+    assert reset.spin_until(lambda: io.pub.get_subscription_count() > 0 and len(io.torques) > 5)
+    yield io
+    io.close()
+
+
+FORCE, TORQUE = np.array([3.0, -2.0, 4.0]), np.array([0.2, 0.1, -0.3])  # in the frame of arm_link_5
+
+
+def _settle(h: Harness, seconds: float = 0.3) -> None:
+    """Let ``seconds`` of simulated time pass: the drives hold the arm still under a constant push."""
+    end = h.node.sim.time + seconds
+    assert h.spin_until(lambda: h.node.sim.time >= end, timeout=30.0)
+
+
+def test_external_wrench_gives_the_jacobian_transpose_torques(wrench):
+    """Issue 17 item 5: a wrench on ``~/external_wrench`` acts on the link its frame_id names; the
+    true joint torques on ``~/external_torque_true`` (stamped as the joint state) are ``J^T F`` at
+    the published pose. The simulator maps the wrench at the kinematics of the step before and the
+    pose is encoder-quantized (1e-5 rad), hence 1e-3 relative on a still arm."""
+    h, io = wrench.h, wrench
+    assert io.names == list(ARM.joint_names) and not np.any(io.latest())  # no wrench: zero
+    io.send("arm_link_5", FORCE, TORQUE)
+    assert h.spin_until(lambda: np.any(io.latest()))
+    _settle(h)
+    q, tau = io.pair()
+    expected = _jacobian_transpose_torque(q, FORCE, TORQUE)
+    print(f"\ntau_ext {tau.tolist()}\nJ^T F   {expected.tolist()}")
+    assert np.max(np.abs(expected)) > 0.1
+    np.testing.assert_allclose(tau, expected, rtol=0.0, atol=1e-3 * np.max(np.abs(expected)))
+    # exact at the simulator's own pose: one step of its physics, between two of its thread's, with
+    # the kinematics the wrench is mapped at brought up to date (mj_step recomputes them anyway)
+    import mujoco
+    sim = h.node.sim
+    with h.node._lock:
+        q = sim.data.qpos.copy()
+        mujoco.mj_forward(sim.model, sim.data)
+        sim.step(1)
+        tau = sim.external_torque
+    np.testing.assert_allclose(tau, _jacobian_transpose_torque(q, FORCE, TORQUE), rtol=0.0, atol=1e-9)
+    assert sim._wrench is not None  # duration 0: acts until cleared
+
+
+def test_zero_wrench_clears_the_external_wrench(wrench):
+    h, io = wrench.h, wrench
+    io.send("arm_link_3", FORCE)
+    assert h.spin_until(lambda: np.any(io.latest()))
+    io.send("", np.zeros(3))  # all zero: cleared, whatever the frame
+    assert h.spin_until(lambda: h.node.sim._wrench is None)
+    count = len(io.torques)
+    assert h.spin_until(lambda: len(io.torques) > count + 20)
+    assert not np.any(np.array([tau for _, tau in io.torques[count + 5:]]))  # zero from then on
+
+
+def test_bad_external_wrenches_are_rejected_and_change_nothing(wrench):
+    h, io = wrench.h, wrench
+    rejections: list[str] = []
+    reject = h.node._reject
+    h.node._reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
+    try:
+        io.send("arm_link_5", FORCE, TORQUE)
+        assert h.spin_until(lambda: np.any(io.latest()))
+        _settle(h)
+        active, before = h.node.sim._wrench, io.latest().copy()
+        bad = [("arm_link_9", FORCE, TORQUE, "unknown link"), ("", FORCE, TORQUE, "unknown link"),
+               ("arm_link_5", [np.nan, 0.0, 1.0], TORQUE, "force must be 3 finite values"),
+               ("arm_link_5", FORCE, [0.0, np.inf, 0.0], "torque must be 3 finite values")]
+        for link, force, torque, reason in bad:
+            count = len(rejections)
+            io.send(link, force, torque)
+            assert h.spin_until(lambda: len(rejections) > count), f"{link!r} {force} {torque} was not rejected"
+            print(f"\nrejected: {rejections[-1]}")
+            assert "external wrench" in rejections[-1] and reason in rejections[-1]
+            assert h.node.sim._wrench is active, f"{link!r} {force} {torque} changed the wrench"
+        count = len(io.torques)
+        assert h.spin_until(lambda: len(io.torques) > count + 5)
+        np.testing.assert_allclose(io.latest(), before, atol=1e-3 * np.max(np.abs(before)))
+    finally:
+        h.node._reject = reject
+
+
+def test_external_wrench_duration(wrench):
+    """``external_wrench_duration`` > 0: each wrench acts that long in simulated time (at most 50
+    physics steps, so at most 50 joint states, for 0.05 s), then stops by itself; negative, NaN or
+    infinite durations are refused by the parameter's range."""
+    h, io = wrench.h, wrench
+    for bad in (-1.0, float("nan"), float("inf")):
+        assert not h.node.set_parameters([Parameter("external_wrench_duration", value=bad)])[0].successful
+    assert h.node.set_parameters([Parameter("external_wrench_duration", value=0.05)])[0].successful
+    try:
+        count = len(io.torques)
+        io.send("arm_link_4", FORCE, TORQUE)
+        assert h.spin_until(lambda: np.any(io.latest()))
+        assert h.spin_until(lambda: h.node.sim._wrench is None and not np.any(io.latest()))
+        pushed = sum(bool(np.any(tau)) for _, tau in io.torques[count:])
+        assert 0 < pushed <= 50, pushed
+    finally:
+        h.node.set_parameters([Parameter("external_wrench_duration", value=0.0)])

@@ -28,6 +28,22 @@ reference rests at the goal and (4.1) regulates to it as before.
 ``e'' + Kd e' + Kp e = 0`` (4.11). Friction is compensated at the *desired* velocity: a noise-free
 feedforward whose sign changes where the reference reverses.
 
+**Hand-guiding, float** (:class:`FloatController`): gravity and friction compensation with light
+damping, no position reference::
+
+    tau = G(q) + t_f(q, q') - D q'
+
+so a person can move the arm by hand: the arm weighs nothing, its friction is taken away above a
+few ``eps`` of speed, and ``D`` (diagonal, default ``FLOAT_DAMPING`` [1/s] times the reference
+inertia ``m``: a pushed joint coasts down with time constant about ``1 / FLOAT_DAMPING``) brings it to
+rest. At rest only static friction would hold it against the model's error in ``G + f0``, and a
+joint whose friction creeps (the simulator's soft dry friction does below about 0.01 rad/s; a worn
+gearbox too) would drift. So the law adds a virtual stiction: a joint slower than
+``rest_velocity`` is held at its anchor ``a_j`` (its position when it came to rest) by
+``-clip(S_j (q_j - a_j) / FLOAT_REST_DEFLECTION, -S_j, S_j)``, ``S_j = FLOAT_REST_FRACTION x fc_j`` of
+the model (at least ``FLOAT_REST_MIN``); while it moves faster the anchor follows it. A hand
+breaks it away with ``S_j`` more than the joint's own friction.
+
 **Baselines** (what the model buys, measured by ``make demo``): ``gravity_compensation=False``
 drops ``G(q)`` from (4.1) (with ``friction_compensation=False`` too: PD only);
 ``model_feedforward=False`` replaces (4.8) by a PD on the
@@ -69,7 +85,7 @@ from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController",
+__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "FLOAT_DAMPING", "FloatController", "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController",
            "ComputedTorqueController", "GoalProfile", "goal_profile", "speed_limited"]
 
 Array = NDArray[np.float64]
@@ -77,6 +93,11 @@ Array = NDArray[np.float64]
 PD_BANDWIDTH = 60.0  # [rad/s] default natural frequency of PD + gravity on the reference inertia
 CT_BANDWIDTH = 40.0  # [rad/s] default natural frequency of the computed-torque error dynamics
 STATIC_ACCURACY = 5e-4  # [rad] default bound fc / Kp of the PD + gravity error that static friction can hold
+FLOAT_DAMPING = 5.0  # [1/s] default damping of the float law per unit of reference inertia
+FLOAT_REST_VELOCITY = 0.02  # [rad/s] a joint slower than this is held at its anchor by the float law
+FLOAT_REST_FRACTION = 0.5  # the float law's virtual stiction S_j, fraction of the model's Coulomb level fc_j
+FLOAT_REST_MIN = 0.05  # [N m] smallest S_j
+FLOAT_REST_DEFLECTION = 0.002  # [rad] deflection from the anchor at which S_j is reached
 GOAL_VELOCITY_FRACTION = 0.7  # peak speed of a shaped PD + gravity goal, fraction of velocity_max
 _QUINTIC_PEAK_VELOCITY = 1.875  # max s'(u) of s(u) = 10 u^3 - 15 u^4 + 6 u^5
 _QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)  # max |s''(u)|
@@ -283,3 +304,52 @@ class ComputedTorqueController(_Controller):
         m, c, g = self.terms.model.dynamics_terms(q, dq)
         tau = m @ (ddq_d + self.kd * (dq_d - dq) + self.kp * (q_d - q)) + c + g
         return tau + self.terms.friction(dq_d, gravity=g) if self.friction_compensation else tau
+
+
+class FloatController(_Controller):
+    """Hand-guiding (float): ``tau = G(q) + t_f(q, q') - D q'`` (module docstring).
+
+    ``damping`` [N m s/rad] per joint (scalar or n values), by default ``FLOAT_DAMPING`` times the
+    model's reference inertia; ``rest_torque`` ``S`` [N m] per joint, by default (module docstring)
+    from the model's Coulomb level (0: no virtual stiction); ``friction_compensation=False`` drops
+    ``t_f``. :meth:`hold` sets the anchors (the controller node calls it on enable); the law keeps
+    them (single-threaded, like the others).
+    """
+
+    def __init__(self, model: DynamicModel, arm: ArmDescription, *, damping: Any = None, rest_torque: Any = None,
+                 rest_velocity: float = FLOAT_REST_VELOCITY, friction_compensation: bool = True,
+                 friction_eps: float = FRICTION_EPS) -> None:
+        super().__init__(model, arm, 0.0, 0.0, lambda terms: (np.zeros(arm.n_joints), np.zeros(arm.n_joints)),
+                         friction_compensation, friction_eps)
+        if damping is None:
+            damping = FLOAT_DAMPING * reference_inertia(model, arm)
+        self.kd = per_joint(damping, arm.n_joints, "damping")
+        if rest_torque is None:
+            rest_torque = np.maximum(FLOAT_REST_FRACTION * self.terms.coulomb, FLOAT_REST_MIN)
+        self.rest_torque = per_joint(rest_torque, arm.n_joints, "rest_torque")
+        if not rest_velocity > 0.0:
+            raise ValueError(f"rest_velocity must be positive, got {rest_velocity}")
+        self.rest_velocity = float(rest_velocity)
+        self._rest_stiffness = self.rest_torque / FLOAT_REST_DEFLECTION
+        self.anchor: Array | None = None
+
+    @property
+    def damping(self) -> Array:
+        """``D`` [N m s/rad] per joint."""
+        return self.kd
+
+    def hold(self, q: Any) -> None:
+        """Anchor every joint at ``q`` (validated like a goal)."""
+        self.anchor = check_goal(self.arm, q).copy()
+
+    def torque(self, t: float, q: Array, dq: Array) -> Array:
+        """``tau`` (n,) [N m] at the measured ``q``, ``dq`` (``t`` unused: no reference); moves the
+        anchors of the joints faster than ``rest_velocity`` to ``q``."""
+        if self.anchor is None:
+            raise RuntimeError("FloatController: hold(q) sets the anchors before the first torque")
+        moving = np.abs(dq) >= self.rest_velocity
+        self.anchor[moving] = q[moving]
+        g = self.terms.gravity(q)
+        rest = np.clip(self._rest_stiffness * (self.anchor - q), -self.rest_torque, self.rest_torque)
+        tau = g - self.kd * dq + rest
+        return tau + self.terms.friction(dq, gravity=g) if self.friction_compensation else tau

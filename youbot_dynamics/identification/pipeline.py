@@ -209,6 +209,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "errors_on": on, "relative_error": errors["identified"].overall,
         "nominal_relative_error": errors["baseline"].overall,
         "joint_relative_errors": [float(v) for v in errors["identified"].relative_rms],
+        "joint_rms_errors_nm": [float(v) for v in errors["identified"].rms],  # collision thresholds' scale
         "nominal_joint_relative_errors": [float(v) for v in errors["baseline"].relative_rms],
         "moving_relative_error": errors["identified"].moving, "rest_relative_error": errors["identified"].rest,
         "nominal_moving_relative_error": errors["baseline"].moving,

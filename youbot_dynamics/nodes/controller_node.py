@@ -76,8 +76,21 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
   that time, the time the law used: so ``e`` is not inflated by the state's wait for the cycle,
   but still includes its transport from the arm); ``layout.dim`` labels the two dimensions
   (``quantity``: ``q_desired|q|error|tau|time``, ``joint``: the joint names);
-* publishes events (enable, disable, faults, accepted and refused goals with the reason) on
-  ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
+* publishes the external joint torques on ``~/external_torque`` (``sensor_msgs/JointState``: the arm's
+  joint names, ``effort`` [N m] = the momentum observer's residual ``r``, stamped with the joint state
+  it used; :mod:`youbot_dynamics.control.observer`, bandwidth ``observer_gain``), every cycle after the
+  torque went out. The observer integrates the node's own torque while it commands, the joint
+  state's measured effort otherwise (none: it restarts). It is the torque of a push or a contact
+  through a first-order low-pass; near rest it also holds the friction the model cannot know;
+* detects collisions on it (:class:`~youbot_dynamics.control.observer.CollisionDetector`,
+  ``collision_thresholds`` or ``collision_factor`` x the model file's ``joint_rms_errors_nm``,
+  thresholds raised by the stiction band near rest, hysteresis): each one is an error on
+  ``~/status``, counted in the ``/diagnostics`` report (``collisions``), and while enabled gets the
+  ``collision_reaction``: ``stop`` holds the position where it was detected (a new goal or trajectory
+  moves on), ``float`` switches to gravity and friction compensation with light damping
+  (:class:`~youbot_dynamics.control.FloatController`) until the next ``~/enable``;
+* publishes events (enable, disable, faults, collisions, accepted and refused goals with the reason)
+  on ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
   :attr:`ControllerNode.last_refusal`;
 * reports its timing on ``/diagnostics`` every ``diagnostics_period`` s (and in
   :attr:`ControllerNode.last_report`): achieved rate, jitter, missed cycles (period > 1.5 x
@@ -119,11 +132,13 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compile_kernels
-from ..control import GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
+from ..control import (CollisionDetector, FloatController, GuardState, JointStateMonitor, MomentumObserver,
+                       SafetyConfig, SafetyGuard, TrajectoryError, collision_thresholds)
+from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN, STICTION_FACTOR
 from ..control.release import release_waypoints
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
-from ..dynamics.paramfile import ModelFileError, load_model
+from ..dynamics.paramfile import ModelFileError, identification_block, load_model
 from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
@@ -246,8 +261,25 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "Period [s] of the timing report on /diagnostics; 0 = none.", _D, range_=(0.0, 3600.0))),
     'log_throttle_period': (1.0, descriptor(
         "Minimum period [s] between repeated warnings (rejected joint states).", _D, range_=(0.0, 3600.0))),
+    'observer_gain': (OBSERVER_GAIN, descriptor(
+        "Bandwidth K [1/s] of the momentum observer of the external joint torques, published on "
+        "~/external_torque (youbot_dynamics.control.observer); 0 = no observer, no ~/external_torque and no "
+        "collision detection.", _D, range_=(0.0, 10000.0))),
+    'collision_thresholds': (_UNSET_ARRAY, descriptor(
+        "Collision thresholds [N m] on the external torque estimate, one per joint or one for all; unset = "
+        "collision_factor x the model's held-out RMS torque error per joint (joint_rms_errors_nm of the model "
+        "file's identification block), at least 0.3 N m; no detection if the model file has none.", _DA)),
+    'collision_factor': (COLLISION_FACTOR, descriptor(
+        "Thresholds from the model file: this many times its held-out RMS torque error per joint.", _D,
+        range_=(0.1, 1000.0))),
+    'collision_reaction': ('none', descriptor(
+        "On a detected collision while enabled: 'none' = report it only (~/status, /diagnostics); 'stop' = hold "
+        "the position where it was detected; 'float' = gravity and friction compensation with light damping "
+        "(hand-guiding) until the next ~/enable.", _S)),
     'realtime_priority': realtime_priority_parameter(REALTIME_PRIORITY),
 }
+
+COLLISION_REACTIONS = ("none", "stop", "float")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -338,6 +370,7 @@ class ControllerNode(Node):
         self._costs: list[float] = []
         self.last_report: dict[str, float] = {}
 
+        self._create_observer(model_file)
         self._command_msg = Float64MultiArray()
         self._state_msg = Float64MultiArray(layout=MultiArrayLayout(dim=[
             MultiArrayDimension(label="quantity:" + "|".join(STATE_QUANTITIES), size=len(STATE_QUANTITIES),
@@ -351,6 +384,8 @@ class ControllerNode(Node):
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
+        self.external_torque_pub = (self.create_publisher(JointState, '~/external_torque', QOS_DEPTH)
+                                    if self.observer is not None else None)
         self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
                                                    JOINT_STATE_QOS)
         self.create_service(SetBool, '~/enable', self._on_enable)
@@ -410,6 +445,37 @@ class ControllerNode(Node):
         """A double-array parameter, None while unset (or set to an empty list)."""
         value = self.get_parameter_or(name, None).value
         return list(value) if value is not None and len(value) else None
+
+    def _create_observer(self, model_file: str) -> None:
+        """The external-torque observer, the collision detector and the float law of the reaction."""
+        self.observer: MomentumObserver | None = None
+        self.detector: CollisionDetector | None = None
+        self.collisions = 0
+        self.floating = False  # the collision reaction 'float' is active (until ~/enable)
+        self.collision_reaction: str = self._param('collision_reaction')
+        if self.collision_reaction not in COLLISION_REACTIONS:
+            raise ValueError(f"collision_reaction must be one of {COLLISION_REACTIONS}, got "
+                             f"'{self.collision_reaction}'")
+        self._float_law = FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
+        self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
+        n = self.arm.n_joints
+        self._external_msg = JointState(name=list(self.arm.joint_names))
+        gain = float(self._param('observer_gain'))
+        if gain == 0.0:
+            if self.collision_reaction != 'none':
+                raise ValueError("collision_reaction needs the observer: observer_gain must be positive")
+            return
+        self.observer = MomentumObserver(self.model, gain, self._param('friction_eps'), self._param('state_timeout'))
+        thresholds = self._optional_array('collision_thresholds')
+        if thresholds is None:
+            rms = identification_block(model_file).get('joint_rms_errors_nm')
+            if rms is not None:
+                thresholds = collision_thresholds(rms, self._param('collision_factor'))
+        if thresholds is not None:
+            self.detector = CollisionDetector(np.broadcast_to(np.asarray(thresholds, dtype=float), (n,)))
+        elif self.collision_reaction != 'none':
+            raise ValueError(f"collision_reaction '{self.collision_reaction}' needs collision_thresholds: the model "
+                             f"file {model_file} has no joint_rms_errors_nm to derive them from")
 
     # -- helpers for the subclasses -------------------------------------------------------------
 
@@ -514,6 +580,7 @@ class ControllerNode(Node):
         elif self._velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
             dq = self._velocity.update(stamp if stamp > 0.0 else arrival, q, dq)
         self._state = (arrival, q, dq, effort)
+        self._stamp = stamp if stamp > 0.0 else arrival
         if problem is None:
             self._trusted_state = self._state
         if self._watchdog:
@@ -551,6 +618,9 @@ class ControllerNode(Node):
             return False, f"cannot hold the current position: {exc}"
         initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
+        self.floating = False
+        if self.detector is not None:
+            self.detector.reset()
         self._holding_arm = True
         self._reference_id += 1
         self._last_guard_state = self.guard.state
@@ -608,7 +678,7 @@ class ControllerNode(Node):
             stamp, q, dq, _ = state
         publish = True
         try:
-            tau = self.guard.command(start, stamp, q, dq, self.law.torque)
+            tau = self.guard.command(start, stamp, q, dq, self._float_law.torque if self.floating else self.law.torque)
         except Exception as exc:  # noqa: BLE001 - a bug in a law must not leave the last torque active
             self.guard.disable()
             self._zero_cycles = self._zero_cycles_on_letting_go()
@@ -639,6 +709,8 @@ class ControllerNode(Node):
             with self._timing_lock:
                 self._latencies.append(end - stamp)
                 self._costs.append(end - start)
+        if self.observer is not None and state is not None:  # after the torque: not in the latency
+            self._observe(state, tau if publish and tau is not self._zero else None)
         if self.guard.state is not self._last_guard_state:
             self._last_guard_state = self.guard.state
             if self.guard.state is GuardState.FAULT:
@@ -660,6 +732,41 @@ class ControllerNode(Node):
                 problem = self.joint_state_publishers_problem()  # the names: ~60 us, only when too many
                 if problem is not None:
                     self.guard.fault(problem, trust_states=False)  # acted on from the next cycle
+
+    def _observe(self, state: tuple[float, Array, Array, Array | None], tau: Array | None) -> None:
+        """The observer on the state just used and the torque it got (``None``: none of ours acts,
+        the measured effort stands for the drives' torque); ``~/external_torque``; collisions."""
+        _, q, dq, effort = state
+        if tau is None:
+            tau = effort
+        if tau is None or not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(tau))):
+            self.observer.reset()
+            return
+        r = self.observer.update(self._stamp, q, dq, tau)
+        msg = self._external_msg
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(self._stamp), int(1e9 * (self._stamp % 1.0))
+        msg.effort = r.tolist()
+        self.external_torque_pub.publish(msg)
+        if self.detector is None:
+            return
+        _, up, down = self.observer.terms.sliding_friction(q, dq)
+        event = self.detector.update(self._stamp, r, dq, STICTION_FACTOR * np.maximum(up, down))
+        if event is True:
+            self.collisions += 1
+            reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
+            try:
+                if reaction == 'stop':
+                    self._hold(q)
+                    self._reference_id += 1  # a reference planned meanwhile is not installed over the stop
+                elif reaction == 'float':
+                    self._float_law.hold(q)
+                    self.floating = True
+            except TrajectoryError as exc:  # q a hair beyond a limit: the law keeps its reference
+                reaction = f"{reaction} impossible ({exc})"
+            joints = ", ".join(self.arm.joint_names[j] for j in self.detector.joints)
+            self.report_status(f"collision: external torque {np.round(r, 2).tolist()} N m beyond the thresholds "
+                               f"{np.round(self.detector.thresholds, 2).tolist()} on {joints}; reaction "
+                               f"{reaction}", error=True)
 
     def _log_coast(self, duration: float) -> None:
         self.get_logger().warning(
@@ -751,7 +858,8 @@ class ControllerNode(Node):
         values = {k: f"{v:.6g}" for k, v in report.items()}
         values.update(state=state.value, fault_reason=self.guard.fault_reason or "",
                       saturated=",".join(np.asarray(self.arm.joint_names)[self.guard.saturated]),
-                      last_refusal=self.last_refusal or "")
+                      last_refusal=self.last_refusal or "", collisions=str(self.collisions),
+                      floating=str(self.floating).lower())
         level = (DiagnosticStatus.ERROR if state is GuardState.FAULT
                  else DiagnosticStatus.WARN if report["missed_fraction"] > 0.01 else DiagnosticStatus.OK)
         message = f"fault: {self.guard.fault_reason}" if state is GuardState.FAULT else state.value

@@ -94,6 +94,10 @@ class PDGravityControllerNode(ControllerNode):
         self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
         self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
+        self.declare_parameter('observer_gain', *c['observer_gain'])
+        self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
+        self.declare_parameter('collision_factor', *c['collision_factor'])
+        self.declare_parameter('collision_reaction', *c['collision_reaction'])
         self.declare_parameter('realtime_priority', *c['realtime_priority'])
 
     def _create_law(self) -> PDGravityController:

@@ -15,6 +15,17 @@ calibration error, on-board drive controllers, command timeout, payload). The no
   of mass ``com`` [m] in the tool frame, inertia about it in tool-frame axes, zero for a point
   mass; ``m = 0`` removes it): applied between two physics steps; a NaN or negative mass or an
   unphysical inertia is logged as an error and ignored;
+* takes an external wrench on a link on ``~/external_wrench`` (``geometry_msgs/WrenchStamped``:
+  ``header.frame_id`` names the link, one of the arm description's ``link_names``, e.g.
+  ``arm_link_3``; force [N] and torque [N m] expressed in that link's frame, acting at its origin):
+  applied from the next physics step (the stamp is not used) for ``external_wrench_duration`` s of
+  simulated time, or (0) until the next wrench replaces it, an all-zero wrench (any frame) clears it
+  or ``~/reset``; an unknown link or a NaN or infinite value is logged as a throttled error and
+  ignored (the previous wrench stays);
+* publishes with every joint state the joint torques the external wrench caused in the last physics
+  step (``J^T`` of the wrench at the kinematics of the step before, zero without one) on
+  ``~/external_torque_true`` (``sensor_msgs/JointState``: names, effort only, the joint state's
+  stamp): the truth an external-torque estimate is judged against;
 * forwards ``std_msgs/Float64MultiArray`` commands from the effort, position and velocity
   controller topics and ``trajectory_msgs/JointTrajectory`` from the trajectory topic to the
   simulator; a rejected command (wrong length, NaN, outside limits, interface not in
@@ -41,7 +52,7 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Inertia
+from geometry_msgs.msg import Inertia, WrenchStamped
 from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy._rclpy_pybind11 import RCLError
@@ -133,6 +144,10 @@ class SimNode(Node):
             "the others are off.", sa))
         self.declare_parameter('seed', -1, _descriptor(
             "Seed of the perturbed inertials and the noise; -1 = the seed of the sim file.", i))
+        self.declare_parameter('external_wrench_duration', 0.0, _descriptor(
+            "Simulated time [s] each wrench received on ~/external_wrench acts; 0 = until the next wrench, an "
+            "all-zero wrench or ~/reset. Dynamic: for the wrenches received after it is set.",
+            d, range_=(0.0, 3600.0), read_only=False))
         self.declare_parameter('publish_clock', False, _descriptor(
             "Publish the simulated time on /clock and stamp joint states with it.", b))
         self.declare_parameter('error_throttle_period', 1.0, _descriptor(
@@ -175,7 +190,10 @@ class SimNode(Node):
         self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
+        self._external_msg = JointState(name=list(self.arm.joint_names))
+        self._external_torque = np.zeros(self.arm.n_joints)  # of the last step, taken under the lock
         self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
+        self.external_torque_pub = self.create_publisher(JointState, '~/external_torque_true', QOS_DEPTH)
         self.clock_pub = self.create_publisher(Clock, '/clock', QOS_DEPTH) if self._publish_clock else None
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
         for interface, name in COMMAND_TOPICS.items():
@@ -184,6 +202,7 @@ class SimNode(Node):
         # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
         self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
+        self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench, QOS_DEPTH)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/pause', lambda req, res: self._set_paused(True, res))
         self.create_service(Trigger, '~/resume', lambda req, res: self._set_paused(False, res))
@@ -236,6 +255,7 @@ class SimNode(Node):
                         steps = self._schedule.next_steps()
                         self.sim.step(steps)
                         measurement = self.sim.measure()
+                        self._external_torque = self.sim.external_torque  # a copy
                     with self._publish_lock:
                         if not self._paused:  # paused meanwhile: this state is not published
                             self._publish_state(measurement)
@@ -265,6 +285,10 @@ class SimNode(Node):
         msg.velocity = m.velocity.tolist()
         msg.effort = m.effort.tolist()
         self.state_pub.publish(msg)
+        external = self._external_msg
+        external.header.stamp = msg.header.stamp
+        external.effort = self._external_torque.tolist()
+        self.external_torque_pub.publish(external)
         if self.clock_pub is not None:
             self.clock_pub.publish(Clock(clock=msg.header.stamp))
 
@@ -308,6 +332,25 @@ class SimNode(Node):
             self.get_logger().error(f"payload rejected: {exc}")
             return
         self.get_logger().info(f"payload {msg.m:g} kg at {com} m in the tool frame")
+
+    def _on_external_wrench(self, msg: WrenchStamped) -> None:
+        f, t = msg.wrench.force, msg.wrench.torque
+        force, torque, link = [f.x, f.y, f.z], [t.x, t.y, t.z], msg.header.frame_id
+        if not any(force + torque):  # all zero (a NaN is not): no wrench, whatever the frame
+            with self._lock:
+                self.sim.clear_wrench()
+            self.get_logger().info("external wrench cleared", throttle_duration_sec=self._throttle)
+            return
+        duration = self.get_parameter('external_wrench_duration').value
+        try:
+            with self._lock:
+                self.sim.apply_wrench(link, force, torque, duration=duration if duration > 0.0 else float("inf"))
+        except ValueError as exc:
+            self._reject("external wrench", exc)
+            return
+        until = f"for {duration:g} s" if duration > 0.0 else "until cleared"
+        self.get_logger().info(f"external wrench on {link} {until}: force {force} N, torque {torque} N m "
+                               "in the link frame", throttle_duration_sec=self._throttle)
 
     # -- services -------------------------------------------------------------------------------
 

@@ -43,6 +43,14 @@ position and velocity (:meth:`~ArmSimulator.sense`).
 (the last link's inertial in the MuJoCo model and ``true_parameters``); :meth:`~ArmSimulator.reset`
 keeps it.
 
+**External wrench** (a push, a collision, a hand): :meth:`~ArmSimulator.apply_wrench` acts on a
+link with a force and torque expressed in the link's frame (the DH frame the URDF and MuJoCo body
+share), at a point of that frame, for a duration of simulated time or until
+:meth:`~ArmSimulator.clear_wrench`. Each step MuJoCo maps it to joint torques
+(``mj_applyFT``: ``tau_ext = J_p^T F + J_w^T T`` at the kinematics of the previous step, 1 ms
+old), added to ``qfrc_applied``; :attr:`~ArmSimulator.external_torque` is the ``tau_ext`` of the last
+step, the truth an external-torque estimate is judged against. :meth:`~ArmSimulator.reset` clears it.
+
 The noise generator is re-seeded from ``sim.seed`` on :meth:`~ArmSimulator.reset`, so the same
 reset and command sequence gives the same measurements.
 """
@@ -201,6 +209,8 @@ class ArmSimulator:
         self._mode: str | None = None
         self._spline: HermiteSpline | None = None
         self._steps = self._deadline = self._trajectory_start = 0
+        self._wrench: tuple[int, Array, Array, Array, float] | None = None  # body, force, torque, point, end
+        self._external = np.zeros(n)
         self.reset()
 
     # -- properties ------------------------------------------------------------------------------
@@ -231,6 +241,11 @@ class ArmSimulator:
         return self._mode is not None
 
     @property
+    def external_torque(self) -> Array:
+        """The joint torques [N m] of the external wrench in the last step (zero without one): a copy."""
+        return self._external.copy()
+
+    @property
     def payload(self) -> Payload:
         """The payload at the tool (the configured one until :meth:`set_payload`)."""
         return self._payload
@@ -251,6 +266,7 @@ class ArmSimulator:
         self._velocity_estimate[:] = self.data.qvel
         self.model.dof_frictionloss[:] = self._static_friction
         self._noise = rng_stream(self.config.seed, NOISE_STREAM)
+        self.clear_wrench()
         self._motors_off()
         if hold:
             rest = np.zeros(self.n_joints)
@@ -290,6 +306,32 @@ class ArmSimulator:
         parameters.setflags(write=False)
         self.true_parameters = parameters
         self._payload = payload
+
+    def apply_wrench(self, link: str, force: Any, torque: Any = None, point: Any = None,
+                     duration: float = float("inf")) -> None:
+        """Push ``link`` (one of ``arm.link_names``) with ``force`` [N] and ``torque`` [N m] (default
+        zero), both expressed in the link's frame, acting at ``point`` [m] of that frame (default: its
+        origin), from the next step for ``duration`` [s] of simulated time (default: until
+        :meth:`clear_wrench` or another wrench). Replaces the previous wrench. ``ValueError`` for an
+        unknown link, a vector that is not 3 finite values, or a duration that is not positive."""
+        if link not in self.arm.link_names:
+            raise ValueError(f"unknown link {link!r}; links: {', '.join(self.arm.link_names)}")
+        vectors = []
+        for name, value in (("force", force), ("torque", torque), ("point", point)):
+            v = np.zeros(3) if value is None else np.asarray(value, dtype=float)
+            if v.shape != (3,) or not np.all(np.isfinite(v)):
+                raise ValueError(f"wrench {name} must be 3 finite values, got {np.asarray(value).tolist()}")
+            vectors.append(v.copy())
+        duration = float(duration)
+        if not duration > 0.0:
+            raise ValueError(f"wrench duration must be positive [s], got {duration}")
+        body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, link)
+        self._wrench = (body, *vectors, self.time + duration)
+
+    def clear_wrench(self) -> None:
+        """Remove the external wrench (from the next step)."""
+        self._wrench = None
+        self._external[:] = 0.0
 
     # -- commands --------------------------------------------------------------------------------
 
@@ -342,6 +384,8 @@ class ArmSimulator:
             np.subtract(self._torque, self._offset, out=data.qfrc_applied)
             if self._extra_friction:
                 self._apply_extra_friction()
+            if self._wrench is not None:
+                self._apply_wrench()
             mj_step(model, data)
             if self._lag_gain is not None:
                 self._velocity_estimate += self._lag_gain * (data.qvel - self._velocity_estimate)
@@ -364,6 +408,18 @@ class ArmSimulator:
         dq = data.qvel
         data.qfrc_applied += (f.stribeck * (1.0 - np.exp(-(dq / f.stribeck_velocity) ** 2)) * np.sign(dq)
                               - f.asymmetry * np.abs(np.tanh(dq / ASYMMETRY_VELOCITY)))
+
+    def _apply_wrench(self) -> None:
+        """The external wrench's joint torques into ``qfrc_applied`` and :attr:`external_torque`."""
+        body, force, torque, point, end = self._wrench
+        if self.data.time >= end - 0.5 * self.timestep:
+            self.clear_wrench()
+            return
+        rotation = self.data.xmat[body].reshape(3, 3)
+        self._external[:] = 0.0
+        mujoco.mj_applyFT(self.model, self.data, rotation @ force, rotation @ torque,
+                          self.data.xpos[body] + rotation @ point, body, self._external)
+        self.data.qfrc_applied += self._external
 
     def _sense(self) -> tuple[Array, Array]:
         """Position and velocity as the drives measure them."""

@@ -1,0 +1,304 @@
+"""External torques (issue 17): the simulator's external wrench, the momentum observer, collision
+detection and the float (hand-guiding) law, in closed loop with the MuJoCo arm (no ROS).
+
+Oracles: the simulator's wrench against ``J^T F`` of our own DH kinematics (MuJoCo's ``mj_applyFT``
+is the other formulation); the observer against the simulator's true external torques (on the ideal
+robot through the first-order low-pass the theory predicts; on the harder robot, whose friction no
+model here has, against the issue's 0.3 N m); detection and float against the issue's figures.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control import (CollisionDetector, ComputedTorqueController, FloatController, JointTrajectory,
+                                     MomentumObserver, SafetyGuard, collision_thresholds)
+from youbot_dynamics.control.observer import STICTION_FACTOR
+from youbot_dynamics.control.velocity import VelocityFromPositions
+from youbot_dynamics.dynamics.chain import DHChain
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.kinematics import geometric_jacobian, link_frames
+from youbot_dynamics.sim import ArmSimulator, Realism
+
+HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
+STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # the demo's out and back at 80 % of velocity_max
+SEGMENT = 1.05
+START = 0.6  # [s] the trajectory starts after the enable ramp
+FOREARM = "arm_link_3"  # its frame sits on joint 4's axis; the forearm reaches back along -x
+# A push on the forearm, 0.1 m beyond joint 4's axis along the link: 2 N m on joint 2 (its lever
+# is 0.39 m in the candle) and 1.2 N m on joint 3.
+PUSH_FORCE = np.array([0.0, -2.0 / 0.39, 0.0])
+PUSH_POINT = np.array([0.1, 0.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return default_arm()
+
+
+@pytest.fixture(scope="module")
+def hard_sim(arm):
+    return ArmSimulator(arm, realism=True)
+
+
+@pytest.fixture(scope="module")
+def true_model(hard_sim):
+    """The true rigid-body and seed-structure friction parameters: the harder robot's Stribeck,
+    asymmetric and load-dependent friction are not in it."""
+    return DynamicModel.from_standard(DHChain.from_arm(hard_sim.arm), hard_sim.true_parameters)
+
+
+# The push "equivalent to 2 N m on joint 2" of the issue, in every configuration: a pure torque on
+# the upper arm about its frame's z axis, parallel to joint 2's axis (nothing on the other joints).
+UPPER_ARM = "arm_link_2"
+JOINT_2_TORQUE = np.array([0.0, 0.0, 2.0])
+
+
+def tracking_run(sim, model, arm, *, push=None, profile="step", gain=100.0, thresholds=None, joint_2=False):
+    """Computed torque on ``model`` through the out and back, the observer on the commanded torque
+    and positions differentiated as the controller nodes do. ``push = (t0, t1)``: the forearm
+    push (``profile`` 'step' or 'smooth', sin^2), or with ``joint_2`` 2 N m on joint 2. Returns times, residuals, true external torques
+    (aligned: the residual at a state against the torque applied up to it) and the detection events."""
+    sim.reset()
+    law = ComputedTorqueController(model, arm)
+    law.hold(HOME)
+    law.follow(JointTrajectory.through(HOME, [SEGMENT, 2 * SEGMENT], [HOME + STROKE, HOME]), START)
+    guard, velocity = SafetyGuard(arm, model), VelocityFromPositions(arm.n_joints)
+    observer = MomentumObserver(model, gain)
+    detector = CollisionDetector(thresholds) if thresholds is not None else None
+    m = sim.measure()
+    guard.enable(m.time, law.gravity(m.position))
+    times, residuals, truth, events = [], [], [], []
+    applied = np.zeros(arm.n_joints)
+    for _ in range(int(round((START + 2 * SEGMENT + 0.5) / sim.timestep))):
+        m = sim.measure()
+        t = m.time
+        if push is not None and push[0] <= t < push[1]:
+            scale = 1.0 if profile == "step" else np.sin(np.pi * (t - push[0]) / (push[1] - push[0])) ** 2
+            if joint_2:
+                sim.apply_wrench(UPPER_ARM, [0.0, 0.0, 0.0], scale * JOINT_2_TORQUE, duration=1.5 * sim.timestep)
+            else:
+                sim.apply_wrench(FOREARM, scale * PUSH_FORCE, point=PUSH_POINT, duration=1.5 * sim.timestep)
+        dq = velocity.update(t, m.position, m.velocity)
+        tau = guard.command(t, t, m.position, dq, law.torque)
+        assert tau is not None, guard.fault_reason
+        r = observer.update(t, m.position, dq, tau)
+        if detector is not None:
+            _, up, down = observer.terms.sliding_friction(m.position, dq)
+            event = detector.update(t, r, dq, STICTION_FACTOR * np.maximum(up, down))
+            if event is not None:
+                events.append((t, event, detector.joints))
+        times.append(t)
+        residuals.append(r)
+        truth.append(applied)
+        sim.command("effort", tau)
+        sim.step()
+        applied = sim.external_torque
+    return np.array(times), np.array(residuals), np.array(truth), events
+
+
+# ---------------------------------------------------------------------------------------------
+# the simulator's external wrench
+
+
+def test_wrench_torques_are_the_jacobian_transpose(arm):
+    sim = ArmSimulator(arm, realism=False)
+    q = np.array([2.5, 1.0, -2.0, 1.5, 2.0])
+    sim.reset(q, hold=True)
+    frames = link_frames(arm, q)
+    jacobian = geometric_jacobian(arm, q)  # the tool frame = the last link's frame (tool offset zero)
+    np.testing.assert_allclose(arm.tool, np.eye(4), atol=1e-12)
+    force, torque = np.array([3.0, -2.0, 5.0]), np.array([0.2, 0.1, -0.3])
+    rotation = frames[-2][:3, :3]
+    sim.apply_wrench(arm.link_names[-1], rotation.T @ force, rotation.T @ torque, duration=0.0105)
+    sim.step()
+    np.testing.assert_allclose(sim.external_torque, jacobian[:3].T @ force + jacobian[3:].T @ torque, atol=1e-9)
+    sim.step(9)
+    assert np.any(sim.external_torque != 0.0)
+    sim.step(2)  # 10 steps of 1 ms: over
+    assert np.all(sim.external_torque == 0.0)
+    sim.apply_wrench(FOREARM, PUSH_FORCE)
+    sim.step(50)
+    assert np.any(sim.external_torque != 0.0)  # no duration: until cleared
+    sim.clear_wrench()
+    sim.step()
+    assert np.all(sim.external_torque == 0.0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(link="arm_link_9", force=[1, 0, 0]), "unknown link"),
+    (dict(link=FOREARM, force=[np.nan, 0, 0]), "force"),
+    (dict(link=FOREARM, force=[1, 0]), "force"),
+    (dict(link=FOREARM, force=[1, 0, 0], point=[0, np.inf, 0]), "point"),
+    (dict(link=FOREARM, force=[1, 0, 0], duration=0.0), "duration"),
+])
+def test_bad_wrenches_are_refused(arm, kwargs, message):
+    sim = ArmSimulator(arm, realism=False)
+    with pytest.raises(ValueError, match=message):
+        sim.apply_wrench(**kwargs)
+    sim.step()
+    assert np.all(sim.external_torque == 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the momentum observer
+
+
+def test_observer_on_the_ideal_robot_is_the_low_passed_external_torque(arm):
+    """Exact model, exact states: ``r' = K (tau_ext - r)`` (module docstring of the observer),
+    during fast motion (where ``C^T q'`` matters) and a smooth push."""
+    sim = ArmSimulator(arm, realism=False)
+    model = DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+    gain = 100.0
+    t, r, truth, _ = tracking_run(sim, model, arm, push=(START + 0.5, START + 1.0), profile="smooth", gain=gain)
+    expected = np.zeros_like(truth)
+    for k in range(1, len(t)):  # the same low-pass, exactly discretised
+        expected[k] = truth[k] + (expected[k - 1] - truth[k]) * np.exp(-gain * (t[k] - t[k - 1]))
+    moving = t > 0.05
+    error = np.abs(r - expected)[moving].max(axis=0)
+    print(f"\nideal robot: peak true external torque {np.round(np.abs(truth).max(axis=0), 3)} N m, "
+          f"largest |r - low-passed truth| {np.round(error, 4)} N m")
+    assert np.abs(truth).max(axis=0)[1] > 1.5  # the push reached joint 2
+    assert np.all(error <= 0.02)
+
+
+def test_observer_on_the_harder_robot_within_0_3_nm(arm, hard_sim, true_model):
+    """The issue's goal (RMS error <= 0.3 N m per joint while a push is applied during tracking), on
+    the harder robot whose friction the model does not hold: a smooth forearm push in mid-motion."""
+    push = (START + 0.5, START + 1.0)
+    t, r, truth, _ = tracking_run(hard_sim, true_model, arm, push=push, profile="smooth")
+    during = (t >= push[0]) & (t < push[1])
+    rms = np.sqrt(np.mean((r - truth)[during] ** 2, axis=0))
+    print(f"\nharder robot: peak push {np.round(np.abs(truth).max(axis=0), 2)} N m, RMS error during the push "
+          f"{np.round(rms, 3)} N m")
+    assert np.all(rms <= 0.3)
+
+
+def test_observer_refuses_bad_input(true_model):
+    with pytest.raises(ValueError, match="gain"):
+        MomentumObserver(true_model, gain=0.0)
+    with pytest.raises(ValueError, match="gain"):
+        MomentumObserver(true_model, gain=[100.0] * 4)
+    observer = MomentumObserver(true_model)
+    q, zero = HOME.copy(), np.zeros(5)
+    observer.update(0.0, q, zero, zero)
+    for bad in ((q, zero, [np.nan] * 5), (q[:4], zero, zero), (q, [np.inf] * 5, zero)):
+        with pytest.raises(ValueError, match="finite values"):
+            observer.update(0.001, *bad)
+    np.testing.assert_array_equal(observer.update(0.001, q, zero, zero), observer.residual)
+
+
+# ---------------------------------------------------------------------------------------------
+# collision detection
+
+
+@pytest.fixture(scope="module")
+def thresholds(arm, hard_sim, true_model):
+    """From the model's residual on data it did not fit, as the identification report gives it: here the
+    RMS of the inverse dynamics error of the true-parameter model on the harder robot at rest and moving
+    (the report's ``validation.identified.rms_nm`` on an identified model: 0.10, 0.17, 0.10, 0.025,
+    0.010 N m in the demo)."""
+    return collision_thresholds([0.1, 0.17, 0.1, 0.025, 0.01])
+
+
+def test_tracking_at_full_speed_raises_no_false_collision(arm, hard_sim, true_model, thresholds):
+    _, r, _, events = tracking_run(hard_sim, true_model, arm, thresholds=thresholds)
+    print(f"\nno push: largest |r| {np.round(np.abs(r).max(axis=0), 2)} N m, thresholds {np.round(thresholds, 2)}")
+    assert events == []
+
+
+@pytest.mark.parametrize("at", [0.9, 1.3, 2.0])  # accelerating, mid-segment, the second segment
+def test_a_2_nm_push_on_joint_2_is_detected_within_20_ms(arm, hard_sim, true_model, thresholds, at):
+    t, _, truth, events = tracking_run(hard_sim, true_model, arm, push=(at, at + 0.3), thresholds=thresholds,
+                                       joint_2=True)
+    pushed = np.abs(truth).max(axis=1) > 0.0
+    began = t[np.flatnonzero(pushed)[0]]
+    np.testing.assert_allclose(np.abs(truth[pushed]), [[0.0, 2.0, 0.0, 0.0, 0.0]] * int(pushed.sum()), atol=1e-9)
+    assert events and events[0][1] is True, events
+    delay = events[0][0] - began
+    print(f"\npush at {at} s: detected after {1e3 * delay:.0f} ms on joints {events[0][2]}")
+    assert 0.0 <= delay <= 0.02
+    assert any(e is False for _, e, _ in events)  # and it ends once the push is gone
+
+
+def test_detector_hysteresis_and_stiction_band():
+    detector = CollisionDetector([1.0, 2.0], stiction_velocity=0.1, hold_time=0.03)
+    fast = np.array([1.0, 1.0])
+    assert detector.update(0.0, np.array([0.9, 1.9]), fast) is None
+    assert detector.update(0.001, np.array([1.1, 0.0]), fast) is True and detector.joints == (0,)
+    assert detector.update(0.002, np.array([0.6, 0.0]), fast) is None  # above half the threshold: still on
+    assert detector.update(0.003, np.array([0.4, 0.9]), fast) is False
+    detector.reset()
+    # at rest a joint's threshold grows by its stiction band, which decays once it moves
+    assert detector.update(0.0, np.array([2.5, 0.0]), np.zeros(2), stiction=[2.0, 0.0]) is None
+    np.testing.assert_allclose(detector.thresholds, [3.0, 2.0])
+    detector.update(0.03, np.zeros(2), fast, stiction=[2.0, 0.0])
+    np.testing.assert_allclose(detector.thresholds, [1.0 + 2.0 * np.exp(-1.0), 2.0])
+    for bad in ([0.0, 1.0], [np.nan, 1.0], [[1.0]]):
+        with pytest.raises(ValueError, match="thresholds"):
+            CollisionDetector(bad)
+    with pytest.raises(ValueError, match="release_ratio"):
+        CollisionDetector([1.0], release_ratio=0.0)
+
+
+def test_collision_thresholds():
+    np.testing.assert_allclose(collision_thresholds([0.1, 0.01], factor=6.0, floor=0.3), [0.6, 0.3])
+    for bad in ([-0.1], [np.nan]):
+        with pytest.raises(ValueError, match="residual RMS"):
+            collision_thresholds(bad)
+    with pytest.raises(ValueError, match="factor"):
+        collision_thresholds([0.1], factor=0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# float: hand-guiding
+
+
+def test_float_moves_by_hand_and_stays_where_it_is_left(arm, hard_sim, true_model):
+    """The issue's goal: after a push the arm stays put, drift <= 1 mrad/s on every joint."""
+    sim = hard_sim
+    q0 = HOME + np.array([0.3, -0.4, 0.5, -0.4, 0.3])
+    sim.reset(q0, hold=True)
+    sim.step(300)
+    law = FloatController(true_model, arm)
+    law.hold(sim.measure().position)
+    guard, velocity = SafetyGuard(arm, true_model), VelocityFromPositions(arm.n_joints)
+    m = sim.measure()
+    guard.enable(m.time, law.gravity(m.position))
+    start = m.time
+    times, qs = [], []
+    while sim.time < start + 4.0:
+        m = sim.measure()
+        if start + 1.0 <= m.time < start + 1.3:  # a hand pushes the forearm for 0.3 s
+            sim.apply_wrench(FOREARM, [0.0, -15.0, 0.0], point=[-0.05, 0.0, 0.0], duration=1.5 * sim.timestep)
+        dq = velocity.update(m.time, m.position, m.velocity)
+        tau = guard.command(m.time, m.time, m.position, dq, law.torque)
+        assert tau is not None, guard.fault_reason
+        sim.command("effort", tau)
+        sim.step()
+        times.append(m.time - start)
+        qs.append(m.position)
+    t, q = np.array(times), np.array(qs)
+    before = q[t < 1.0][-1]
+    moved = np.abs(q[-1] - before)
+    end = t >= 3.0  # the last second
+    drift = np.abs(q[end][-1] - q[end][0]) / (t[end][-1] - t[end][0])
+    still = np.abs(q[(t >= 0.5) & (t < 1.0)][-1] - q[(t >= 0.5) & (t < 1.0)][0]) / 0.5
+    print(f"\nfloat: moved by the push {np.round(moved, 3)} rad; drift over the last second "
+          f"{np.round(1e3 * drift, 3)} mrad/s, before the push {np.round(1e3 * still, 3)} mrad/s")
+    assert moved[1] > 0.05 and moved[2] > 0.05  # it gave way to the hand
+    assert np.all(drift <= 1e-3)
+    assert np.all(still <= 1e-3)
+
+
+def test_float_law_refuses_bad_input(arm, true_model):
+    law = FloatController(true_model, arm)
+    with pytest.raises(RuntimeError, match="hold"):
+        law.torque(0.0, HOME, np.zeros(5))
+    with pytest.raises(ValueError):
+        law.hold(HOME + 10.0)  # beyond the limits
+    with pytest.raises(ValueError, match="damping"):
+        FloatController(true_model, arm, damping=-1.0)
+    with pytest.raises(ValueError, match="rest_velocity"):
+        FloatController(true_model, arm, rest_velocity=0.0)
