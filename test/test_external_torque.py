@@ -58,8 +58,9 @@ JOINT_2_TORQUE = np.array([0.0, 0.0, 2.0])
 def tracking_run(sim, model, arm, *, push=None, profile="step", gain=100.0, thresholds=None, joint_2=False):
     """Computed torque on ``model`` through the out and back, the observer on the commanded torque
     and positions differentiated as the controller nodes do. ``push = (t0, t1)``: the forearm
-    push (``profile`` 'step' or 'smooth', sin^2), or with ``joint_2`` 2 N m on joint 2. Returns times, residuals, true external torques
-    (aligned: the residual at a state against the torque applied up to it) and the detection events."""
+    push (``profile`` 'step' or 'smooth', sin^2), or with ``joint_2`` 2 N m on joint 2. Returns times,
+    residuals, true external torques (aligned: the residual at a state against the torque applied up
+    to it) and the detection events."""
     sim.reset()
     law = ComputedTorqueController(model, arm)
     law.hold(HOME)

@@ -38,7 +38,8 @@ from numpy.typing import NDArray
 from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, per_joint
 
-__all__ = ["OBSERVER_GAIN", "COLLISION_FACTOR", "THRESHOLD_FLOOR", "STICTION_FACTOR", "STICTION_VELOCITY", "STICTION_HOLD_TIME", "MomentumObserver", "CollisionDetector",
+__all__ = ["OBSERVER_GAIN", "COLLISION_FACTOR", "THRESHOLD_FLOOR", "STICTION_FACTOR", "STICTION_VELOCITY",
+           "STICTION_HOLD_TIME", "MomentumObserver", "CollisionDetector",
            "collision_thresholds"]
 
 Array = NDArray[np.float64]
