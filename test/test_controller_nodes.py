@@ -24,7 +24,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
+from geometry_msgs.msg import Inertia, PoseStamped, WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.signals import SignalHandlerOptions  # noqa: E402
@@ -762,6 +762,35 @@ def test_external_torque_collision_and_reaction(make_controller, reaction):
     assert c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason
     moved = np.abs(c.q() - Q_START)
     assert moved.max() < 0.3, moved  # held, or floated only as far as 0.1-0.2 s of a push takes it
+
+
+def test_payload_at_run_time(make_controller):
+    """~/payload swaps the model between two cycles (the law, the guard, the observer); a bad payload is
+    refused with the reason and changes nothing. The simulator takes the same message: the PD holds
+    the arm, now 0.5 kg heavier, where it was."""
+    c = make_controller(PDGravityControllerNode, **TOLERANT, **SLOW_GOALS)
+    h = c.h
+    controller_payload = h.publisher(Inertia, f"/{c.node.get_name()}/payload")
+    sim_payload = h.publisher(Inertia, "/sim_node/payload")
+    held = enable(c)
+    g_before = c.node.law.gravity(Q_START).copy()
+    controller_payload.publish(Inertia(m=-1.0))
+    assert "mass" in c.wait_status("payload refused")
+    assert c.node.payload.mass == 0.0
+    msg = Inertia(m=0.5)
+    msg.com.z = 0.05
+    controller_payload.publish(msg)
+    sim_payload.publish(msg)
+    c.wait_status("payload 0.5 kg")
+    assert c.node.payload.mass == 0.5 and c.node.model is not c.node._model_without_payload
+    assert np.abs(c.node.law.gravity(Q_START) - g_before).max() > 0.3  # the law feels it
+    h.spin_for(0.5)
+    assert c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason
+    error = np.abs(c.q() - held)
+    print(f"\npayload 0.5 kg applied: |q - held| {np.round(1e3 * error, 3)} mrad")
+    assert error.max() < 2e-3
+    sim_payload.publish(Inertia())  # the next tests' arm carries nothing
+    h.spin_for(0.1)
 
 
 def test_joint_state_reader():

@@ -196,6 +196,16 @@ class _Controller:
         """``G(q)`` of the controller's model (e.g. for the safety guard's hold)."""
         return self.terms.gravity(q)
 
+    def set_model(self, model: DynamicModel, *, checked: bool = False) -> None:
+        """Use ``model`` from the next torque on (e.g. the same arm holding a payload,
+        :func:`~..dynamics.payload.with_payload`); gains and reference are kept. Checked as at
+        construction (:class:`~..dynamics.consistency.ModelConsistencyError`: the law keeps its model)
+        unless ``checked`` (the caller ran :func:`~..dynamics.consistency.check_model`, ~3 ms, e.g. off
+        the control thread)."""
+        if not checked:
+            check_model(model, self.arm)
+        self.terms = ModelTerms(model, self.terms.friction_eps)
+
 
 class PDGravityController(_Controller):
     """Regulation to a goal position by (4.1) on a shaped reference; see the module docstring.

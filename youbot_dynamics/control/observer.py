@@ -77,6 +77,13 @@ class MomentumObserver:
         self._tau = np.zeros(n)  # the motor torque since the previous sample
         self._model_part = np.zeros(n)  # C^T q' - G - t_f at the previous sample
 
+    def set_model(self, model: DynamicModel) -> None:
+        """Observe with ``model`` (same joints) and restart at ``r = 0`` (``p`` changes with ``M``)."""
+        if model.n_joints != self.model.n_joints:
+            raise ValueError(f"model has {model.n_joints} joints, the observer {self.model.n_joints}")
+        self.model, self.terms = model, ModelTerms(model, self.terms.friction_eps)
+        self.reset()
+
     def reset(self) -> None:
         """Forget the history: the next :meth:`update` starts at ``r = 0``."""
         self._t = None

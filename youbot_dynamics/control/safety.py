@@ -188,6 +188,8 @@ class SafetyGuard:
         n = arm.n_joints
         self.arm, self.config = arm, config
         self._terms = ModelTerms(model)
+        # the stall bound's inertia stays that of this model: a payload added later (set_model) only
+        # raises the true inertia, so the bound stays on the safe side
         drives = np.minimum(arm.effort_max, arm.drive_torque_limit)
         self.torque_limit = per_joint(drives if config.torque_limit is None else config.torque_limit, n,
                                       "torque_limit")
@@ -314,6 +316,14 @@ class SafetyGuard:
             why = (f"arm moving at {self._last_speed:.2f} rad/s: no coasting beyond "
                    f"{1e3 * COAST_DISTANCE:.0f} mrad of motion")
         return f"joint state stale: {1e3 * age:.1f} ms old (timeout {1e3 * timeout:.0f} ms; {why})"
+
+    def set_model(self, model: DynamicModel) -> None:
+        """The model's ``G``, ``C q'`` and friction for the hold, the coast and the stall bound from the
+        next command on (a payload at run time); the stall bound's smallest inertia stays the first
+        model's (smaller than with a payload: the bound stays on the safe side)."""
+        if model.n_joints != self.arm.n_joints:
+            raise ValueError(f"model has {model.n_joints} joints, the arm {self.arm.n_joints}")
+        self._terms = ModelTerms(model)
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next

@@ -119,6 +119,7 @@ from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Inertia
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
@@ -138,7 +139,9 @@ from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN, STICTION_FACTOR
 from ..control.release import release_waypoints
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
+from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, identification_block, load_model
+from ..dynamics.payload import Payload, with_payload
 from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
@@ -305,6 +308,9 @@ class ControllerNode(Node):
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
         # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
         self.model: DynamicModel = load_model(model_file)
+        self._model_without_payload = self.model  # ~/payload sets the payload on this one
+        self.payload = Payload.of(0.0)
+        self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()  # (payload, model) checked by the planner
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
         self.cycle_trigger: str = self._param('cycle_trigger')
@@ -389,6 +395,7 @@ class ControllerNode(Node):
         self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
                                                    JOINT_STATE_QOS)
         self.create_service(SetBool, '~/enable', self._on_enable)
+        self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
         self._create_interfaces()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # with cycle_trigger 'joint_states' the timer is a watchdog, restarted by every joint state:
@@ -672,6 +679,8 @@ class ControllerNode(Node):
             self.report_status(message if ok else f"enable at start refused: {message}", refused=not ok)
         if not self._planned.empty():
             self._install_planned()
+        if not self._payload_updates.empty():
+            self._install_payload()
         if state is None:
             stamp = q = dq = None
         else:
@@ -732,6 +741,42 @@ class ControllerNode(Node):
                 problem = self.joint_state_publishers_problem()  # the names: ~60 us, only when too many
                 if problem is not None:
                     self.guard.fault(problem, trust_states=False)  # acted on from the next cycle
+
+    def _on_payload(self, msg: Inertia) -> None:
+        """A payload at the tool (mass, centre of mass in the tool frame, inertia about it): the model
+        with it is built and checked in the planning thread, installed between two cycles."""
+        i = msg
+        inertia = [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]]
+        try:
+            payload = Payload.of(i.m, [i.com.x, i.com.y, i.com.z], inertia)
+        except ValueError as exc:
+            self.refuse("payload", exc)
+            return
+        base, arm = self._model_without_payload, self.arm
+
+        def job() -> None:
+            try:
+                model = with_payload(base, payload, arm.tool)
+                check_model(model, arm)
+            except ValueError as exc:  # ModelConsistencyError among them
+                self.refuse("payload", exc)
+                return
+            self._payload_updates.put((payload, model))
+
+        self._planner.submit(job)
+
+    def _install_payload(self) -> None:
+        """The newest checked payload's model into the law, the float law, the guard and the observer."""
+        while not self._payload_updates.empty():
+            payload, model = self._payload_updates.get_nowait()
+        self.law.set_model(model, checked=True)
+        self._float_law.set_model(model, checked=True)
+        self.guard.set_model(model)
+        if self.observer is not None:
+            self.observer.set_model(model)
+        self.model, self.payload = model, payload
+        self.report_status(f"payload {payload.mass:g} kg at {np.round(payload.position, 4).tolist()} m in the tool "
+                           f"frame applied (the model's gravity, inertia and load friction hold it from now on)")
 
     def _observe(self, state: tuple[float, Array, Array, Array | None], tau: Array | None) -> None:
         """The observer on the state just used and the torque it got (``None``: none of ours acts,

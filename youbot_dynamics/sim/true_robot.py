@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from ..arm import ArmDescription, LinkInertial
 from ..dynamics.parameters import inertial_to_standard, standard_parameters, standard_to_inertial
+from ..dynamics.payload import Payload, payload_parameters
 from .config import Perturbation, SimConfig
 
 __all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "PUBLISH_STREAM", "ASYMMETRY_VELOCITY", "Payload", "TrueFriction",
@@ -48,40 +49,6 @@ PARAMETER_STREAM = 0  # random stream of the true inertial parameters
 NOISE_STREAM = 1  # random stream of the torque measurement noise
 PUBLISH_STREAM = 2  # random stream of the publication jitter of the simulator node
 ASYMMETRY_VELOCITY = 0.005  # [rad/s]: the asymmetric Coulomb term is fa |tanh(q' / this)|
-
-
-@dataclass(frozen=True)
-class Payload:
-    """A payload held at the tool: ``mass`` [kg], centre of mass ``position`` [m] in the tool frame,
-    ``inertia`` [kg m^2] about its centre of mass in tool-frame axes (zero: a point mass)."""
-
-    mass: float
-    position: Array
-    inertia: Array
-
-    @classmethod
-    def of(cls, mass: float, position: Array | None = None, inertia: Array | None = None) -> "Payload":
-        """Validated payload (``ValueError`` naming the problem): finite ``mass >= 0``, 3 finite
-        coordinates, a symmetric positive semi-definite inertia obeying the triangle inequality."""
-        mass = float(mass)
-        if not np.isfinite(mass) or mass < 0:
-            raise ValueError(f"payload mass must be a finite number >= 0 kg, got {mass!r}")
-        pos = np.zeros(3) if position is None else np.asarray(position, dtype=float)
-        if pos.shape != (3,) or not np.all(np.isfinite(pos)):
-            raise ValueError(f"payload position must be 3 finite coordinates [m], got {np.asarray(position).tolist()}")
-        inertia_ = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-        if inertia_.shape != (3, 3) or not np.all(np.isfinite(inertia_)):
-            raise ValueError("payload inertia must be a finite 3x3 matrix [kg m^2]")
-        if np.abs(inertia_ - inertia_.T).max() > 1e-12 * max(1.0, np.abs(inertia_).max()):
-            raise ValueError(f"payload inertia must be symmetric, got {inertia_.tolist()}")
-        moments = np.linalg.eigvalsh(inertia_)
-        tol = 1e-12 * max(1e-9, moments.max(initial=0.0))
-        if moments[0] < -tol or moments[0] + moments[1] < moments[2] - tol:
-            raise ValueError(f"payload inertia is not a physical body's (principal moments {moments.tolist()}: "
-                             "each must be >= 0 and no larger than the sum of the other two)")
-        if mass == 0.0 and np.any(inertia_ != 0):
-            raise ValueError("a payload with an inertia needs a mass > 0")
-        return cls(mass, pos, inertia_)
 
 
 @dataclass(frozen=True)
@@ -142,10 +109,7 @@ def perturb_link(link: LinkInertial, perturbation: Perturbation, rng: np.random.
 
 
 def _with_payload(link: LinkInertial, payload: Payload, tool: Array) -> LinkInertial:
-    rotation = tool[:3, :3]
-    body = LinkInertial(mass=payload.mass, com=rotation @ payload.position + tool[:3, 3],
-                        inertia=rotation @ payload.inertia @ rotation.T)
-    return standard_to_inertial(inertial_to_standard(link) + inertial_to_standard(body))
+    return standard_to_inertial(inertial_to_standard(link) + payload_parameters(payload, tool))
 
 
 def configured_payload(config: SimConfig) -> Payload:

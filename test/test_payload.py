@@ -1,0 +1,118 @@
+"""Payload at run time (issue 17 item 4): a model holding a payload, and what it does for tracking.
+
+Oracles: the simulator's true robot with the payload (its link inertials combined as bodies,
+:func:`~youbot_dynamics.sim.true_robot.true_arm`) against :func:`with_payload`'s linear map of the
+base parameters; the issue's tracking figure in closed loop with the MuJoCo arm.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control import ComputedTorqueController, JointTrajectory, SafetyGuard
+from youbot_dynamics.control.velocity import VelocityFromPositions
+from youbot_dynamics.dynamics.chain import DHChain
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.dynamics.payload import Payload, with_payload
+from youbot_dynamics.sim import ArmSimulator, Realism
+
+HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])
+STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])
+SEGMENT = 1.05
+START = 0.6
+PAYLOAD = Payload.of(0.5, [0.01, -0.02, 0.05], np.diag([1e-3, 2e-3, 2.5e-3]))
+# what the tracking goal is judged on: 0.5 kg held 5 cm out on the tool axis (a gripped part)
+GRIPPED = Payload.of(0.5, [0.0, 0.0, 0.05], np.diag([2e-4, 2e-4, 1e-4]))
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return default_arm()
+
+
+def model_of(sim: ArmSimulator) -> DynamicModel:
+    return DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+
+
+def test_with_payload_is_the_true_robot_holding_it(arm):
+    sim = ArmSimulator(arm, realism=False)
+    without = model_of(sim)
+    sim.set_payload(PAYLOAD.mass, PAYLOAD.position, PAYLOAD.inertia)
+    holding = model_of(sim)
+    model = with_payload(without, PAYLOAD, arm.tool)
+    rng = np.random.default_rng(1)
+    q, dq, ddq = (rng.uniform(-2.0, 2.0, (100, arm.n_joints)) for _ in range(3))
+    np.testing.assert_allclose(model.inverse_dynamics(q, dq, ddq), holding.inverse_dynamics(q, dq, ddq), atol=1e-12)
+    np.testing.assert_allclose(model.standard, holding.standard, atol=1e-12)
+    assert np.abs(model.gravity(q) - without.gravity(q)).max() > 0.5  # 0.5 kg is felt
+    # no payload: the same model
+    same = with_payload(without, Payload.of(0.0), arm.tool)
+    np.testing.assert_array_equal(same.beta, without.beta)
+
+
+@pytest.mark.parametrize("mass, position, inertia, message", [
+    (-0.1, None, None, "mass"), (np.nan, None, None, "mass"), (0.5, [0.0, np.nan, 0.0], None, "position"),
+    (0.5, None, np.diag([1.0, 1.0, 3.0]), "physical"), (0.0, None, np.eye(3), "needs a mass"),
+])
+def test_bad_payloads_are_refused(mass, position, inertia, message):
+    with pytest.raises(ValueError, match=message):
+        Payload.of(mass, position, inertia)
+
+
+def tracking_rms(sim: ArmSimulator, model: DynamicModel, arm) -> np.ndarray:
+    """RMS error per joint of computed torque on ``model`` over the out and back and 0.3 s of holding."""
+    sim.reset()
+    law = ComputedTorqueController(model, arm)
+    law.hold(HOME)
+    law.follow(JointTrajectory.through(HOME, [SEGMENT, 2 * SEGMENT], [HOME + STROKE, HOME]), START)
+    guard, velocity = SafetyGuard(arm, model), VelocityFromPositions(arm.n_joints)
+    m = sim.measure()
+    guard.enable(m.time, law.gravity(m.position))
+    errors = []
+    for _ in range(int(round((START + 2 * SEGMENT + 0.3) / sim.timestep))):
+        m = sim.measure()
+        dq = velocity.update(m.time, m.position, m.velocity)
+        tau = guard.command(m.time, m.time, m.position, dq, law.torque)
+        assert tau is not None, guard.fault_reason
+        sim.command("effort", tau)
+        sim.step()
+        if m.time >= START:
+            errors.append(law.reference(m.time)[0] - m.position)
+    return np.sqrt(np.mean(np.square(errors), axis=0))
+
+
+def test_tracking_with_the_payload_applied_within_2x_of_without(arm):
+    """The issue's goal, 0.5 kg at the tool, on the simulated robot with the seed's friction
+    structure (noise, quantization, effort calibration and velocity lag on): the true-parameter model
+    has no load-dependent friction, and on the harder robot its computed torque locks joint 4 at the
+    turnaround with the payload's extra load (46.7 mrad RMS; an identified model, which has the load
+    term, tracks at 0.35-1.34 mrad there: README). The law's model is switched as the controller
+    nodes do on ~/payload."""
+    sim = ArmSimulator(arm, realism=Realism(extra_friction=False))
+    without = model_of(sim)
+    baseline = tracking_rms(sim, without, arm)
+    sim.set_payload(GRIPPED.mass, GRIPPED.position, GRIPPED.inertia)
+    applied = tracking_rms(sim, with_payload(without, GRIPPED, arm.tool), arm)
+    sim.set_payload(0.0)
+    print(f"\ncomputed torque, RMS error [mrad]: no payload {np.round(1e3 * baseline, 3)}; 0.5 kg with it applied "
+          f"{np.round(1e3 * applied, 3)}")
+    assert np.all(applied <= 2.0 * baseline)
+    # Without it the law is far off (measured: 0.8-1014 mrad RMS, joint 4 falling to 1.1 x velocity_max
+    # against its guard: the limit check of this suite fails that run, so it is not run here).
+
+
+def test_set_model_keeps_the_reference_and_checks_the_model(arm):
+    sim = ArmSimulator(arm, realism=False)
+    model = model_of(sim)
+    law = ComputedTorqueController(model, arm)
+    law.hold(HOME)
+    before = law.gravity(HOME + 0.3)
+    law.set_model(with_payload(model, PAYLOAD, arm.tool))
+    np.testing.assert_array_equal(law.reference(1.0)[0], HOME)
+    assert np.abs(law.gravity(HOME + 0.3) - before).max() > 0.5
+    heavy = model.with_parameters(model.parameters - 10.0 * (with_payload(model, Payload.of(1.0), arm.tool).parameters
+                                                              - model.parameters))  # a last link of -10 kg
+    with pytest.raises(ValueError):
+        law.set_model(heavy)
+    np.testing.assert_allclose(law.gravity(HOME + 0.3), law.terms.gravity(HOME + 0.3))
