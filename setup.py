@@ -55,6 +55,8 @@ setup(
             'sim_node = youbot_dynamics.nodes.sim_node:main',
             'pd_gravity_controller = youbot_dynamics.nodes.pd_gravity_controller:main',
             'computed_torque_controller = youbot_dynamics.nodes.computed_torque_controller:main',
+            'float_controller = youbot_dynamics.nodes.float_controller:main',
+            'external_torque_observer = youbot_dynamics.nodes.external_torque_observer:main',
             'identification_node = youbot_dynamics.nodes.identification_node:main',
             'youbot_driver = youbot_dynamics.nodes.youbot_driver:main',
         ],

@@ -1,6 +1,6 @@
 """Launch one joint-torque controller of the youBot arm with its parameter file.
 
-    ros2 launch youbot_dynamics control.launch.py [controller:=pd_gravity|computed_torque]
+    ros2 launch youbot_dynamics control.launch.py [controller:=pd_gravity|computed_torque|float]
         [params_file:=/path/to/params.yaml]
 
 Arguments:
@@ -9,9 +9,10 @@ Arguments:
   ``pd_gravity`` starts ``pd_gravity_controller`` (PD + gravity regulation to goals on
   ``~/goal`` (JointState) and ``~/goal_pose`` (PoseStamped, IK)); ``computed_torque`` starts
   ``computed_torque_controller`` (tracking of ``~/trajectory`` (JointTrajectory) and Cartesian
-  straight lines on ``~/line`` (PoseStamped)).
+  straight lines on ``~/line`` (PoseStamped)); ``float`` starts ``float_controller`` (hand-guiding:
+  gravity and friction compensation with light damping, no goals).
 * ``params_file`` (default ``''``: the controller's file in the package,
-  config/pd_gravity_controller.yaml or config/computed_torque_controller.yaml): its ROS parameters.
+  config/<controller>_controller.yaml): its ROS parameters.
 
 The controller needs a robot: the simulator (``ros2 launch youbot_dynamics sim.launch.py``), the
 Gazebo description with ``active_controller:=arm_effort_controller``, or the real driver with its
@@ -31,7 +32,10 @@ Node parameters (all read-only, read at start-up; each documented in the paramet
 ``limit_damping`` (unset = torque_limit / velocity_max), ``ramp_time`` (0.5 s),
 ``bumpless_enable`` (true), ``enabled_on_start`` (false), ``state_publish_decimation`` (10),
 ``diagnostics_period`` (1.0 s), ``log_throttle_period`` (1.0 s), ``line_duration`` (computed
-torque only, 2.0 s).
+torque only, 2.0 s), ``observer_gain`` (100.0 1/s), ``collision_thresholds`` (unset = from the model
+file), ``collision_factor`` (6.0), ``collision_reaction`` (none | stop | float); float only:
+``rest_torque`` (unset = half the model's Coulomb level), ``rest_velocity`` (0.02 rad/s), and its
+``kd`` is the damping D (unset = 5/s x the reference inertia); it has no ``kp`` or ``damping``.
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -39,8 +43,9 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-CONTROLLERS = ['pd_gravity', 'computed_torque']
-PARAMETER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml'}
+CONTROLLERS = ['pd_gravity', 'computed_torque', 'float']
+PARAMETER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml',
+                   'float': 'float_controller.yaml'}
 
 
 def _controller(context):
@@ -55,6 +60,9 @@ def _controller(context):
         'computed_torque': lambda: Node(
             package='youbot_dynamics', executable='computed_torque_controller', name='computed_torque_controller',
             parameters=[params_file], output='screen'),
+        'float': lambda: Node(
+            package='youbot_dynamics', executable='float_controller', name='float_controller',
+            parameters=[params_file], output='screen'),
     }
     return [nodes[controller]()]
 
@@ -63,7 +71,8 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument(
             'controller', default_value='pd_gravity', choices=CONTROLLERS,
-            description='The control law: pd_gravity (regulation to goals) or computed_torque (trajectory tracking)'),
+            description='The control law: pd_gravity (regulation to goals), computed_torque (trajectory tracking) '
+                        'or float (hand-guiding)'),
         DeclareLaunchArgument(
             'params_file', default_value='',
             description="Parameter file of the controller node; '' = the package file of the chosen controller "

@@ -2,14 +2,14 @@
 
     ros2 launch youbot_dynamics youbot_arm.launch.py [interface:=enp3s0] [backend:=pysoem|virtual]
         [params_file:=...] [kinematics_params_file:=...]
-        [controller:=none|pd_gravity|computed_torque] [controller_params_file:=...]
+        [controller:=none|pd_gravity|computed_torque|float] [controller_params_file:=...]
         [identification:=true] [identification_params_file:=...]
     ros2 service call /youbot_driver/motors_on std_srvs/srv/Trigger    # commands accepted from now on
 
 The driver offers the topic contract of sim_node (/joint_states, /arm_{effort,position,velocity}_
 controller/commands, /arm_trajectory_controller/joint_trajectory), so the identification node
-and the controllers run on the hardware unchanged. ``controller`` starts ``pd_gravity_controller``
-or ``computed_torque_controller`` with its package parameter file (default ``none``); a controller
+and the controllers run on the hardware unchanged. ``controller`` starts ``pd_gravity_controller``,
+``computed_torque_controller`` or ``float_controller`` with its package parameter file (default ``none``); a controller
 starts disabled (its ``enabled_on_start``), enable it with its ``~/enable`` service once the
 driver's motors are on. Do not run a controller and the identification node together: both
 command the arm. ``backend:=virtual`` runs the same driver on the virtual drives (MuJoCo arm)
@@ -25,7 +25,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-CONTROLLERS = ['none', 'pd_gravity', 'computed_torque']
+CONTROLLERS = ['none', 'pd_gravity', 'computed_torque', 'float']
 BACKENDS = ['', 'pysoem', 'virtual']
 
 
@@ -69,7 +69,7 @@ def generate_launch_description():
             description='Parameter file of the kinematics node'),
         DeclareLaunchArgument(
             'controller', default_value='none', choices=CONTROLLERS,
-            description='Also start a joint-torque controller: none, pd_gravity or computed_torque'),
+            description='Also start a joint-torque controller: none, pd_gravity, computed_torque or float'),
         DeclareLaunchArgument(
             'controller_params_file', default_value='',
             description="Parameter file of the controller; '' = the package file of the chosen controller "

@@ -42,6 +42,7 @@ from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueContr
 from youbot_dynamics.nodes.common import SWITCH_INTERVAL, create_executor  # noqa: E402
 from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.conversions import JointStateReader, matrix_to_pose  # noqa: E402
+from youbot_dynamics.nodes.float_controller import FloatControllerNode  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 
@@ -172,7 +173,8 @@ class Harness:
 # the controllers' input topics (the tester's publishers are created before enabling: creating a
 # DDS endpoint blocks this single-threaded process for longer than the 20 ms state timeout)
 INPUTS = {"pd_gravity_controller": {"goal": JointState, "goal_pose": PoseStamped},
-          "computed_torque_controller": {"trajectory": JointTrajectory, "line": PoseStamped}}
+          "computed_torque_controller": {"trajectory": JointTrajectory, "line": PoseStamped},
+          "float_controller": {}}
 
 
 class Controller:
@@ -791,6 +793,34 @@ def test_payload_at_run_time(make_controller):
     assert error.max() < 2e-3
     sim_payload.publish(Inertia())  # the next tests' arm carries nothing
     h.spin_for(0.1)
+
+
+def test_float_controller_moves_by_hand_and_stays(make_controller):
+    """Hand-guiding over DDS: a 0.3 s push on the forearm (the simulator's ~/external_wrench, 15 N)
+    moves the floating arm, which then stays where it was left (the issue: drift <= 1 mrad/s)."""
+    c = make_controller(FloatControllerNode, **TOLERANT)
+    h = c.h
+    push = h.publisher(WrenchStamped, "/sim_node/external_wrench")
+    enable(c)
+    h.spin_for(0.5)
+    before = c.q()
+    h.sim.set_parameters([Parameter("external_wrench_duration", value=0.3)])
+    try:
+        wrench = WrenchStamped()
+        wrench.header.frame_id = "arm_link_3"
+        wrench.wrench.force.y = -15.0
+        push.publish(wrench)
+        assert h.spin_until(lambda: np.abs(c.q() - before).max() > 0.02, timeout=3.0), "the push moved nothing"
+        h.spin_for(1.5)  # the push is over after 0.3 s (simulated); the arm coasts to rest
+    finally:
+        h.sim.set_parameters([Parameter("external_wrench_duration", value=0.0)])
+    assert c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason
+    rested = c.q()
+    start = time.perf_counter()
+    h.spin_for(1.0)
+    drift = np.abs(c.q() - rested) / (time.perf_counter() - start)
+    print(f"\nfloat: moved {np.round(rested - before, 3)} rad by the push; then drift {np.round(1e3 * drift, 3)} mrad/s")
+    assert np.all(drift <= 1e-3)
 
 
 def test_joint_state_reader():

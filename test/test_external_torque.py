@@ -86,7 +86,7 @@ def tracking_run(sim, model, arm, *, push=None, profile="step", gain=100.0, thre
         assert tau is not None, guard.fault_reason
         r = observer.update(t, m.position, dq, tau)
         if detector is not None:
-            _, up, down = observer.terms.sliding_friction(m.position, dq)
+            up, down = observer.terms.kinetic_levels(observer.gravity)
             event = detector.update(t, r, dq, STICTION_FACTOR * np.maximum(up, down))
             if event is not None:
                 events.append((t, event, detector.joints))

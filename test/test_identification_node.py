@@ -373,6 +373,7 @@ class Harness:
     def __init__(self, output: Path, **overrides) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticStatus
+        from geometry_msgs.msg import Inertia
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
@@ -400,6 +401,8 @@ class Harness:
         self.tester = rclpy.create_node("identification_tester", context=self.context)
         self.progress: list = []
         self.tester.create_subscription(DiagnosticStatus, "/identification_node/progress", self.progress.append, 100)
+        self.payloads: list = []
+        self.tester.create_subscription(Inertia, "/identification_node/payload_estimate", self.payloads.append, 10)
         self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
                                                            "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
@@ -584,6 +587,13 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
     assert report["session"]["config"]["periods"] == 2 and report["update"] == summary["update"]
     assert h.spin_until(lambda: any(v.key == "payload_mass_kg" for m in h.progress for v in m.values), 5.0)
     assert h.progress[-1].name.endswith("recalibration")
+    # the controllers' ~/payload message (issue 17 item 4): the mass found, its centre of mass in the tool frame
+    assert h.spin_until(lambda: h.payloads, 5.0)
+    estimate = h.payloads[-1]
+    com = np.array([estimate.com.x, estimate.com.y, estimate.com.z])
+    print(f"~/payload_estimate: {estimate.m:.3f} kg at {np.round(com, 4).tolist()} m (true {mass} kg at {position})")
+    assert estimate.m == pytest.approx(summary["payload_mass_kg"])
+    assert np.linalg.norm(com - position) < 0.03
 
 
 @pytest.mark.ros

@@ -194,6 +194,9 @@ NODE_PARAMETER_FILES = {
                                                              "collision_thresholds"}),
     "computed_torque_controller": ("computed_torque_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping",
                                                                        "collision_thresholds"}),
+    "float_controller": ("float_controller.yaml", {"kd", "rest_torque", "torque_limit", "limit_damping",
+                                                   "collision_thresholds"}),
+    "external_torque_observer": ("external_torque_observer.yaml", {"collision_thresholds"}),
     "identification_node": ("identification_node.yaml", set()),
     "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
 }

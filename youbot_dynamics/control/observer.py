@@ -71,6 +71,7 @@ class MomentumObserver:
         self.terms = ModelTerms(model, friction_eps)
         self.max_step = float(max_step)
         self.residual = np.zeros(n)
+        self.gravity = np.zeros(n)  # G(q) of the last update
         self._t: float | None = None
         self._p0 = np.zeros(n)
         self._integral = np.zeros(n)
@@ -90,24 +91,36 @@ class MomentumObserver:
         self.residual = np.zeros_like(self.residual)
 
     def momentum_terms(self, q: Array, dq: Array) -> tuple[Array, Array]:
-        """``(p, C^T q' - G - t_f)`` at ``(q, q')``: the momentum ``M(q) q'`` and the model's part of ``p'``."""
-        m, _, g = self.model.dynamics_terms(q, dq)
-        coriolis = self.model.coriolis_matrix(q, dq)
-        return m @ dq, coriolis.T @ dq - g - self.terms.friction(dq, gravity=g)
+        """``(p, C^T q' - G - t_f)`` at ``(q, q')``: the momentum ``M(q) q'`` and the model's part of ``p'``
+        (:meth:`~..dynamics.model.DynamicModel.momentum_terms`: one compiled call); keeps ``G`` in
+        :attr:`gravity`."""
+        m, coriolis_t, g = self.model.momentum_terms(q, dq)
+        self.gravity = g
+        return m @ dq, coriolis_t - g - self.terms.friction(dq, gravity=g)
 
     def update(self, t: float, q: Any, dq: Any, tau: Any) -> Array:
         """The residual ``r`` (n,) [N m] (the external torque estimate) at the joint state ``(q, q')`` of
         stamp ``t`` [s]; ``tau`` (n,) [N m] is the motor torque from this state on (a controller's
         command of this cycle), integrated at the next update. A copy. ``ValueError`` for wrong
         lengths or non-finite values (the observer is left unchanged)."""
+        return self._update(t, q, dq, tau, measured=False)
+
+    def update_measured(self, t: float, q: Any, dq: Any, effort: Any) -> Array:
+        """:meth:`update` with the torque the drives applied *up to* this state (a joint state's measured
+        effort: the current of the last cycle) instead of the command from it on."""
+        return self._update(t, q, dq, effort, measured=True)
+
+    def _update(self, t: float, q: Any, dq: Any, tau: Any, measured: bool) -> Array:
         q, dq, tau = (_finite_vector(name, x, self.model.n_joints) for name, x in (("q", q), ("dq", dq), ("tau", tau)))
+        if self._t is not None and t <= self._t:
+            return self.residual.copy()  # a repeated or older stamp: nothing new
         p, model_part = self.momentum_terms(q, dq)
-        if self._t is None or not 0.0 < t - self._t <= self.max_step:
-            if self._t is not None and t <= self._t:
-                return self.residual.copy()  # a repeated or older stamp: nothing new
+        if self._t is None or t - self._t > self.max_step:
             self._t, self._p0, self._integral = float(t), p, np.zeros_like(p)
             self.residual = np.zeros_like(p)
         else:
+            if measured:  # the torque of the step that ends here
+                self._tau = tau
             dt = t - self._t
             # tau is held over the step (the drives' zero-order hold); the model's part varies with the
             # state: trapezoid

@@ -89,23 +89,32 @@ class ModelTerms:
 
     def sliding_friction(self, q: Array, dq: Array) -> tuple[Array, Array, Array]:
         """``(part, up, down)``: the Coulomb-like part of ``t_f`` at ``(q, q')`` (``fc s`` and the extra
-        terms), and the kinetic level it reaches moving up and down, ``fc + fl |G| +- fa`` (>= 0;
-        without the Stribeck excess, which decays, and the viscous term, which grows with the speed)."""
+        terms), and the kinetic level it reaches moving up and down (:meth:`kinetic_levels`)."""
         fm = self.friction_model
         part = self.coulomb * np.tanh(dq / self._eps)
         if not fm.terms:
             return part, self.coulomb, self.coulomb
         gravity = self.gravity(q) if fm.uses_load else None
         part = part + fm.extra_torque(self._parameters, dq, gravity)
+        return (part, *self.kinetic_levels(gravity))
+
+    def kinetic_levels(self, gravity: Array | None) -> tuple[Array, Array]:
+        """``(up, down)``: the kinetic Coulomb level of ``t_f`` moving up and down, ``fc + fl |G| +- fa``
+        (>= 0; without the Stribeck excess, which decays, and the viscous term, which grows with the
+        speed); ``gravity`` = ``G(q)``, needed only by load-dependent friction."""
+        fm = self.friction_model
+        if not fm.terms:
+            return self.coulomb, self.coulomb
         level = self.coulomb.copy()
         asym = np.zeros_like(level)
-        if fm.terms:
-            per_joint = self._parameters.reshape(self.n_joints, -1)
-            if fm.uses_load:
-                level = level + per_joint[:, fm.terms.index("load")] * np.abs(gravity)
-            if "asymmetric" in fm.terms:
-                asym = per_joint[:, fm.terms.index("asymmetric")]
-        return part, np.maximum(level + asym, 0.0), np.maximum(level - asym, 0.0)
+        per_joint = self._parameters.reshape(self.n_joints, -1)
+        if fm.uses_load:
+            if gravity is None:
+                raise ValueError("load-dependent friction needs G(q)")
+            level = level + per_joint[:, fm.terms.index("load")] * np.abs(gravity)
+        if "asymmetric" in fm.terms:
+            asym = per_joint[:, fm.terms.index("asymmetric")]
+        return np.maximum(level + asym, 0.0), np.maximum(level - asym, 0.0)
 
     def friction(self, v: Array, q: Array | None = None, gravity: Array | None = None) -> Array:
         """``t_f(q, v)`` with the smoothed Coulomb shape (module docstring); load-dependent friction

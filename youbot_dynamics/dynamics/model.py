@@ -116,6 +116,11 @@ class DynamicModel:
         friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
+        # momentum_terms: 3 n + 1 stacked states (q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)
+        self._mt_q, self._mt_dq, self._mt_ddq = (np.zeros((3 * n + 1, n)) for _ in range(3))
+        self._mt_ddq[1 : n + 1] = np.eye(n)
+        self._mt_out = np.zeros((3 * n + 1, n, self.base.count))
+        self._mt_inertial = self.beta * self._inertial_mask
 
     @classmethod
     def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
@@ -309,6 +314,25 @@ class DynamicModel:
         m = (tau[1 : n + 1] - rest).T
         c = tau[n + 1] - rest - self._fv * dq - self._fc * np.sign(dq)
         return m, c, rest - self._f0
+
+    def momentum_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
+        """``(M(q), C(q, q')^T q', G(q))`` of one state (what the momentum observer needs: ``M' = C + C^T``),
+        in one compiled call of 3 n + 1 stacked states: ``(q, 0, 0)``, ``(q, 0, e_j)`` and
+        ``(q, q' +- e_j, 0)``, whose inertial torques polarise ``C``'s columns as in
+        :meth:`coriolis_matrix`. Not thread-safe (model-owned buffers)."""
+        q, dq = self._vector("q", q), self._vector("dq", dq)
+        if self._module is None:
+            return self.mass_matrix(q), self.coriolis_matrix(q, dq).T @ dq, self.gravity(q)
+        n = self.n_joints
+        self._mt_q[:] = q
+        self._mt_dq[n + 1 : 2 * n + 1] = dq + np.eye(n)
+        self._mt_dq[2 * n + 1 :] = dq - np.eye(n)
+        self._module.regressor_many(self._mt_q, self._mt_dq, self._mt_ddq, self.base.independent, self._mt_out)
+        rest = self._mt_out[: n + 1] @ self.beta  # G + f0, then its sum with each column of M
+        m = (rest[1:] - rest[0]).T
+        c = self._mt_out[n + 1 :] @ self._mt_inertial
+        columns = (c[:n] - c[n:]) / 4.0  # row j: column j of C
+        return m, columns @ dq, rest[0] - self._f0
 
     def forward_dynamics(self, q: Any, dq: Any, tau: Any) -> Array:
         """``q'' = M^-1 (tau - C q' - G - t_f)``; raises :class:`PhysicalConsistencyError` if M is not PD."""

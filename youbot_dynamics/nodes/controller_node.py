@@ -133,20 +133,20 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compile_kernels
-from ..control import (CollisionDetector, FloatController, GuardState, JointStateMonitor, MomentumObserver,
-                       SafetyConfig, SafetyGuard, TrajectoryError, collision_thresholds)
-from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN, STICTION_FACTOR
+from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
+from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN
 from ..control.release import release_waypoints
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
-from ..dynamics.paramfile import ModelFileError, identification_block, load_model
+from ..dynamics.paramfile import ModelFileError, load_model
 from ..dynamics.payload import Payload, with_payload
 from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
     run_node
 from .conversions import JointStateReader, trajectory_message
+from .external_torque import ExternalTorqueMonitor, thresholds_from
 
 __all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
 
@@ -296,11 +296,14 @@ class ControllerNode(Node):
 
     #: Human-readable name of the control law (log messages, diagnostics).
     LAW_NAME = "controller"
+    #: :data:`COMMON_PARAMETERS` the law has no use for (not declared; e.g. no designed gains)
+    WITHOUT_COMMON: tuple[str, ...] = ()
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self._declare_parameters()
-        missing = [name for name in COMMON_PARAMETERS if not self.has_parameter(name)]
+        missing = [name for name in COMMON_PARAMETERS
+                   if name not in self.WITHOUT_COMMON and not self.has_parameter(name)]
         if missing:
             raise RuntimeError(f"{type(self).__name__} does not declare {missing}")
         self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
@@ -390,8 +393,6 @@ class ControllerNode(Node):
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
-        self.external_torque_pub = (self.create_publisher(JointState, '~/external_torque', QOS_DEPTH)
-                                    if self.observer is not None else None)
         self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
                                                    JOINT_STATE_QOS)
         self.create_service(SetBool, '~/enable', self._on_enable)
@@ -454,10 +455,8 @@ class ControllerNode(Node):
         return list(value) if value is not None and len(value) else None
 
     def _create_observer(self, model_file: str) -> None:
-        """The external-torque observer, the collision detector and the float law of the reaction."""
-        self.observer: MomentumObserver | None = None
-        self.detector: CollisionDetector | None = None
-        self.collisions = 0
+        """The external-torque estimate and collision detection, and the float law of the reaction."""
+        self.external: ExternalTorqueMonitor | None = None
         self.floating = False  # the collision reaction 'float' is active (until ~/enable)
         self.collision_reaction: str = self._param('collision_reaction')
         if self.collision_reaction not in COLLISION_REACTIONS:
@@ -465,24 +464,23 @@ class ControllerNode(Node):
                              f"'{self.collision_reaction}'")
         self._float_law = FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
-        n = self.arm.n_joints
-        self._external_msg = JointState(name=list(self.arm.joint_names))
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
             if self.collision_reaction != 'none':
                 raise ValueError("collision_reaction needs the observer: observer_gain must be positive")
             return
-        self.observer = MomentumObserver(self.model, gain, self._param('friction_eps'), self._param('state_timeout'))
-        thresholds = self._optional_array('collision_thresholds')
-        if thresholds is None:
-            rms = identification_block(model_file).get('joint_rms_errors_nm')
-            if rms is not None:
-                thresholds = collision_thresholds(rms, self._param('collision_factor'))
-        if thresholds is not None:
-            self.detector = CollisionDetector(np.broadcast_to(np.asarray(thresholds, dtype=float), (n,)))
-        elif self.collision_reaction != 'none':
+        thresholds = thresholds_from(self._optional_array('collision_thresholds'), self._param('collision_factor'),
+                                     model_file, self.arm.n_joints)
+        if thresholds is None and self.collision_reaction != 'none':
             raise ValueError(f"collision_reaction '{self.collision_reaction}' needs collision_thresholds: the model "
                              f"file {model_file} has no joint_rms_errors_nm to derive them from")
+        self.external = ExternalTorqueMonitor(self, self.arm, self.model, gain, self._param('friction_eps'),
+                                              self._param('state_timeout'), thresholds)
+
+    @property
+    def collisions(self) -> int:
+        """Collisions detected since start."""
+        return 0 if self.external is None else self.external.collisions
 
     # -- helpers for the subclasses -------------------------------------------------------------
 
@@ -626,8 +624,8 @@ class ControllerNode(Node):
         initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
         self.floating = False
-        if self.detector is not None:
-            self.detector.reset()
+        if self.external is not None:
+            self.external.reset_detection()
         self._holding_arm = True
         self._reference_id += 1
         self._last_guard_state = self.guard.state
@@ -718,7 +716,7 @@ class ControllerNode(Node):
             with self._timing_lock:
                 self._latencies.append(end - stamp)
                 self._costs.append(end - start)
-        if self.observer is not None and state is not None:  # after the torque: not in the latency
+        if self.external is not None and state is not None:  # after the torque: not in the latency
             self._observe(state, tau if publish and tau is not self._zero else None)
         if self.guard.state is not self._last_guard_state:
             self._last_guard_state = self.guard.state
@@ -772,46 +770,29 @@ class ControllerNode(Node):
         self.law.set_model(model, checked=True)
         self._float_law.set_model(model, checked=True)
         self.guard.set_model(model)
-        if self.observer is not None:
-            self.observer.set_model(model)
+        if self.external is not None:
+            self.external.set_model(model)
         self.model, self.payload = model, payload
         self.report_status(f"payload {payload.mass:g} kg at {np.round(payload.position, 4).tolist()} m in the tool "
                            f"frame applied (the model's gravity, inertia and load friction hold it from now on)")
 
     def _observe(self, state: tuple[float, Array, Array, Array | None], tau: Array | None) -> None:
-        """The observer on the state just used and the torque it got (``None``: none of ours acts,
-        the measured effort stands for the drives' torque); ``~/external_torque``; collisions."""
+        """The external-torque estimate on the state just used and the torque it got (``None``: none of
+        ours acts, the measured effort stands for the drives' torque); a collision gets its reaction."""
         _, q, dq, effort = state
-        if tau is None:
-            tau = effort
-        if tau is None or not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(tau))):
-            self.observer.reset()
+        if not self.external.update(self._stamp, q, dq, effort if tau is None else tau, measured=tau is None):
             return
-        r = self.observer.update(self._stamp, q, dq, tau)
-        msg = self._external_msg
-        msg.header.stamp.sec, msg.header.stamp.nanosec = int(self._stamp), int(1e9 * (self._stamp % 1.0))
-        msg.effort = r.tolist()
-        self.external_torque_pub.publish(msg)
-        if self.detector is None:
-            return
-        _, up, down = self.observer.terms.sliding_friction(q, dq)
-        event = self.detector.update(self._stamp, r, dq, STICTION_FACTOR * np.maximum(up, down))
-        if event is True:
-            self.collisions += 1
-            reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
-            try:
-                if reaction == 'stop':
-                    self._hold(q)
-                    self._reference_id += 1  # a reference planned meanwhile is not installed over the stop
-                elif reaction == 'float':
-                    self._float_law.hold(q)
-                    self.floating = True
-            except TrajectoryError as exc:  # q a hair beyond a limit: the law keeps its reference
-                reaction = f"{reaction} impossible ({exc})"
-            joints = ", ".join(self.arm.joint_names[j] for j in self.detector.joints)
-            self.report_status(f"collision: external torque {np.round(r, 2).tolist()} N m beyond the thresholds "
-                               f"{np.round(self.detector.thresholds, 2).tolist()} on {joints}; reaction "
-                               f"{reaction}", error=True)
+        reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
+        try:
+            if reaction == 'stop':
+                self._hold(q)
+                self._reference_id += 1  # a reference planned meanwhile is not installed over the stop
+            elif reaction == 'float':
+                self._float_law.hold(q)
+                self.floating = True
+        except TrajectoryError as exc:  # q a hair beyond a limit: the law keeps its reference
+            reaction = f"{reaction} impossible ({exc})"
+        self.report_status(f"{self.external.describe_collision()}; reaction {reaction}", error=True)
 
     def _log_coast(self, duration: float) -> None:
         self.get_logger().warning(

@@ -18,6 +18,10 @@ and ``/diagnostics`` (its own timing: rate, missed cycles, latency joint state -
    of 0.7 rad in 1.05 s), computed torque on the identified model vs on the nominal model vs a
    PD on the same error gains (``model_feedforward: false``). Goal: RMS error at most 1 mrad per
    joint with the identified model, at least 5x better than with the nominal one.
+4. **External torques** (the simulator only; :mod:`.demo_external`): a push during tracking and the
+   observer's estimate against the simulator's truth, a collision and the controller's reaction,
+   hand-guiding with ``float_controller``, and a payload: put on after the identification and
+   estimated by ``~/recalibrate`` (in phase 1's process), then applied to computed torque.
 
 Throughout, the arm process reports every limit excursion of the simulated arm (a joint above 1.1 x
 its velocity limit, beyond a position limit, an effort command above the drives:
@@ -77,11 +81,13 @@ class ArmProcess:
     has_reset: bool  # a ~/reset service (the simulator); else the client drives the arm back
     has_clock: bool  # can publish /clock (then the identification runs on the simulated time)
     identification: tuple[tuple[str, Any], ...] = ()  # identification_node parameters for this arm
+    external: bool = False  # takes an external wrench and a payload (the simulator): the issue-17 phase runs
 
 
 #: the arm of the main job, per ``--robot``
 ARMS: dict[str, ArmProcess] = {
-    "sim": ArmProcess("sim_node", ("-p", f"realtime_priority:={REALTIME_PRIORITY}"), "initial_positions", True, True),
+    "sim": ArmProcess("sim_node", ("-p", f"realtime_priority:={REALTIME_PRIORITY}"), "initial_positions", True, True,
+                      external=True),
     "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
                          "virtual_initial_positions", True, True),
 }
@@ -210,8 +216,10 @@ TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "laten
                "compute_median_us")
 
 
-def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProcess) -> dict[str, Any]:
-    """Run the identification node on the shipped excitation; its summary (report.json)."""
+def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProcess,
+              then: Callable[[_Client, np.ndarray, float], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run the identification node on the shipped excitation; its summary (report.json), and with
+    ``then`` what ``then(client, hold, timeout)`` returns (key ``then``), run while the node is still up."""
     excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names).trajectory
     start = excitation.evaluate(0.0)[0]
     hold = client.reset_and_hold()
@@ -249,6 +257,7 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
 
         client.wait_for(finished, timeout, "the identification to finish")
         output = Path({kv.key: kv.value for kv in client.progress.values}["output"])
+        extra = None if then is None else then(client, client.reset_and_hold(), timeout)
     report = json.loads((output / "report" / "report.json").read_text())
     summary = report["summary"]
     print(f"   done in {time.monotonic() - began:.0f} s: {output}/parameters.yaml; condition number "
@@ -257,7 +266,8 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
           f"{summary['nominal_relative_error'] / summary['relative_error']:.0f}x better); per joint "
           f"{np.round(100 * np.asarray(summary['joint_relative_errors']), 2).tolist()} %; moving rows "
           f"{100 * summary['moving_relative_error']:.2f} %, rows at rest {100 * summary['rest_relative_error']:.2f} %")
-    return {"output": str(output), "parameters": str(output / "parameters.yaml"), **summary}
+    return {"output": str(output), "parameters": str(output / "parameters.yaml"), **summary,
+            **({"then": extra} if extra is not None else {})}
 
 
 def _control_run(client: _Client, run: ControlRun, action: Callable[[_Client, np.ndarray], float],
@@ -325,7 +335,10 @@ def _regulation(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]
     return results
 
 
-def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
+def _tracking(client: _Client, runs: list[ControlRun], before: Callable[[_Client], None] | None = None,
+              during: Callable[[_Client], None] | None = None) -> list[dict[str, Any]]:
+    """The stroke on each run's controller; ``before(client)`` runs once the controller is enabled,
+    ``during(client)`` right after the trajectory was sent (e.g. a push in mid-motion)."""
     results = []
     duration = 2 * SEGMENT
     for run in runs:
@@ -333,6 +346,8 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
 
         def go(c: _Client, hold: np.ndarray) -> float:
             c.wait_matched(publisher)
+            if before is not None:
+                before(c)
             msg = JointTrajectory(joint_names=list(c.arm.joint_names))
             for k, q in enumerate((hold + STROKE, hold), start=1):
                 sec, frac = divmod(k * SEGMENT, 1.0)
@@ -341,7 +356,10 @@ def _tracking(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
                                                        time_from_start=Duration(sec=int(sec),
                                                                                 nanosec=int(round(frac * 1e9)))))
             publisher.publish(msg)
-            return time.perf_counter()
+            sent = time.perf_counter()
+            if during is not None:
+                during(c)
+            return sent
 
         start, _ = _control_run(client, run, go, duration + SETTLE_AFTER + 0.2)
         client.node.destroy_publisher(publisher)
@@ -365,7 +383,8 @@ TIMING_COLUMNS = [("latency_median_ms", "lat. med [ms]", 1.0, 3), ("latency_p99_
 
 
 def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, Any],
-                    regulation: list[dict[str, Any]], tracking: list[dict[str, Any]]) -> dict[str, Any]:
+                    regulation: list[dict[str, Any]], tracking: list[dict[str, Any]],
+                    external: dict[str, Any] | None = None) -> dict[str, Any]:
     print("\n   Regulation: goal step " + _fmt(GOAL_STEP) + " rad from the candle pose")
     print(format_table(regulation, [("label", "controller", 1.0, 0), ("error_at", "|e| at 2 s [mrad]", 1e3, 3),
                                     ("settling_time", "settling to 1 mrad [s]", 1.0, 2),
@@ -392,6 +411,9 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
         "latency_p99_at_most_0.5ms": all(r["latency_p99_ms"] <= 0.5 for r in regulation + tracking),
         "missed_below_0.1_percent": all(r["missed_fraction"] < 1e-3 for r in regulation + tracking),
     }
+    if external is not None:
+        summary["external"] = external
+        goals.update(external["goals"])
     summary["goals"] = goals
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     print("\n   Goals: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in goals.items()))
@@ -455,10 +477,14 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
         arm_args = [*arm_process.parameters, "-p", f"{arm_process.initial_positions}:={HOME.tolist()}"]
         clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
-            # identification on the simulated clock (/clock) if there is one: robust to a loaded machine
+            # the issue-17 phase (external torques, payload) lives in its own module, which builds on this one
+            from .demo_external import external_phase, recalibrate_payload  # noqa: PLC0415 - import cycle
+            # identification on the simulated clock (/clock) if there is one: robust to a loaded machine;
+            # on the simulator, then a payload put on and the recalibration that estimates it
             with NodeProcess(executable, *arm_args, *clock):
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
-                identification = _identify(client, out, timeout, arm_process)
+                identification = _identify(client, out, timeout, arm_process,
+                                           recalibrate_payload if arm_process.external else None)
             # control on the wall clock: a fresh arm process without /clock
             with NodeProcess(executable, *arm_args):
                 client.q = None
@@ -474,7 +500,9 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
                                {"model_file": str(config_path("youbot_nominal_model.yaml"))}),
                     ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
                                {"model_file": model, "model_feedforward": False})])
-            _print_and_save(out, arm, identification, regulation, tracking)
+                external = (external_phase(client, model, identification.get("then"), tracking[0]["rms_error"])
+                            if arm_process.external else None)
+            _print_and_save(out, arm, identification, regulation, tracking, external)
         except (RuntimeError, ValueError, KeyError, OSError) as exc:
             print(f"   FAILED: {exc!r}")
             return 1

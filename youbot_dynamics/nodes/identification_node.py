@@ -47,7 +47,10 @@ identify``). The node:
   updated model (``parameters.yaml``) and ``report/report.json`` are written and the log says the
   payload change and the held-out error before and after. Refused before the arm moves without a
   model, or with one the controllers would refuse; an update that is not physically consistent
-  is not written (phase ``failed``);
+  is not written (phase ``failed``). The payload found (the change of the last link's mass and
+  centre of mass, a point mass) goes out on ``~/payload_estimate`` (``geometry_msgs/Inertia``,
+  centre of mass in the tool frame): the message the controllers (and ``sim_node``) take on
+  ``~/payload``, right for a controller running on ``calibration_model`` (issue 17 item 4);
 * publishes its progress on ``~/progress`` (``diagnostic_msgs/DiagnosticStatus``: ``message``
   ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
   ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
@@ -75,6 +78,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Inertia
 from rcl_interfaces.msg import ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
@@ -286,6 +290,7 @@ class IdentificationNode(Node):
         else:
             self.trajectory_pub = self.create_publisher(JointTrajectory, p['trajectory_topic'], QOS_DEPTH)
         self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
+        self.payload_pub = self.create_publisher(Inertia, '~/payload_estimate', QOS_DEPTH)
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/abort', self._on_abort)
         self.create_service(Trigger, '~/recalibrate', self._on_recalibrate)
@@ -602,6 +607,21 @@ class IdentificationNode(Node):
                           report_extra={"processing": dataclasses.asdict(options), "session": session.describe()})
         return result
 
+    def _publish_payload(self, run: Calibration) -> None:
+        """The recalibration's payload change as the ``~/payload`` message of the controllers (a point
+        mass; its centre of mass from the last DH frame into the tool frame)."""
+        if not run.payload_mass > 0.0:
+            self.get_logger().info(f"payload change {run.payload_mass:+.4g} kg: not published on ~/payload_estimate "
+                                   "(a payload is added mass)")
+            return
+        tool = self.arm.tool
+        com = tool[:3, :3].T @ (np.asarray(run.payload_com, dtype=float) - tool[:3, 3])
+        msg = Inertia(m=float(run.payload_mass))
+        msg.com.x, msg.com.y, msg.com.z = (float(v) for v in com)
+        self.payload_pub.publish(msg)
+        self.get_logger().info(f"published the payload {run.payload_mass:.4g} kg at {np.round(com, 4).tolist()} m "
+                               "(tool frame) on ~/payload_estimate")
+
     def _experiment(self) -> str:
         return "identification" if self._calibrating is None else "recalibration"
 
@@ -629,6 +649,7 @@ class IdentificationNode(Node):
                                    "previous_relative_error": errors["before"].moving,
                                    "payload_mass_kg": run.payload_mass, "update": run.update,
                                    "calibrated_model": str(self._calibrating.path), "parameters": str(written)}
+            self._publish_payload(run)
         else:
             for line in summary_lines(run):
                 log.info(line)

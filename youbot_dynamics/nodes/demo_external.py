@@ -1,0 +1,288 @@
+"""The main job's phase of issue 17 (``make demo``, on the simulator): what the identified model lets
+the arm feel, over the topics, each node its own process.
+
+1. **Push during tracking**: computed torque on the identified model runs the tracking stroke; a
+   hand pushes the forearm in mid-motion (``sim_node``'s ``~/external_wrench``, a smooth sin^2 push
+   of 0.5 s peaking at 2 N m on joint 2 and 1.2 N m on joint 3). The controller's
+   ``~/external_torque`` against the simulator's true torques (``~/external_torque_true``, matched
+   by joint-state stamp): RMS error per joint during the push (goal <= 0.3 N m), and no collision
+   before it (the full-speed motion must not raise one).
+2. **Collision and reaction**: the same stroke, ``collision_reaction: stop``; 2 N m on joint 2 alone
+   (a torque on the upper arm) as a step in mid-motion: the delay from the first state the push
+   acted on to the state the collision was seen on (goal <= 20 ms), and the reaction.
+3. **Hand-guiding**: ``float_controller`` enabled; a 15 N push on the forearm for 0.3 s moves the
+   arm; after it coasted to rest, its drift over 1 s (goal <= 1 mrad/s).
+4. **Payload**: the identification phase put 0.5 kg at the tool after identifying and ran
+   ``~/recalibrate`` (its estimate on ``~/payload_estimate``: goal within 5 % and 1 cm); here the
+   simulator holds that payload again, the estimate goes to the controller's ``~/payload``, and the
+   tracking stroke runs (goal: RMS error within 2 x of the run without payload). The run with the
+   payload unknown to the model is not made: offline it drove joint 4 to its velocity guard.
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Callable
+
+import numpy as np
+from geometry_msgs.msg import Inertia, WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from .demo_job import ControlRun, _Client, _control_run, _tracking
+
+__all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "payload_message", "external_phase", "recalibrate_payload"]
+
+FOREARM = "arm_link_3"  # its frame is on joint 4's axis; 0.1 m beyond it: 0.39 m from joint 2's
+PUSH_FORCE = 2.0 / 0.39  # [N] along -y of that frame: 2 N m on joint 2 in the candle
+PUSH_POINT = (0.1, 0.0, 0.0)
+PUSH_AT = 0.4  # [s] after the stroke started: mid-motion of the first segment
+PAYLOAD_MASS = 0.5  # [kg] at the tool ...
+PAYLOAD_COM = (0.0, 0.0, 0.05)  # [m] ... 5 cm out on its axis (a gripped part)
+
+
+def payload_message(mass: float, com: Any) -> Inertia:
+    """A point-mass payload as the ``~/payload`` message of the simulator and the controllers."""
+    msg = Inertia(m=float(mass))
+    msg.com.x, msg.com.y, msg.com.z = (float(v) for v in com)
+    return msg
+
+
+def _wrench(link: str, force: Any = (0.0, 0.0, 0.0), torque: Any = (0.0, 0.0, 0.0), point: Any = None) -> WrenchStamped:
+    msg = WrenchStamped()
+    msg.header.frame_id = link
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in force)
+    msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(v) for v in torque)
+    if point is not None:  # the wrench acts at the link origin: move it to the point (torque += p x F)
+        t = np.cross(np.asarray(point, dtype=float), np.asarray(force, dtype=float)) + np.asarray(torque, dtype=float)
+        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(v) for v in t)
+    return msg
+
+
+def _stamp(msg: JointState) -> float:
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+class _Recorder:
+    """The controller's estimate and status and the simulator's truth, while a run lasts."""
+
+    def __init__(self, client: _Client, executable: str) -> None:
+        self.client = client
+        self.estimates: list[JointState] = []
+        self.truth: list[JointState] = []
+        self.status: list[str] = []
+        node = client.node
+        self._subscriptions = [
+            node.create_subscription(JointState, f"/{executable}/external_torque", self.estimates.append, 5000),
+            node.create_subscription(JointState, "/sim_node/external_torque_true", self.truth.append, 5000),
+            node.create_subscription(String, f"/{executable}/status", lambda m: self.status.append(m.data), 100)]
+
+    def close(self) -> None:
+        for subscription in self._subscriptions:
+            self.client.node.destroy_subscription(subscription)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(stamps, estimates, truth)`` matched by joint-state stamp (within 0.2 ms)."""
+        truth_t = np.array([_stamp(m) for m in self.truth])
+        order = np.argsort(truth_t)
+        truth_t, truth = truth_t[order], np.array([self.truth[k].effort for k in order])
+        t, r, true = [], [], []
+        for m in self.estimates:
+            s = _stamp(m)
+            k = int(np.searchsorted(truth_t, s))
+            near = [j for j in (k - 1, k) if 0 <= j < truth_t.size]
+            j = min(near, key=lambda j: abs(truth_t[j] - s)) if near else None
+            if j is not None and abs(truth_t[j] - s) < 2e-4:
+                t.append(s)
+                r.append(m.effort)
+                true.append(truth[j])
+        return np.array(t), np.array(r), np.array(true)
+
+
+def _stroke_with(client: _Client, executable: str, parameters: dict[str, Any],
+                 push: Callable[[_Client, Any], None]) -> _Recorder:
+    """The tracking stroke on ``executable`` with ``push(client, publisher)`` PUSH_AT s into it."""
+    recorder = _Recorder(client, executable)
+    wrench_pub = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
+    run = ControlRun("push", executable, parameters)
+    try:
+        def during(c: _Client) -> None:
+            c.wait_matched(wrench_pub)
+            c.spin_for(PUSH_AT)
+            push(c, wrench_pub)
+
+        _tracking(client, [run], during=during)
+    finally:
+        wrench_pub.publish(_wrench(""))  # all zero: cleared whatever happened
+        client.spin_for(0.05)
+        client.node.destroy_publisher(wrench_pub)
+        recorder.close()
+    return recorder
+
+
+def _smooth_push(c: _Client, publisher: Any, duration: float = 0.5) -> None:
+    """sin^2 of the forearm push over ``duration``, as wrench messages at 200 Hz."""
+    began = time.monotonic()
+    while (s := time.monotonic() - began) < duration:
+        scale = np.sin(np.pi * s / duration) ** 2
+        publisher.publish(_wrench(FOREARM, (0.0, -scale * PUSH_FORCE, 0.0), point=PUSH_POINT))
+        c.spin_for(0.005)
+    publisher.publish(_wrench(""))
+
+
+def _step_on_joint_2(c: _Client, publisher: Any, duration: float = 0.3) -> None:
+    publisher.publish(_wrench("arm_link_2", torque=(0.0, 0.0, 2.0)))
+    c.spin_for(duration)
+    publisher.publish(_wrench(""))
+
+
+def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
+    rec = _stroke_with(client, "computed_torque_controller", {"model_file": model}, _smooth_push)
+    t, r, truth = rec.pairs()
+    pushed = np.any(np.abs(truth) > 0.0, axis=1)
+    if not pushed.any():
+        raise RuntimeError("push during tracking: the simulator applied no push (or no stamps matched)")
+    before = t < t[pushed][0]
+    false_alarms = [s for s in rec.status if s.startswith("collision")]
+    return {"rms_error_nm": np.sqrt(np.mean((r - truth)[pushed] ** 2, axis=0)).tolist(),
+            "peak_true_nm": np.abs(truth).max(axis=0).tolist(), "samples": int(pushed.sum()),
+            "largest_estimate_before_nm": np.abs(r[before]).max(axis=0).tolist() if before.any() else [],
+            "collisions_reported": false_alarms}
+
+
+def _collision(client: _Client, model: str) -> dict[str, Any]:
+    rec = _stroke_with(client, "computed_torque_controller", {"model_file": model, "collision_reaction": "stop"},
+                       _step_on_joint_2)
+    t, _, truth = rec.pairs()
+    pushed = t[np.any(np.abs(truth) > 0.0, axis=1)]
+    seen = [s for s in rec.status if s.startswith("collision")]
+    if pushed.size == 0 or not seen:
+        raise RuntimeError(f"collision: push applied {pushed.size > 0}, reported {bool(seen)}; status {rec.status}")
+    at = re.search(r"at stamp ([0-9.]+) s", seen[0])
+    return {"delay_s": float(at.group(1)) - float(pushed[0]) if at else float("nan"), "status": seen[0]}
+
+
+def _float(client: _Client, model: str) -> dict[str, Any]:
+    wrench_pub = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
+    run = ControlRun("float", "float_controller", {"model_file": model})
+    result: dict[str, Any] = {}
+
+    def push_and_watch(c: _Client, _hold: np.ndarray) -> float:
+        c.wait_matched(wrench_pub)
+        before = c.q.copy()
+        wrench_pub.publish(_wrench(FOREARM, (0.0, -15.0, 0.0), point=(-0.05, 0.0, 0.0)))
+        c.spin_for(0.3)
+        wrench_pub.publish(_wrench(""))
+        c.spin_for(1.5)  # it coasts to rest
+        rested, began = c.q.copy(), time.monotonic()
+        c.spin_for(1.0)
+        result.update(moved_rad=(rested - before).tolist(),
+                      drift_rad_per_s=(np.abs(c.q - rested) / (time.monotonic() - began)).tolist())
+        return time.perf_counter()
+
+    try:
+        _control_run(client, run, push_and_watch, 0.1)
+    finally:
+        wrench_pub.publish(_wrench(""))
+        client.node.destroy_publisher(wrench_pub)
+    return result
+
+
+def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: list[float]) -> dict[str, Any]:
+    sim_payload = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
+    controller_payload = client.node.create_publisher(Inertia, "/computed_torque_controller/payload", 10)
+    try:
+        client.wait_matched(sim_payload)
+        sim_payload.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
+
+        def apply(c: _Client) -> None:  # the controller is up and enabled: give it the estimate first
+            c.wait_matched(controller_payload)
+            controller_payload.publish(estimate)
+            c.spin_for(0.2)
+
+        result = _tracking(client, [ControlRun("computed torque, payload applied", "computed_torque_controller",
+                                               {"model_file": model})], before=apply)[0]
+    finally:
+        sim_payload.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
+        client.spin_for(0.1)
+        client.node.destroy_publisher(sim_payload)
+        client.node.destroy_publisher(controller_payload)
+    rms = result["rms_error"]
+    return {"rms_error": rms, "rms_error_without_payload": baseline,
+            "ratio": (np.asarray(rms) / np.asarray(baseline)).tolist()}
+
+
+def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
+                   baseline: list[float]) -> dict[str, Any]:
+    """The four parts of the module docstring; their figures and goals."""
+    print("\n   External torques (issue 17): the identified model's observer, collisions, hand-guiding, payload")
+    push = _push_accuracy(client, model)
+    collision = _collision(client, model)
+    floating = _float(client, model)
+    result: dict[str, Any] = {"push": push, "collision": collision, "float": floating}
+    print(f"   push during tracking (peak {np.round(push['peak_true_nm'], 2).tolist()} N m): estimate RMS error "
+          f"{np.round(push['rms_error_nm'], 3).tolist()} N m; collisions before the push: "
+          f"{len(push['collisions_reported'])}")
+    print(f"   2 N m on joint 2 in mid-motion: detected after {1e3 * collision['delay_s']:.0f} ms; "
+          f"{collision['status']}")
+    print(f"   float: a 15 N push moved the arm {np.round(floating['moved_rad'], 3).tolist()} rad; then drift "
+          f"{np.round(1e3 * np.asarray(floating['drift_rad_per_s']), 3).tolist()} mrad/s")
+    goals = {"external_torque_rms_at_most_0.3nm": max(push["rms_error_nm"]) <= 0.3,
+             "no_false_collision_at_full_speed": not push["collisions_reported"],
+             "collision_detected_within_20ms": 0.0 <= collision["delay_s"] <= 0.02,
+             "float_drift_at_most_1mrad_per_s": max(floating["drift_rad_per_s"]) <= 1e-3}
+    if payload is not None:
+        estimate = payload_message(payload["mass_kg"], payload["com_m"])
+        tracking = _payload_tracking(client, model, estimate, baseline)
+        result["payload"] = {**payload, **tracking}
+        com_error = float(np.linalg.norm(np.asarray(payload["com_m"]) - PAYLOAD_COM))
+        print(f"   payload {PAYLOAD_MASS} kg at {list(PAYLOAD_COM)} m: estimated {payload['mass_kg']:.3f} kg at "
+              f"{np.round(payload['com_m'], 4).tolist()} m; tracking with it applied "
+              f"{np.round(1e3 * np.asarray(tracking['rms_error']), 3).tolist()} mrad RMS "
+              f"({np.round(tracking['ratio'], 2).tolist()} x the run without payload)")
+        goals.update({"payload_mass_within_5_percent": abs(payload["mass_kg"] - PAYLOAD_MASS) <= 0.05 * PAYLOAD_MASS,
+                      "payload_com_within_1cm": com_error <= 0.01,
+                      "payload_tracking_within_2x": max(tracking["ratio"]) <= 2.0})
+    result["goals"] = goals
+    return result
+
+
+def recalibrate_payload(client: _Client, hold: np.ndarray, timeout: float) -> dict[str, Any]:
+    """With the identification node still up (its model just written): put the payload on the
+    simulated arm, run ``~/recalibrate``, read ``~/payload_estimate``, take the payload off."""
+    estimates: list[Inertia] = []
+    subscription = client.node.create_subscription(Inertia, "/identification_node/payload_estimate",
+                                                   estimates.append, 10)
+    sim_payload = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
+    recalibrate = client.node.create_client(Trigger, "/identification_node/recalibrate")
+    try:
+        client.wait_matched(sim_payload)
+        sim_payload.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
+        client.spin_for(0.5, hold)
+        answer = client.call_when_ready(recalibrate, Trigger.Request(), hold)
+        if not answer.success:
+            raise RuntimeError(f"recalibration refused: {answer.message}")
+        began = time.monotonic()
+
+        def done() -> bool:
+            values = {kv.key: kv.value for kv in client.progress.values} if client.progress else {}
+            if values.get("phase") in ("failed", "aborted"):
+                raise RuntimeError(f"recalibration {values['phase']}: {values.get('reason', '')}")
+            return bool(estimates) or (values.get("phase") == "done" and client.progress.name.endswith("recalibration"))
+
+        client.wait_for(done, timeout, "the recalibration")
+        client.wait_for(lambda: bool(estimates), 5.0, "the payload estimate (a payload change <= 0 is not published)")
+        estimate = estimates[-1]
+        result = {"mass_kg": estimate.m, "com_m": [estimate.com.x, estimate.com.y, estimate.com.z],
+                  "seconds": time.monotonic() - began}
+        print(f"   recalibration with {PAYLOAD_MASS} kg at the tool: estimated {estimate.m:.3f} kg at "
+              f"{np.round(result['com_m'], 4).tolist()} m (tool frame) in {result['seconds']:.0f} s")
+        return result
+    finally:
+        sim_payload.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
+        client.spin_for(0.1)
+        client.node.destroy_subscription(subscription)
+        client.node.destroy_publisher(sim_payload)
+        client.node.destroy_client(recalibrate)
+
