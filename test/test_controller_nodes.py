@@ -819,7 +819,8 @@ def test_float_controller_moves_by_hand_and_stays(make_controller):
     start = time.perf_counter()
     h.spin_for(1.0)
     drift = np.abs(c.q() - rested) / (time.perf_counter() - start)
-    print(f"\nfloat: moved {np.round(rested - before, 3)} rad by the push; then drift {np.round(1e3 * drift, 3)} mrad/s")
+    print(f"\nfloat: moved {np.round(rested - before, 3)} rad by the push; then drift "
+          f"{np.round(1e3 * drift, 3)} mrad/s")
     assert np.all(drift <= 1e-3)
 
 

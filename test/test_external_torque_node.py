@@ -105,8 +105,8 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
         push.publish(WrenchStamped())
     assert spin_until(executor, lambda: bool(status), 1.0), "no collision reported"
     during = np.array([m.effort for m in estimates[pushed_at + 50:pushed_at + 400]])  # the low-pass settled
-    print(f"\nexternal torque, the drives moving joint 2: largest without a push {np.round(np.abs(quiet).max(axis=0), 3)}"
-          f" N m; during a push of {pushed:+.2f} N m on joint 2: median {np.round(np.median(during, axis=0), 3)} N m; "
+    print(f"\nexternal torque, the drives moving joint 2: largest without a push "
+          f"{np.round(np.abs(quiet).max(axis=0), 3)} N m; during a push of {pushed:+.2f} N m on joint 2: median {np.round(np.median(during, axis=0), 3)} N m; "
           f"status {status[0].data!r}")
     assert np.abs(quiet).max() < 0.5
     np.testing.assert_allclose(np.median(during, axis=0), [0.0, pushed, 0.0, 0.0, 0.0], atol=0.4)

@@ -136,6 +136,7 @@ from ..compiled import cache_location, compile_kernels
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN
 from ..control.release import release_waypoints
+from ..control.safety import stall_inertia
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
@@ -313,7 +314,8 @@ class ControllerNode(Node):
         self.model: DynamicModel = load_model(model_file)
         self._model_without_payload = self.model  # ~/payload sets the payload on this one
         self.payload = Payload.of(0.0)
-        self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()  # (payload, model) checked by the planner
+        # (payload, model, its stall inertia), built and checked by the planner
+        self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
         self.cycle_trigger: str = self._param('cycle_trigger')
@@ -685,7 +687,8 @@ class ControllerNode(Node):
             stamp, q, dq, _ = state
         publish = True
         try:
-            tau = self.guard.command(start, stamp, q, dq, self._float_law.torque if self.floating else self.law.torque)
+            law = self._float_law if self.floating else self.law
+            tau = self.guard.command(start, stamp, q, dq, law.torque)
         except Exception as exc:  # noqa: BLE001 - a bug in a law must not leave the last torque active
             self.guard.disable()
             self._zero_cycles = self._zero_cycles_on_letting_go()
@@ -743,10 +746,9 @@ class ControllerNode(Node):
     def _on_payload(self, msg: Inertia) -> None:
         """A payload at the tool (mass, centre of mass in the tool frame, inertia about it): the model
         with it is built and checked in the planning thread, installed between two cycles."""
-        i = msg
-        inertia = [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]]
+        inertia = [[msg.ixx, msg.ixy, msg.ixz], [msg.ixy, msg.iyy, msg.iyz], [msg.ixz, msg.iyz, msg.izz]]
         try:
-            payload = Payload.of(i.m, [i.com.x, i.com.y, i.com.z], inertia)
+            payload = Payload.of(msg.m, [msg.com.x, msg.com.y, msg.com.z], inertia)
         except ValueError as exc:
             self.refuse("payload", exc)
             return
@@ -759,17 +761,17 @@ class ControllerNode(Node):
             except ValueError as exc:  # ModelConsistencyError among them
                 self.refuse("payload", exc)
                 return
-            self._payload_updates.put((payload, model))
+            self._payload_updates.put((payload, model, stall_inertia(model, arm)))
 
         self._planner.submit(job)
 
     def _install_payload(self) -> None:
         """The newest checked payload's model into the law, the float law, the guard and the observer."""
         while not self._payload_updates.empty():
-            payload, model = self._payload_updates.get_nowait()
+            payload, model, inertia = self._payload_updates.get_nowait()
         self.law.set_model(model, checked=True)
         self._float_law.set_model(model, checked=True)
-        self.guard.set_model(model)
+        self.guard.set_model(model, inertia)
         if self.external is not None:
             self.external.set_model(model)
         self.model, self.payload = model, payload

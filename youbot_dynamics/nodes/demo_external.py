@@ -143,8 +143,9 @@ def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
     pushed = np.any(np.abs(truth) > 0.0, axis=1)
     if not pushed.any():
         raise RuntimeError("push during tracking: the simulator applied no push (or no stamps matched)")
-    before = t < t[pushed][0]
-    false_alarms = [s for s in rec.status if s.startswith("collision")]
+    began = t[pushed][0]
+    before = t < began
+    false_alarms = [s for s in rec.status if s.startswith("collision") and _collision_stamp(s) < began]
     return {"rms_error_nm": np.sqrt(np.mean((r - truth)[pushed] ** 2, axis=0)).tolist(),
             "peak_true_nm": np.abs(truth).max(axis=0).tolist(), "samples": int(pushed.sum()),
             "largest_estimate_before_nm": np.abs(r[before]).max(axis=0).tolist() if before.any() else [],
@@ -159,8 +160,13 @@ def _collision(client: _Client, model: str) -> dict[str, Any]:
     seen = [s for s in rec.status if s.startswith("collision")]
     if pushed.size == 0 or not seen:
         raise RuntimeError(f"collision: push applied {pushed.size > 0}, reported {bool(seen)}; status {rec.status}")
-    at = re.search(r"at stamp ([0-9.]+) s", seen[0])
-    return {"delay_s": float(at.group(1)) - float(pushed[0]) if at else float("nan"), "status": seen[0]}
+    return {"delay_s": _collision_stamp(seen[0]) - float(pushed[0]), "status": seen[0]}
+
+
+def _collision_stamp(status: str) -> float:
+    """The joint-state stamp a collision status names (``nan`` if none)."""
+    at = re.search(r"at stamp ([0-9.]+) s", status)
+    return float(at.group(1)) if at else float("nan")
 
 
 def _float(client: _Client, model: str) -> dict[str, Any]:
@@ -192,6 +198,9 @@ def _float(client: _Client, model: str) -> dict[str, Any]:
 def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: list[float]) -> dict[str, Any]:
     sim_payload = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
     controller_payload = client.node.create_publisher(Inertia, "/computed_torque_controller/payload", 10)
+    status: list[str] = []
+    subscription = client.node.create_subscription(String, "/computed_torque_controller/status",
+                                                   lambda m: status.append(m.data), 100)
     try:
         client.wait_matched(sim_payload)
         sim_payload.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
@@ -199,13 +208,16 @@ def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: 
         def apply(c: _Client) -> None:  # the controller is up and enabled: give it the estimate first
             c.wait_matched(controller_payload)
             controller_payload.publish(estimate)
-            c.spin_for(0.2)
+            c.wait_for(lambda: any(s.startswith("payload") for s in status), 5.0, "the controller's payload status")
+            if not any("applied" in s for s in status):
+                raise RuntimeError(f"the controller did not take the payload: {status}")
 
         result = _tracking(client, [ControlRun("computed torque, payload applied", "computed_torque_controller",
                                                {"model_file": model})], before=apply)[0]
     finally:
         sim_payload.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
         client.spin_for(0.1)
+        client.node.destroy_subscription(subscription)
         client.node.destroy_publisher(sim_payload)
         client.node.destroy_publisher(controller_payload)
     rms = result["rms_error"]

@@ -42,9 +42,10 @@ Joint state stamps are the simulated instant on the node's ROS clock: ``t_0 + (s
 real_time_factor``, anchored (``t_0`` the ROS clock a publishing period before, ``s_0`` the simulated
 time) at the first state, after a reset, a pause and a resynchronisation, and never later than the
 publication; so consecutive stamps differ by the simulated time between the states, as a real
-driver's bus-cycle stamps do, also while the loop catches up a few late steps at once. (Before, the ROS clock at publication: in a catch-up burst states 1 ms apart
-were stamped 0.07-0.2 ms apart, and whatever differentiated or integrated over the stamps was off
-by up to 5x.) With ``real_time_factor`` 0 the ROS clock; with ``publish_clock`` the simulated time.
+driver's bus-cycle stamps do, also while the loop catches up a few late steps at once. (Before, the
+ROS clock at publication: in a catch-up burst states 1 ms apart were stamped 0.07-0.2 ms apart, and
+whatever differentiated or integrated over the stamps was off by up to 5x.) With
+``real_time_factor`` 0 the ROS clock; with ``publish_clock`` the simulated time.
 """
 from __future__ import annotations
 
