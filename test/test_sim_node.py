@@ -475,10 +475,11 @@ def wrench(reset):
     clears it, as for the next test)."""
     io = WrenchIO(reset)
     assert reset.spin_until(lambda: io.pub.get_subscription_count() > 0 and len(io.torques) > 5)
-    # the drives' trajectory control holds Q_START (no timeout): with the motors off a push flings the arm
-    hold = JointTrajectory(joint_names=list(ARM.joint_names), points=[
-        JointTrajectoryPoint(positions=Q_START.tolist(), time_from_start=Duration(nanosec=50_000_000))])
-    reset.traj_pub.publish(hold)
+    # the drives hold Q_START: their position control brings the falling arm (motors off after the reset)
+    # to rest there, then their trajectory control keeps it (no timeout): with the motors off a push
+    # flings the arm, and a trajectory is refused from a falling arm's speed
+    reset.hold("position", Q_START, 0.5)
+    reset.traj_pub.publish(JointTrajectory(joint_names=list(ARM.joint_names)))
     assert reset.spin_until(lambda: reset.node.sim.mode == "trajectory", timeout=5.0)
     yield io
     io.close()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from geometry_msgs.msg import Inertia, WrenchStamped
@@ -195,16 +196,27 @@ def _float(client: _Client, model: str) -> dict[str, Any]:
     return result
 
 
+@contextmanager
+def _simulated_payload(client: _Client, hold: np.ndarray | None = None) -> Iterator[None]:
+    """The simulated arm holds the payload (``sim_node``'s ``~/payload``) inside the block."""
+    publisher = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
+    try:
+        client.wait_matched(publisher)
+        publisher.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
+        client.spin_for(0.1, hold)
+        yield
+    finally:
+        publisher.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
+        client.spin_for(0.1)
+        client.node.destroy_publisher(publisher)
+
+
 def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: list[float]) -> dict[str, Any]:
-    sim_payload = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
     controller_payload = client.node.create_publisher(Inertia, "/computed_torque_controller/payload", 10)
     status: list[str] = []
     subscription = client.node.create_subscription(String, "/computed_torque_controller/status",
                                                    lambda m: status.append(m.data), 100)
     try:
-        client.wait_matched(sim_payload)
-        sim_payload.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
-
         def apply(c: _Client) -> None:  # the controller is up and enabled: give it the estimate first
             c.wait_matched(controller_payload)
             controller_payload.publish(estimate)
@@ -212,13 +224,11 @@ def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: 
             if not any("applied" in s for s in status):
                 raise RuntimeError(f"the controller did not take the payload: {status}")
 
-        result = _tracking(client, [ControlRun("computed torque, payload applied", "computed_torque_controller",
-                                               {"model_file": model})], before=apply)[0]
+        with _simulated_payload(client):
+            result = _tracking(client, [ControlRun("computed torque, payload applied", "computed_torque_controller",
+                                                   {"model_file": model})], before=apply)[0]
     finally:
-        sim_payload.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
-        client.spin_for(0.1)
         client.node.destroy_subscription(subscription)
-        client.node.destroy_publisher(sim_payload)
         client.node.destroy_publisher(controller_payload)
     rms = result["rms_error"]
     return {"rms_error": rms, "rms_error_without_payload": baseline,
@@ -266,35 +276,34 @@ def recalibrate_payload(client: _Client, hold: np.ndarray, timeout: float) -> di
     estimates: list[Inertia] = []
     subscription = client.node.create_subscription(Inertia, "/identification_node/payload_estimate",
                                                    estimates.append, 10)
-    sim_payload = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
     recalibrate = client.node.create_client(Trigger, "/identification_node/recalibrate")
     try:
-        client.wait_matched(sim_payload)
-        sim_payload.publish(payload_message(PAYLOAD_MASS, PAYLOAD_COM))
-        client.spin_for(0.5, hold)
-        answer = client.call_when_ready(recalibrate, Trigger.Request(), hold)
-        if not answer.success:
-            raise RuntimeError(f"recalibration refused: {answer.message}")
-        began = time.monotonic()
-
-        def done() -> bool:
-            values = {kv.key: kv.value for kv in client.progress.values} if client.progress else {}
-            if values.get("phase") in ("failed", "aborted"):
-                raise RuntimeError(f"recalibration {values['phase']}: {values.get('reason', '')}")
-            return bool(estimates) or (values.get("phase") == "done" and client.progress.name.endswith("recalibration"))
-
-        client.wait_for(done, timeout, "the recalibration")
-        client.wait_for(lambda: bool(estimates), 5.0, "the payload estimate (a payload change <= 0 is not published)")
-        estimate = estimates[-1]
-        result = {"mass_kg": estimate.m, "com_m": [estimate.com.x, estimate.com.y, estimate.com.z],
-                  "seconds": time.monotonic() - began}
-        print(f"   recalibration with {PAYLOAD_MASS} kg at the tool: estimated {estimate.m:.3f} kg at "
-              f"{np.round(result['com_m'], 4).tolist()} m (tool frame) in {result['seconds']:.0f} s")
-        return result
+        with _simulated_payload(client, hold):
+            return _recalibrate(client, recalibrate, estimates, hold, timeout)
     finally:
-        sim_payload.publish(payload_message(0.0, (0.0, 0.0, 0.0)))
-        client.spin_for(0.1)
         client.node.destroy_subscription(subscription)
-        client.node.destroy_publisher(sim_payload)
         client.node.destroy_client(recalibrate)
 
+
+def _recalibrate(client: _Client, recalibrate: Any, estimates: list[Inertia], hold: np.ndarray,
+                 timeout: float) -> dict[str, Any]:
+    """``~/recalibrate`` on the arm holding the payload; the estimate it publishes."""
+    answer = client.call_when_ready(recalibrate, Trigger.Request(), hold)
+    if not answer.success:
+        raise RuntimeError(f"recalibration refused: {answer.message}")
+    began = time.monotonic()
+
+    def done() -> bool:
+        values = {kv.key: kv.value for kv in client.progress.values} if client.progress else {}
+        if values.get("phase") in ("failed", "aborted"):
+            raise RuntimeError(f"recalibration {values['phase']}: {values.get('reason', '')}")
+        return bool(estimates) or (values.get("phase") == "done" and client.progress.name.endswith("recalibration"))
+
+    client.wait_for(done, timeout, "the recalibration")
+    client.wait_for(lambda: bool(estimates), 5.0, "the payload estimate (a payload change <= 0 is not published)")
+    estimate = estimates[-1]
+    result = {"mass_kg": estimate.m, "com_m": [estimate.com.x, estimate.com.y, estimate.com.z],
+              "seconds": time.monotonic() - began}
+    print(f"   recalibration with {PAYLOAD_MASS} kg at the tool: estimated {estimate.m:.3f} kg at "
+          f"{np.round(result['com_m'], 4).tolist()} m (tool frame) in {result['seconds']:.0f} s")
+    return result
