@@ -39,10 +39,11 @@ calibration error, on-board drive controllers, command timeout, payload). The no
   ``diagnostics_period`` s and, with ``publish_clock``, the simulated time on ``/clock``.
 
 Joint state stamps are the simulated instant on the node's ROS clock: ``t_0 + (sim.time - s_0) /
-real_time_factor``, anchored (``t_0`` the ROS clock a publishing period before, ``s_0`` the simulated
-time) at the first state, after a reset, a pause and a resynchronisation, and never later than the
-publication; so consecutive stamps differ by the simulated time between the states, as a real
-driver's bus-cycle stamps do, also while the loop catches up a few late steps at once. (Before, the
+real_time_factor``, anchored (``t_0`` the ROS clock, ``s_0`` the simulated time of a state) at the
+first state, after a reset, a pause, a resynchronisation, and whenever a stamp would be later than
+its publication (the anchor was taken while the loop was late); so consecutive stamps differ by the
+simulated time between the states, as a real driver's bus-cycle stamps do, also while the loop
+catches up a few late steps at once. (Before, the
 ROS clock at publication: in a catch-up burst states 1 ms apart were stamped 0.07-0.2 ms apart, and
 whatever differentiated or integrated over the stamps was off by up to 5x.) With
 ``real_time_factor`` 0 the ROS clock; with ``publish_clock`` the simulated time.
@@ -195,8 +196,7 @@ class SimNode(Node):
         self._paused = False
         self._anchor: tuple[int, float] | None = None  # (ROS clock [ns], simulated time [s]) of the stamps
         self._publish_lock = threading.Lock()  # ~/pause waits for a joint state being published
-        self._statistics_period = 1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300)  # wall [s]
-        self.statistics = LoopStatistics(self._statistics_period)
+        self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
         self._external_msg = JointState(name=list(self.arm.joint_names))
@@ -307,10 +307,12 @@ class SimNode(Node):
         now = self.get_clock().now().nanoseconds
         if self._real_time_factor == 0.0:
             return Time(sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
-        if self._anchor is None:  # the loop publishes a state a period before it is due: its instant is then
-            self._anchor = (now - int(round(1e9 * self._statistics_period)), sim_time)
+        if self._anchor is None:
+            self._anchor = (now, sim_time)
         wall, simulated = self._anchor
-        nanoseconds = min(now, wall + int(round(1e9 * (sim_time - simulated) / self._real_time_factor)))
+        nanoseconds = wall + int(round(1e9 * (sim_time - simulated) / self._real_time_factor))
+        if nanoseconds > now:  # anchored while the loop was late, now on time again: this state's instant is now
+            self._anchor, nanoseconds = (now, sim_time), now
         return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
     # -- commands -------------------------------------------------------------------------------
