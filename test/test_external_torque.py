@@ -19,7 +19,7 @@ from youbot_dynamics.control.velocity import VelocityFromPositions
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames
-from youbot_dynamics.sim import ArmSimulator, Realism
+from youbot_dynamics.sim import ArmSimulator
 
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
 STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # the demo's out and back at 80 % of velocity_max
