@@ -303,3 +303,18 @@ def test_float_law_refuses_bad_input(arm, true_model):
         FloatController(true_model, arm, damping=-1.0)
     with pytest.raises(ValueError, match="rest_velocity"):
         FloatController(true_model, arm, rest_velocity=0.0)
+
+
+def test_momentum_terms_against_finite_differences(true_model):
+    """``DynamicModel.momentum_terms``: ``M`` and ``G`` as the model's own, and ``C^T q'`` from the
+    skew symmetry ``M' = C + C^T`` with ``M'`` by central finite differences along ``q'`` (physics,
+    independent of the polarisation the method uses): ``C^T q' = M' q' - C q'``."""
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q, dq = rng.uniform(-2.0, 2.0, 5), rng.uniform(-1.5, 1.5, 5)
+        m, coriolis_t, g = true_model.momentum_terms(q, dq)
+        np.testing.assert_allclose(m, true_model.mass_matrix(q), atol=1e-12)
+        np.testing.assert_allclose(g, true_model.gravity(q), atol=1e-12)
+        h = 1e-6
+        m_dot = (true_model.mass_matrix(q + h * dq) - true_model.mass_matrix(q - h * dq)) / (2 * h)
+        np.testing.assert_allclose(coriolis_t, m_dot @ dq - true_model.coriolis_vector(q, dq), atol=1e-7)

@@ -307,7 +307,7 @@ class SimNode(Node):
         now = self.get_clock().now().nanoseconds
         if self._real_time_factor == 0.0:
             return Time(sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
-        if self._anchor is None:
+        if self._anchor is None or sim_time < self._anchor[1]:  # the simulated time went back: a reset
             self._anchor = (now, sim_time)
         wall, simulated = self._anchor
         nanoseconds = wall + int(round(1e9 * (sim_time - simulated) / self._real_time_factor))
