@@ -389,7 +389,10 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     times, rows = c.state_rows(since=start)
     now = time.perf_counter()
     assert rows.shape[1:] == (4, 5)
-    assert np.all(np.diff(times) > 0) and start <= times[0] and times[-1] <= now  # the steady clock
+    # the steady clock: a row's time is the arrival of the state its cycle used; when no state came for
+    # 1.5 periods the watchdog runs a cycle on the same state, and two rows share its time (two CPU hogs:
+    # 1 of 5 loaded runs, stop 27; a loaded CI run of this stop)
+    assert np.all(np.diff(times) >= 0) and start <= times[0] and times[-1] <= now
     np.testing.assert_allclose(rows[-1, 0], goal)
     np.testing.assert_allclose(rows[-1, 2], rows[-1, 0] - rows[-1, 1])
 
