@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stroke import HOME, START, stroke
 
 from youbot_dynamics.arm import default_arm
-from youbot_dynamics.control import (CollisionDetector, ComputedTorqueController, FloatController, JointTrajectory,
-                                     MomentumObserver, SafetyGuard, collision_thresholds)
+from youbot_dynamics.control import (CollisionDetector, FloatController, MomentumObserver, SafetyGuard,
+                                     collision_thresholds)
 from youbot_dynamics.control.observer import STICTION_FACTOR
 from youbot_dynamics.control.velocity import VelocityFromPositions
 from youbot_dynamics.dynamics.chain import DHChain
@@ -21,10 +22,6 @@ from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames
 from youbot_dynamics.sim import ArmSimulator
 
-HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
-STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # the demo's out and back at 80 % of velocity_max
-SEGMENT = 1.05
-START = 0.6  # [s] the trajectory starts after the enable ramp
 FOREARM = "arm_link_3"  # its frame sits on joint 4's axis; the forearm reaches back along -x
 # A push on the forearm, 0.1 m beyond joint 4's axis along the link: 2 N m on joint 2 (its lever
 # is 0.39 m in the candle) and 1.2 N m on joint 3.
@@ -56,35 +53,22 @@ JOINT_2_TORQUE = np.array([0.0, 0.0, 2.0])
 
 
 def tracking_run(sim, model, arm, *, push=None, profile="step", gain=100.0, thresholds=None, joint_2=False):
-    """Computed torque on ``model`` through the out and back, the observer on the commanded torque
-    and positions differentiated as the controller nodes do. ``push = (t0, t1)``: the forearm
-    push (``profile`` 'step' or 'smooth', sin^2), or with ``joint_2`` 2 N m on joint 2. Returns times,
-    residuals, true external torques (aligned: the residual at a state against the torque applied up
-    to it) and the detection events."""
-    sim.reset()
-    law = ComputedTorqueController(model, arm)
-    law.hold(HOME)
-    law.follow(JointTrajectory.through(HOME, [SEGMENT, 2 * SEGMENT], [HOME + STROKE, HOME]), START)
-    guard, velocity = SafetyGuard(arm, model), VelocityFromPositions(arm.n_joints)
+    """The stroke (:func:`stroke.stroke`) on ``model``, the observer on the commanded torque.
+    ``push = (t0, t1)``: the forearm push (``profile`` 'step' or 'smooth', sin^2), or with ``joint_2``
+    2 N m on joint 2. Returns times, residuals, true external torques (aligned: the residual at a
+    state against the torque applied up to it) and the detection events."""
     observer = MomentumObserver(model, gain)
     detector = CollisionDetector(thresholds) if thresholds is not None else None
-    m = sim.measure()
-    guard.enable(m.time, law.gravity(m.position))
     times, residuals, truth, events = [], [], [], []
-    applied = np.zeros(arm.n_joints)
-    for _ in range(int(round((START + 2 * SEGMENT + 0.5) / sim.timestep))):
-        m = sim.measure()
-        t = m.time
+    for t, q, dq, tau, _ in stroke(sim, model, arm, 0.5):
+        truth.append(sim.external_torque)
         if push is not None and push[0] <= t < push[1]:
             scale = 1.0 if profile == "step" else np.sin(np.pi * (t - push[0]) / (push[1] - push[0])) ** 2
             if joint_2:
                 sim.apply_wrench(UPPER_ARM, [0.0, 0.0, 0.0], scale * JOINT_2_TORQUE, duration=1.5 * sim.timestep)
             else:
                 sim.apply_wrench(FOREARM, scale * PUSH_FORCE, point=PUSH_POINT, duration=1.5 * sim.timestep)
-        dq = velocity.update(t, m.position, m.velocity)
-        tau = guard.command(t, t, m.position, dq, law.torque)
-        assert tau is not None, guard.fault_reason
-        r = observer.update(t, m.position, dq, tau)
+        r = observer.update(t, q, dq, tau)
         if detector is not None:
             up, down = observer.terms.kinetic_levels(observer.gravity)
             event = detector.update(t, r, dq, STICTION_FACTOR * np.maximum(up, down))
@@ -92,10 +76,6 @@ def tracking_run(sim, model, arm, *, push=None, profile="step", gain=100.0, thre
                 events.append((t, event, detector.joints))
         times.append(t)
         residuals.append(r)
-        truth.append(applied)
-        sim.command("effort", tau)
-        sim.step()
-        applied = sim.external_torque
     return np.array(times), np.array(residuals), np.array(truth), events
 
 

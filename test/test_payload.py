@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stroke import HOME, START, stroke
 
 from youbot_dynamics.arm import default_arm
-from youbot_dynamics.control import ComputedTorqueController, JointTrajectory, SafetyGuard
-from youbot_dynamics.control.velocity import VelocityFromPositions
+from youbot_dynamics.control import ComputedTorqueController, SafetyGuard
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.payload import Payload, with_payload
 from youbot_dynamics.sim import ArmSimulator, Realism
 
-HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])
-STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])
-SEGMENT = 1.05
-START = 0.6
 PAYLOAD = Payload.of(0.5, [0.01, -0.02, 0.05], np.diag([1e-3, 2e-3, 2.5e-3]))
 # what the tracking goal is judged on: 0.5 kg held 5 cm out on the tool axis (a gripped part)
 GRIPPED = Payload.of(0.5, [0.0, 0.0, 0.05], np.diag([2e-4, 2e-4, 1e-4]))
@@ -62,23 +58,7 @@ def test_bad_payloads_are_refused(mass, position, inertia, message):
 
 def tracking_rms(sim: ArmSimulator, model: DynamicModel, arm) -> np.ndarray:
     """RMS error per joint of computed torque on ``model`` over the out and back and 0.3 s of holding."""
-    sim.reset()
-    law = ComputedTorqueController(model, arm)
-    law.hold(HOME)
-    law.follow(JointTrajectory.through(HOME, [SEGMENT, 2 * SEGMENT], [HOME + STROKE, HOME]), START)
-    guard, velocity = SafetyGuard(arm, model), VelocityFromPositions(arm.n_joints)
-    m = sim.measure()
-    guard.enable(m.time, law.gravity(m.position))
-    errors = []
-    for _ in range(int(round((START + 2 * SEGMENT + 0.3) / sim.timestep))):
-        m = sim.measure()
-        dq = velocity.update(m.time, m.position, m.velocity)
-        tau = guard.command(m.time, m.time, m.position, dq, law.torque)
-        assert tau is not None, guard.fault_reason
-        sim.command("effort", tau)
-        sim.step()
-        if m.time >= START:
-            errors.append(law.reference(m.time)[0] - m.position)
+    errors = [q_d - q for t, q, _, _, q_d in stroke(sim, model, arm, 0.3) if t >= START]
     return np.sqrt(np.mean(np.square(errors), axis=0))
 
 

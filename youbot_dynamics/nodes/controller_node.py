@@ -464,7 +464,8 @@ class ControllerNode(Node):
         if self.collision_reaction not in COLLISION_REACTIONS:
             raise ValueError(f"collision_reaction must be one of {COLLISION_REACTIONS}, got "
                              f"'{self.collision_reaction}'")
-        self._float_law = FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
+        self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
+                           if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
@@ -579,15 +580,15 @@ class ControllerNode(Node):
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        problem = self._monitor.check(stamp if stamp > 0.0 else arrival, q)
+        self._stamp = stamp if stamp > 0.0 else arrival
+        problem = self._monitor.check(self._stamp, q)
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
             if self._velocity is not None:  # nothing differentiated against a state that is not the arm's
                 self._velocity.reset()
         elif self._velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
-            dq = self._velocity.update(stamp if stamp > 0.0 else arrival, q, dq)
+            dq = self._velocity.update(self._stamp, q, dq)
         self._state = (arrival, q, dq, effort)
-        self._stamp = stamp if stamp > 0.0 else arrival
         if problem is None:
             self._trusted_state = self._state
         if self._watchdog:
@@ -770,7 +771,8 @@ class ControllerNode(Node):
         while not self._payload_updates.empty():
             payload, model, inertia = self._payload_updates.get_nowait()
         self.law.set_model(model, checked=True)
-        self._float_law.set_model(model, checked=True)
+        if self._float_law is not None:
+            self._float_law.set_model(model, checked=True)
         self.guard.set_model(model, inertia)
         if self.external is not None:
             self.external.set_model(model)

@@ -101,23 +101,31 @@ class _Recorder:
         return np.array(t), np.array(r), np.array(true)
 
 
+@contextmanager
+def _wrenches(client: _Client) -> Iterator[Any]:
+    """A publisher of ``sim_node``'s ``~/external_wrench``; the wrench is cleared on leaving."""
+    publisher = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
+    try:
+        yield publisher
+    finally:
+        publisher.publish(_wrench(""))  # all zero: cleared whatever happened
+        client.spin_for(0.05)
+        client.node.destroy_publisher(publisher)
+
+
 def _stroke_with(client: _Client, executable: str, parameters: dict[str, Any],
                  push: Callable[[_Client, Any], None]) -> _Recorder:
     """The tracking stroke on ``executable`` with ``push(client, publisher)`` PUSH_AT s into it."""
     recorder = _Recorder(client, executable)
-    wrench_pub = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
-    run = ControlRun("push", executable, parameters)
     try:
-        def during(c: _Client) -> None:
-            c.wait_matched(wrench_pub)
-            c.spin_for(PUSH_AT)
-            push(c, wrench_pub)
+        with _wrenches(client) as wrench_pub:
+            def during(c: _Client) -> None:
+                c.wait_matched(wrench_pub)
+                c.spin_for(PUSH_AT)
+                push(c, wrench_pub)
 
-        _tracking(client, [run], during=during)
+            _tracking(client, [ControlRun("push", executable, parameters)], during=during)
     finally:
-        wrench_pub.publish(_wrench(""))  # all zero: cleared whatever happened
-        client.spin_for(0.05)
-        client.node.destroy_publisher(wrench_pub)
         recorder.close()
     return recorder
 
@@ -171,8 +179,6 @@ def _collision_stamp(status: str) -> float:
 
 
 def _float(client: _Client, model: str) -> dict[str, Any]:
-    wrench_pub = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
-    run = ControlRun("float", "float_controller", {"model_file": model})
     result: dict[str, Any] = {}
 
     def push_and_watch(c: _Client, _hold: np.ndarray) -> float:
@@ -188,11 +194,8 @@ def _float(client: _Client, model: str) -> dict[str, Any]:
                       drift_rad_per_s=(np.abs(c.q - rested) / (time.monotonic() - began)).tolist())
         return time.perf_counter()
 
-    try:
-        _control_run(client, run, push_and_watch, 0.1)
-    finally:
-        wrench_pub.publish(_wrench(""))
-        client.node.destroy_publisher(wrench_pub)
+    with _wrenches(client) as wrench_pub:
+        _control_run(client, ControlRun("float", "float_controller", {"model_file": model}), push_and_watch, 0.1)
     return result
 
 

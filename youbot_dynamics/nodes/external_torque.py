@@ -57,11 +57,13 @@ class ExternalTorqueMonitor:
         """One joint state (stamp [s]) and the motor torque from it on, or with ``measured`` the state's
         measured effort (the torque up to it) (``None``: unknown, the observer restarts); publishes the
         estimate. ``True`` when a collision begins."""
-        if tau is None or not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(tau))):
+        observe = self.observer.update_measured if measured else self.observer.update
+        try:
+            r = observe(stamp, q, dq, tau)  # checks the state and the torque
+        except ValueError:  # NaN, or no effort (None): nothing to integrate
             self.observer.reset()
             return False
-        observe = self.observer.update_measured if measured else self.observer.update
-        self.residual = r = observe(stamp, q, dq, tau)
+        self.residual = r
         self.stamp = stamp
         msg = self._msg
         msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(1e9 * (stamp % 1.0))
