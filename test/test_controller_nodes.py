@@ -892,3 +892,22 @@ def test_executable_refuses_a_bad_model_file(tmp_path, module):
     text = out.stdout + out.stderr
     assert out.returncode == 1, text
     assert "cannot start" in text and "youbot_dynamics_model" in text, text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["collision_reaction:=jump"], "collision_reaction must be one of ('none', 'stop', 'float'), got 'jump'"),
+    (["observer_torque:=guess"], "observer_torque must be one of ('measured', 'command'), got 'guess'"),
+    (["observer_gain:=0.0", "collision_reaction:=stop"], "collision_reaction needs the observer"),
+    (["collision_thresholds:=[0.5, 0.5]"], "collision_thresholds must be one value or 5"),
+])
+def test_executable_refuses_bad_observer_parameters(args, message):
+    """Issue 17: an unknown reaction or observer torque, a reaction without the observer, thresholds
+    of the wrong length: start-up fails with the reason (no node that would not react as asked)."""
+    env = dict(os.environ, ROS_DOMAIN_ID=SUBPROCESS_DOMAIN_ID)
+    params = ROOT / "config" / "pd_gravity_controller.yaml"
+    overrides = [a for arg in args for a in ("-p", arg)]
+    out = subprocess.run(_command("pd_gravity_controller") + ["--ros-args", "--params-file", str(params), *overrides],
+                         env=env, capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "cannot start" in text and message in text, text

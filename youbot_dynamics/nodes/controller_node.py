@@ -79,8 +79,9 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
 * publishes the external joint torques on ``~/external_torque`` (``sensor_msgs/JointState``: the arm's
   joint names, ``effort`` [N m] = the momentum observer's residual ``r``, stamped with the joint state
   it used; :mod:`youbot_dynamics.control.observer`, bandwidth ``observer_gain``), every cycle after the
-  torque went out. The observer integrates the node's own torque while it commands, the joint
-  state's measured effort otherwise (none: it restarts). It is the torque of a push or a contact
+  torque went out. The observer integrates the joint state's measured effort (``observer_torque``
+  ``measured``, the default: the torque the model was identified on; none: it restarts) or, with
+  ``command``, the node's own torque while it commands. It is the torque of a push or a contact
   through a first-order low-pass; near rest it also holds the friction the model cannot know;
 * detects collisions on it (:class:`~youbot_dynamics.control.observer.CollisionDetector`,
   ``collision_thresholds`` or ``collision_factor`` x the model file's ``joint_rms_errors_nm``,
@@ -269,6 +270,11 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "Bandwidth K [1/s] of the momentum observer of the external joint torques, published on "
         "~/external_torque (youbot_dynamics.control.observer); 0 = no observer, no ~/external_torque and no "
         "collision detection.", _D, range_=(0.0, 10000.0))),
+    'observer_torque': ('measured', descriptor(
+        "The motor torque the observer integrates: 'measured' = the joint state's effort (what the model was "
+        "identified on, the drives' gain and offset errors included; a state without effort restarts the "
+        "observer: no estimate, no detection); 'command' = this node's own command while it commands (sent "
+        "torque, not the drives' measurement), the measured effort otherwise.", _S)),
     'collision_thresholds': (_UNSET_ARRAY, descriptor(
         "Collision thresholds [N m] on the external torque estimate, one per joint or one for all; unset = "
         "collision_factor x the model's held-out RMS torque error per joint (joint_rms_errors_nm of the model "
@@ -284,6 +290,7 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
 }
 
 COLLISION_REACTIONS = ("none", "stop", "float")
+OBSERVER_TORQUES = ("measured", "command")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -467,6 +474,9 @@ class ControllerNode(Node):
         self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
                            if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
+        self._observe_command = self._param('observer_torque') == 'command'
+        if self._param('observer_torque') not in OBSERVER_TORQUES:
+            raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{self._param('observer_torque')}'")
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
             if self.collision_reaction != 'none':
@@ -782,9 +792,10 @@ class ControllerNode(Node):
 
     def _observe(self, state: tuple[float, Array, Array, Array | None], tau: Array | None) -> None:
         """The external-torque estimate on the state just used and the torque it got (``None``: none of
-        ours acts, the measured effort stands for the drives' torque); a collision gets its reaction."""
+        ours acts), or its measured effort (``observer_torque``); a collision gets its reaction."""
         _, q, dq, effort = state
-        if not self.external.update(self._stamp, q, dq, effort if tau is None else tau, measured=tau is None):
+        command = self._observe_command and tau is not None
+        if not self.external.update(self._stamp, q, dq, tau if command else effort, measured=not command):
             return
         reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
         try:

@@ -95,6 +95,7 @@ class PDGravityControllerNode(ControllerNode):
         self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
         self.declare_parameter('observer_gain', *c['observer_gain'])
+        self.declare_parameter('observer_torque', *c['observer_torque'])
         self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
         self.declare_parameter('collision_factor', *c['collision_factor'])
         self.declare_parameter('collision_reaction', *c['collision_reaction'])
