@@ -16,8 +16,12 @@ obeys ``r' = K (tau_ext - r)``: each joint's ``r_j`` is ``tau_ext,j`` through a 
 of bandwidth ``K_j`` [1/s], decoupled, with no acceleration measured and no inverse of ``M``.
 Discretised with the joint states' own stamps (``tau`` held over each step as the drives hold it,
 the model's part by the trapezoid rule; a gap longer than ``max_step``
-restarts the observer at ``r = 0``). ``tau`` is the motor torque the drives apply (a controller
-passes its own command; the measured effort also works, with its noise and calibration error).
+restarts the observer at ``r = 0``). ``tau`` is the motor torque the drives apply: the joint
+states' measured effort (:meth:`MomentumObserver.update_measured`; what an identified model was
+fitted to, the drives' gain and offset errors included, so they cancel) or a controller's own
+command (:meth:`MomentumObserver.update`: no measurement noise, but the model's fit of the drives'
+errors and the command's delivery delay show in ``r``: over DDS the residual while moving was
+0.35 N m on joint 1 against 0.21 with the measured effort).
 ``t_f`` is the model's friction with the smoothed Coulomb shape of :mod:`.terms` at the measured
 velocity; at rest the true friction can be anything inside the stiction band, which the residual
 then shows (why thresholds are not zero).
