@@ -52,7 +52,8 @@ from .dataset import Dataset, IdentificationError, check_plausible
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors
 
-__all__ = ["ITERATIONS", "Calibration", "calibrate", "split_holdout", "consistency_problems", "summary_lines",
+__all__ = ["ITERATIONS", "MIN_POINT_MASS", "Calibration", "calibrate", "point_mass_inertia", "split_holdout",
+           "consistency_problems", "summary_lines",
            "write_calibration"]
 
 Array = NDArray[np.float64]

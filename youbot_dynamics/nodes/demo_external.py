@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -33,7 +34,8 @@ from std_srvs.srv import Trigger
 
 from .demo_job import ControlRun, _Client, _control_run, _tracking
 
-__all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "payload_message", "external_phase", "recalibrate_payload"]
+__all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "SERIES", "payload_message", "external_phase", "recalibrate_payload",
+           "plot_external", "without_series"]
 
 FOREARM = "arm_link_3"  # its frame is on joint 4's axis; 0.1 m beyond it: 0.39 m from joint 2's
 PUSH_FORCE = 2.0 / 0.39  # [N] along -y of that frame: 2 N m on joint 2 in the candle
@@ -41,6 +43,7 @@ PUSH_POINT = (0.1, 0.0, 0.0)
 PUSH_AT = 0.4  # [s] after the stroke started: mid-motion of the first segment
 PAYLOAD_MASS = 0.5  # [kg] at the tool ...
 PAYLOAD_COM = (0.0, 0.0, 0.05)  # [m] ... 5 cm out on its axis (a gripped part)
+SERIES = "series"  # the key of a result's time series: plotted (plot_external), left out of summary.json
 
 
 def payload_message(mass: float, com: Any) -> Inertia:
@@ -158,7 +161,8 @@ def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
     return {"rms_error_nm": np.sqrt(np.mean((r - truth)[pushed] ** 2, axis=0)).tolist(),
             "peak_true_nm": np.abs(truth).max(axis=0).tolist(), "samples": int(pushed.sum()),
             "largest_estimate_before_nm": np.abs(r[before]).max(axis=0).tolist() if before.any() else [],
-            "collisions_reported": false_alarms}
+            "collisions_reported": false_alarms,
+            SERIES: {"t": t - began, "estimate": r, "truth": truth}}  # for the plot, not the summary
 
 
 def _collision(client: _Client, model: str) -> dict[str, Any]:
@@ -235,7 +239,8 @@ def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: 
         client.node.destroy_publisher(controller_payload)
     rms = result["rms_error"]
     return {"rms_error": rms, "rms_error_without_payload": baseline,
-            "ratio": (np.asarray(rms) / np.asarray(baseline)).tolist()}
+            "ratio": (np.asarray(rms) / np.asarray(baseline)).tolist(),
+            SERIES: {"t": result["t"], "error": result["error"]}}
 
 
 def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
@@ -310,3 +315,48 @@ def _recalibrate(client: _Client, recalibrate: Any, estimates: list[Inertia], ho
     print(f"   recalibration with {PAYLOAD_MASS} kg at the tool: estimated {estimate.m:.3f} kg at "
           f"{np.round(result['com_m'], 4).tolist()} m (tool frame) in {result['seconds']:.0f} s")
     return result
+
+
+def without_series(result: Any) -> Any:
+    """``result`` (nested dicts and lists) without the :data:`SERIES` entries (for summary.json)."""
+    if isinstance(result, dict):
+        return {k: without_series(v) for k, v in result.items() if k != SERIES}
+    if isinstance(result, list):
+        return [without_series(v) for v in result]
+    return result
+
+
+def plot_external(path: Path, external: dict[str, Any], baseline: dict[str, Any], joint_names: Any) -> Path:
+    """The phase's plot at ``path``: per joint, the external torque estimate against the simulator's
+    truth during the push (top), and the stroke's tracking error with the payload estimate applied
+    against the run without payload (``baseline``: the tracking run's ``t`` and ``error``; bottom)."""
+    import matplotlib  # noqa: PLC0415 - only for the plot
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    n = len(joint_names)
+    rows = 2 if "payload" in external else 1
+    fig, axes = plt.subplots(rows, n, figsize=(3.2 * n, 2.9 * rows), squeeze=False)
+    push = external["push"][SERIES]
+    for j, name in enumerate(joint_names):
+        ax = axes[0, j]
+        ax.plot(push["t"], np.asarray(push["truth"])[:, j], lw=1.2, label="true (simulator)")
+        ax.plot(push["t"], np.asarray(push["estimate"])[:, j], lw=0.8, label="estimate (~/external_torque)")
+        ax.set_title(name)
+        ax.set_xlabel("t from the push [s]")
+        if rows == 2:
+            ax = axes[1, j]
+            for label, run in (("no payload", baseline), ("0.5 kg, estimate applied", external["payload"][SERIES])):
+                ax.plot(run["t"], 1e3 * np.asarray(run["error"])[:, j], lw=0.8, label=label)
+            ax.set_xlabel("t [s]")
+    axes[0, 0].set_ylabel("external torque [N m]")
+    axes[0, 0].legend(fontsize=7)
+    if rows == 2:
+        axes[1, 0].set_ylabel("tracking error [mrad]")
+        axes[1, 0].legend(fontsize=7)
+    fig.suptitle("External torques during a push on the forearm; tracking with the estimated payload")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -28,7 +28,8 @@ its velocity limit, beyond a position limit, an effort command above the drives:
 :mod:`youbot_dynamics.sim.limits`) to ``<out>/arm_limits.jsonl``; the job fails if there is one.
 
 Prints the tables, writes ``<out>/summary.json`` and ``<out>/regulation.png``,
-``<out>/tracking.png``. The figures are computed by :mod:`youbot_dynamics.control.evaluation`.
+``<out>/tracking.png`` (and ``<out>/external.png`` with phase 4). The figures are computed by
+:mod:`youbot_dynamics.control.evaluation`.
 """
 from __future__ import annotations
 
@@ -412,12 +413,16 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
         "missed_below_0.1_percent": all(r["missed_fraction"] < 1e-3 for r in regulation + tracking),
     }
     if external is not None:
-        summary["external"] = external
+        from .demo_external import plot_external, without_series  # noqa: PLC0415 - import cycle
+
+        plots.append(plot_external(out / "external.png", external, tracking[0], arm.joint_names))
+        summary["plots"] = [str(p) for p in plots]
+        summary["external"] = without_series(external)
         goals.update(external["goals"])
     summary["goals"] = goals
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
     print("\n   Goals: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in goals.items()))
-    print(f"   Written: {out / 'summary.json'}, {plots[0]}, {plots[1]}")
+    print(f"   Written: {out / 'summary.json'}, {', '.join(str(p) for p in plots)}")
     return summary
 
 
