@@ -1,6 +1,6 @@
 """The external-torque estimate of a node (issue 17): the momentum observer on the arm's joint
-states, ``~/external_torque`` and collision detection, shared by the controller nodes (on their own
-torque) and :mod:`.external_torque_observer` (on the measured effort). The physics is in
+states, ``~/external_torque`` and collision detection, shared by the controller nodes (on the
+measured effort or their own torque) and :mod:`.external_torque_observer` (on the measured effort). The physics is in
 :mod:`youbot_dynamics.control.observer`."""
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ class ExternalTorqueMonitor:
     def __init__(self, node: Node, arm: ArmDescription, model: DynamicModel, gain: float, friction_eps: float,
                  max_step: float, thresholds: Array | None) -> None:
         self.arm = arm
+        self.node = node
+        self._warned_no_effort = False
         self.observer = MomentumObserver(model, gain, friction_eps, max_step)
         self.detector = CollisionDetector(thresholds) if thresholds is not None else None
         self.collisions = 0
@@ -58,6 +60,11 @@ class ExternalTorqueMonitor:
         measured effort (the torque up to it) (``None``: unknown, the observer restarts); publishes the
         estimate. ``True`` when a collision begins."""
         observe = self.observer.update_measured if measured else self.observer.update
+        if tau is None and not self._warned_no_effort:
+            self._warned_no_effort = True
+            self.node.get_logger().warning("the joint states carry no effort: no external-torque estimate and no "
+                                           "collision detection until they do (a controller's observer_torque "
+                                           "'command' integrates its own torque instead)")
         try:
             r = observe(stamp, q, dq, tau)  # checks the state and the torque
         except ValueError:  # NaN, or no effort (None): nothing to integrate
