@@ -474,9 +474,10 @@ class ControllerNode(Node):
         self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
                            if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
-        self._observe_command = self._param('observer_torque') == 'command'
-        if self._param('observer_torque') not in OBSERVER_TORQUES:
-            raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{self._param('observer_torque')}'")
+        observer_torque = self._param('observer_torque')
+        if observer_torque not in OBSERVER_TORQUES:
+            raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{observer_torque}'")
+        self._observe_command = observer_torque == 'command'
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
             if self.collision_reaction != 'none':
