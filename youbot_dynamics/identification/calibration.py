@@ -25,9 +25,9 @@ consistent estimator of :mod:`.estimation`): a payload can be added or taken awa
 what a body can be.
 
 The rows are weighted per joint by the residual noise of the previous pass's model (as WLS; the
-first pass: the old model's), at-rest rows left out (as ``identify``). The recordings' last ``holdout`` fraction is first held out: each update of
-:data:`UPDATES` (payload only; + friction offsets; + every friction term) is fitted on the rest
-and the one with the smallest held-out error on moving rows is chosen (on the real arm, friction
+first pass: the old model's), at-rest rows left out (as ``identify``). The recordings' last
+``holdout`` fraction is first held out: each update of :data:`UPDATES` (payload only; + friction
+offsets; + every friction term) is fitted on the rest and the one with the smallest held-out error on moving rows is chosen (on the real arm, friction
 re-estimated from one 25 s run of the same session predicted other runs worse: 29.6 % -> 32.0 %
 on moving rows, payload only 30.1 %); the chosen update is then fitted on all the data.
 The result must pass the consistency check (:mod:`..dynamics.consistency`), like any model the
