@@ -147,7 +147,7 @@ from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
     run_node
-from .conversions import JointStateReader, trajectory_message
+from .conversions import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
 
 __all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
@@ -590,7 +590,7 @@ class ControllerNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        stamp = stamp_seconds(msg.header.stamp)
         self._stamp = stamp if stamp > 0.0 else arrival
         problem = self._monitor.check(self._stamp, q)
         if problem is not None:

@@ -24,6 +24,7 @@ from ..control.trajectory import MAX_TRAJECTORY_POINTS
 from ..transforms import quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = [
+    "stamp_seconds",
     "pose_to_matrix",
     "matrix_to_pose",
     "joint_positions_from_state",
@@ -48,6 +49,11 @@ AXIS_COLORS: tuple[tuple[float, float, float, float], ...] = (
     (0.0, 1.0, 0.0, 1.0),
     (0.0, 0.0, 1.0, 1.0),
 )
+
+
+def stamp_seconds(stamp: Any) -> float:
+    """A header stamp (``builtin_interfaces/Time``) in seconds (0.0 for an unset stamp)."""
+    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 def pose_to_matrix(pose: Pose) -> Array:

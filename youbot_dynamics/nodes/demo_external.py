@@ -32,6 +32,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from .conversions import stamp_seconds
 from .demo_job import ControlRun, _Client, _control_run, _tracking
 
 __all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "SERIES", "payload_message", "external_phase", "recalibrate_payload",
@@ -64,10 +65,6 @@ def _wrench(link: str, force: Any = (0.0, 0.0, 0.0), torque: Any = (0.0, 0.0, 0.
     return msg
 
 
-def _stamp(msg: JointState) -> float:
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-
-
 class _Recorder:
     """The controller's estimate and status and the simulator's truth, while a run lasts."""
 
@@ -88,12 +85,12 @@ class _Recorder:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(stamps, estimates, truth)`` matched by joint-state stamp (within 0.2 ms)."""
-        truth_t = np.array([_stamp(m) for m in self.truth])
+        truth_t = np.array([stamp_seconds(m.header.stamp) for m in self.truth])
         order = np.argsort(truth_t)
         truth_t, truth = truth_t[order], np.array([self.truth[k].effort for k in order])
         t, r, true = [], [], []
         for m in self.estimates:
-            s = _stamp(m)
+            s = stamp_seconds(m.header.stamp)
             k = int(np.searchsorted(truth_t, s))
             near = [j for j in (k - 1, k) if 0 <= j < truth_t.size]
             j = min(near, key=lambda j: abs(truth_t[j] - s)) if near else None

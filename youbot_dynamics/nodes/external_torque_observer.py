@@ -36,7 +36,7 @@ from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from .common import run_node
 from .controller_node import _D, COMMON_PARAMETERS, NOMINAL_MODEL, descriptor
-from .conversions import JointStateReader
+from .conversions import JointStateReader, stamp_seconds
 from .external_torque import QOS_DEPTH, ExternalTorqueMonitor, thresholds_from
 
 __all__ = ["ExternalTorqueNode", "main"]
@@ -93,7 +93,7 @@ class ExternalTorqueNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        stamp = stamp_seconds(msg.header.stamp)
         if stamp <= 0.0:
             stamp = self.get_clock().now().nanoseconds * 1e-9
         dq = self._velocity.update(stamp, q, dq)

@@ -79,7 +79,7 @@ from ..sim.schedule import PublishSchedule
 from ..sim.true_robot import PUBLISH_STREAM, rng_stream
 from ..timing import LoopStatistics
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import deserialize_trajectory, trajectory_arrays
+from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
 __all__ = ["SimNode", "main"]
 
@@ -331,7 +331,7 @@ class SimNode(Node):
         try:
             msg = deserialize_trajectory(data, self.arm.n_joints)
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
-            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            stamp = stamp_seconds(msg.header.stamp)
             with self._lock:
                 if stamp > 0.0:  # timed from its stamp (0: from now)
                     now = self.sim.time if self._publish_clock else self.get_clock().now().nanoseconds * 1e-9

@@ -54,7 +54,7 @@ from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
 from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import deserialize_trajectory, trajectory_arrays
+from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
 __all__ = ["YoubotDriverNode", "main", "BACKENDS"]
 
@@ -297,7 +297,7 @@ class YoubotDriverNode(Node):
             self._check_interface("trajectory")
             msg = deserialize_trajectory(data, self.arm.n_joints)
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
-            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            stamp = stamp_seconds(msg.header.stamp)
             if stamp > 0.0:  # timed from its stamp (0: from now), on the clock of the joint state stamps
                 state = self.driver.state()
                 now = (state.time if self._publish_clock and state is not None
