@@ -395,9 +395,9 @@ def peak_speed(h):
     peak = np.zeros(5)
     publish_state = h.sim._publish_state
 
-    def measured(m) -> None:
+    def measured(m, *args) -> None:
         np.maximum(peak, np.abs(m.velocity), out=peak)
-        publish_state(m)
+        publish_state(m, *args)
 
     h.sim._publish_state = measured
     try:

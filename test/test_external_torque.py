@@ -156,6 +156,38 @@ def test_observer_on_the_harder_robot_within_0_3_nm(arm, hard_sim, true_model):
     assert np.all(rms <= 0.3)
 
 
+def test_a_gap_in_the_states_keeps_the_estimate(arm):
+    """States lost for longer than ``max_step`` while a push is held: the integral restarts after the
+    gap from the estimate it had (a restart at ``r = 0`` would read the held push as a new one, which
+    it did with the simulator loaded by two CPU hogs); :meth:`reset` still starts at zero."""
+    sim = ArmSimulator(arm, realism=False)
+    model = DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+    observer = MomentumObserver(model, 100.0, max_step=0.005)
+    push, gap = (START + 0.3, START + 0.8), (START + 0.5, START + 0.52)
+    before = after = None
+    errors = []
+    for t, q, dq, tau, _ in stroke(sim, model, arm, 0.5):
+        if push[0] <= t < push[1]:
+            sim.apply_wrench(UPPER_ARM, [0.0, 0.0, 0.0], JOINT_2_TORQUE, duration=1.5 * sim.timestep)
+        if gap[0] <= t < gap[1]:
+            continue
+        truth = sim.external_torque
+        r = observer.update(t, q, dq, tau)
+        if t < gap[0]:
+            before = r
+        elif after is None:
+            after = r
+        if gap[1] <= t < gap[1] + 0.05:
+            errors.append(np.abs(r - truth).max())
+    print(f"\nestimate before the gap {np.round(before, 3)}, after it {np.round(after, 3)} N m; largest error in the "
+          f"50 ms after it {max(errors):.4f} N m")
+    assert abs(before[1]) == pytest.approx(JOINT_2_TORQUE[2], abs=0.05)  # settled on the push before the gap
+    np.testing.assert_array_equal(after, before)
+    assert max(errors) < 0.05
+    observer.reset()
+    np.testing.assert_array_equal(observer.update(10.0, HOME, np.zeros(5), np.zeros(5)), np.zeros(5))
+
+
 def test_observer_refuses_bad_input(true_model):
     with pytest.raises(ValueError, match="gain"):
         MomentumObserver(true_model, gain=0.0)

@@ -119,6 +119,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
@@ -474,6 +475,7 @@ class ControllerNode(Node):
         self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
                            if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
+        self._header_stamp: Time | None = None  # the same as a message (None for the arrival time)
         observer_torque = self._param('observer_torque')
         if observer_torque not in OBSERVER_TORQUES:
             raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{observer_torque}'")
@@ -592,6 +594,7 @@ class ControllerNode(Node):
             return
         stamp = stamp_seconds(msg.header.stamp)
         self._stamp = stamp if stamp > 0.0 else arrival
+        self._header_stamp = msg.header.stamp if stamp > 0.0 else None
         problem = self._monitor.check(self._stamp, q)
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
@@ -796,7 +799,8 @@ class ControllerNode(Node):
         ours acts), or its measured effort (``observer_torque``); a collision gets its reaction."""
         _, q, dq, effort = state
         command = self._observe_command and tau is not None
-        if not self.external.update(self._stamp, q, dq, tau if command else effort, measured=not command):
+        if not self.external.update(self._stamp, q, dq, tau if command else effort, measured=not command,
+                                    header_stamp=self._header_stamp):
             return
         reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from numpy.typing import NDArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -55,10 +56,12 @@ class ExternalTorqueMonitor:
         self._msg = JointState(name=list(arm.joint_names))
         self._pub = node.create_publisher(JointState, '~/external_torque', QOS_DEPTH)
 
-    def update(self, stamp: float, q: Array, dq: Array, tau: Array | None, measured: bool = False) -> bool:
+    def update(self, stamp: float, q: Array, dq: Array, tau: Array | None, measured: bool = False,
+               header_stamp: Time | None = None) -> bool:
         """One joint state (stamp [s]) and the motor torque from it on, or with ``measured`` the state's
         measured effort (the torque up to it) (``None``: unknown, the observer restarts); publishes the
-        estimate. ``True`` when a collision begins."""
+        estimate, stamped ``header_stamp`` (the joint state's own, exactly; ``stamp`` to the
+        nanosecond a float holds, 0.5 us, when not given). ``True`` when a collision begins."""
         observe = self.observer.update_measured if measured else self.observer.update
         if tau is None and not self._warned_no_effort:
             self._warned_no_effort = True
@@ -73,7 +76,10 @@ class ExternalTorqueMonitor:
         self.residual = r
         self.stamp = stamp
         msg = self._msg
-        msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(1e9 * (stamp % 1.0))
+        if header_stamp is not None:
+            msg.header.stamp = header_stamp
+        else:
+            msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(1e9 * (stamp % 1.0))
         msg.effort = r.tolist()
         self._pub.publish(msg)
         if self.detector is None:

@@ -62,9 +62,9 @@ class ExternalTorqueNode(Node):
         self.declare_parameter('friction_eps', *c['friction_eps'])
         self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
         self.declare_parameter('max_state_gap', 0.005, descriptor(
-            "A gap between joint states longer than this [s] restarts the observer (and the differentiation): a "
-            "state's measured effort stands for the drives' torque until the next state, and over a longer gap "
-            "their own loop changes it (at 1 kHz: 5 states lost).", _D, range_=(1e-4, 1.0)))
+            "A gap between joint states longer than this [s] restarts the observer's integral (the estimate "
+            "carries over) and the differentiation: a state's measured effort stands for the drives' torque until "
+            "the next state, and over a longer gap their own loop changes it (at 1 kHz: 5 states lost).", _D, range_=(1e-4, 1.0)))
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
         p = {name: parameter.value for name, parameter in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -93,11 +93,11 @@ class ExternalTorqueNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
-        stamp = stamp_seconds(msg.header.stamp)
+        stamp, header_stamp = stamp_seconds(msg.header.stamp), msg.header.stamp
         if stamp <= 0.0:
-            stamp = self.get_clock().now().nanoseconds * 1e-9
+            stamp, header_stamp = self.get_clock().now().nanoseconds * 1e-9, None
         dq = self._velocity.update(stamp, q, dq)
-        if self.external.update(stamp, q, dq, effort, measured=True):
+        if self.external.update(stamp, q, dq, effort, measured=True, header_stamp=header_stamp):
             text = self.external.describe_collision()
             self.get_logger().error(text)
             self.status_pub.publish(String(data=text))
