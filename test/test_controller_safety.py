@@ -18,7 +18,7 @@ import yaml
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control import JointStateMonitor
 from youbot_dynamics.control.laws import GOAL_VELOCITY_FRACTION, PDGravityController
-from youbot_dynamics.control.safety import GuardState, SafetyConfig, SafetyGuard
+from youbot_dynamics.control.safety import STALL_VELOCITY, GuardState, SafetyConfig, SafetyGuard
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.sim import ArmSimulator, Realism
@@ -184,40 +184,56 @@ def test_velocity_guard_equation_also_on_the_fault_hold(arm, true_model):
 
 
 def test_stall_bound_equation(arm, true_model):
-    """Each torque is within ``C q' + G + fv q' + f0 +- fc`` (the model's, independently of the guard's
-    terms: Coriolis vector + gravity + viscous friction + offset, and the Coulomb level that acts while
-    the joint moves towards the bound) plus or minus ``m_j (velocity_max -+ q'_j) / stall_time``,
-    with ``m_j`` the smallest effective inertia ``1 / (M^-1)_jj`` inside the limits."""
+    """The torque beyond the friction band around the model's unaccelerated torque ``C q' + G + fv q'
+    + f0 +- fc`` accelerates the arm by ``a = M^-1 e``; after the guard every ``a_j`` lies within
+    ``(-+0.95 velocity_max_j - q'_j) / stall_time`` (a runaway law's 1000 N m on every joint), and a torque
+    whose accelerations already do is untouched, however much of it couples the joints (what the
+    per-joint bound before clipped: the torque keeping the wrist on its path while the upper arm
+    accelerates)."""
     config = SafetyConfig(ramp_time=0.0, stall_time=0.1)
     guard = SafetyGuard(arm, true_model, config)
+    terms = guard._terms
+    assert np.all(terms.coulomb > 0)
     rng = np.random.default_rng(5)
-    q_samples = rng.uniform(arm.position_min + 0.3, arm.position_max - 0.3, (400, 5))
-    inverse = np.linalg.inv(true_model.mass_matrix(q_samples))
-    m_low = np.min(1.0 / np.diagonal(inverse, axis1=-2, axis2=-1), axis=0)  # over other samples than the guard's
+    q_samples = rng.uniform(arm.position_min + 0.3, arm.position_max - 0.3, (50, 5))
     guard.enable(0.0)
-    checked = 0
-    for q in q_samples[:50]:
+    checked = untouched = 0
+
+    def acceleration(q, dq, tau):
+        unaccelerated = true_model.coriolis_vector(q, dq) + true_model.gravity(q) + terms.viscous * dq + terms.offset
+        excess = tau - np.clip(tau, unaccelerated - terms.coulomb, unaccelerated + terms.coulomb)
+        return np.linalg.solve(true_model.mass_matrix(q), excess), unaccelerated
+
+    for q in q_samples:
         for fraction in (0.0, 0.4, -0.7):
             dq = fraction * arm.velocity_max * rng.uniform(0.5, 1.0, 5)
-            passive = (true_model.coriolis_vector(q, dq) + true_model.gravity(q)
-                       + guard._terms.viscous * dq + guard._terms.offset)
-            assert np.all(guard._terms.coulomb > 0)
+            low = (-STALL_VELOCITY * arm.velocity_max - dq) / config.stall_time
+            high = (STALL_VELOCITY * arm.velocity_max - dq) / config.stall_time
             for push in (1e3, -1e3):
                 tau = guard.command(0.0, 0.0, q, dq, lambda t, q_, dq_: np.full(5, push))
-                reach = m_low * (arm.velocity_max - np.sign(push) * dq) / config.stall_time
-                bound = passive + np.sign(push) * (reach + guard._terms.coulomb)
-                # the guard's m_j (its own 64 samples) is at least the smallest over these 400: within 10 %
-                free = np.abs(bound) < guard.torque_limit  # else saturation decides
-                if np.sign(push) > 0:
-                    assert np.all(tau[free] <= bound[free] + 0.1 * reach[free] + 1e-9)
-                else:
-                    assert np.all(tau[free] >= bound[free] - 0.1 * reach[free] - 1e-9)
                 assert np.all(np.abs(tau) <= guard.torque_limit + 1e-12)
-                checked += int(free.sum())
-    assert checked > 200
+                if np.any(np.abs(tau) >= guard.torque_limit - 1e-9):
+                    continue  # saturation decides
+                a, _ = acceleration(q, dq, tau)
+                tolerance = 1e-6 * (high - low)
+                assert np.all(a >= low - tolerance) and np.all(a <= high + tolerance), (a, low, high)
+                assert np.any(np.isclose(a, high if push > 0 else low, rtol=1e-6, atol=1e-9))  # it binds
+                checked += 1
+            # inside the bound: accelerations within 90 % of it, each joint beyond its friction band
+            wanted = rng.uniform(0.9 * low, 0.9 * high)
+            _, unaccelerated = acceleration(q, dq, np.zeros(5))
+            coupled = true_model.mass_matrix(q) @ wanted
+            tau = unaccelerated + coupled + np.sign(coupled) * terms.coulomb
+            if np.all(np.abs(tau) < guard.torque_limit):
+                np.testing.assert_allclose(guard.command(0.0, 0.0, q, dq, lambda t, q_, dq_: tau), tau,
+                                           rtol=1e-9, atol=1e-9)
+                untouched += 1
+    print(f"\nstall bound: {checked} runaway torques bounded, {untouched} torques inside it untouched")
+    assert checked > 50 and untouched > 20
     # a small torque is untouched
     q, dq = HOME, 0.2 * arm.velocity_max
-    small = guard._terms.passive(q, dq) + 0.01
+    terms = guard._terms  # inside the friction band around the torque that keeps the state unaccelerated
+    small = true_model.coriolis_vector(q, dq) + true_model.gravity(q) + terms.viscous * dq + terms.offset + 0.01
     np.testing.assert_allclose(guard.command(0.0, 0.0, q, dq, lambda t, q_, dq_: small), small)
 
 
@@ -245,7 +261,7 @@ def test_a_stalled_controller_torque_keeps_the_arm_within_velocity_max(arm, seed
     ratio = peak / arm.velocity_max
     print(f"\nstalled 0.1 s on the torque of a runaway law from {fraction:+.2f} x velocity_max: "
           f"peak {np.round(ratio, 3).tolist()} x velocity_max")
-    assert np.all(ratio <= 1.05)  # measured at most 1.018 x (coupling of the other joints)
+    assert np.all(ratio <= 1.05)  # measured at most 1.032 x (the model changes over the stall: the bound aims at 0.95 x)
 
 
 def test_computed_torque_on_late_joint_states_keeps_within_the_limits(arm, seed_sim, true_model):

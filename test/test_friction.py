@@ -75,6 +75,17 @@ def test_inverse_dynamics_is_pinocchio_plus_the_friction_equation():
     np.testing.assert_allclose(m.forward_dynamics(q, dq, want), ddq, rtol=0, atol=1e-8)
     mm, c, gg = m.dynamics_terms(q[0], dq[0])
     np.testing.assert_allclose(mm @ ddq[0] + c + gg + m.friction(dq[0], q[0]), want[0], rtol=0, atol=1e-9)
+    # kept for the next call on the same state (the law's and the guard's), read-only; another state
+    # (the same arrays changed in place too) is evaluated anew
+    assert m.dynamics_terms(q[0].copy(), dq[0].copy())[0] is mm and not mm.flags.writeable
+    with pytest.raises(ValueError):
+        c[0] = 0.0
+    state = dq[0].copy()
+    m.dynamics_terms(q[0], state)
+    state[:] = dq[1]
+    _, c1, _ = m.dynamics_terms(q[0], state)
+    np.testing.assert_allclose(mm @ ddq[0] + c1 + gg + m.friction(dq[1], q[0]),
+                               m.inverse_dynamics_single(q[0], dq[1], ddq[0]), rtol=0, atol=1e-9)
 
 
 def test_each_term_alone_against_its_equation():
@@ -160,20 +171,21 @@ def test_negative_load_or_stribeck_friction_is_inconsistent():
 
 
 def test_control_laws_compensate_the_models_friction():
-    """ModelTerms: the model's smooth shape kept, a sign Coulomb smoothed with the laws' eps; passive
-    = C q' + G + t_f, against Pinocchio and the equation."""
+    """ModelTerms: the model's smooth shape kept, a sign Coulomb smoothed with the laws' eps, against
+    the equation; computed torque is the model's inverse dynamics, against Pinocchio."""
     q, dq, ddq = states(5, 4)
     rigid, g = pinocchio_rigid(q, dq, np.zeros_like(dq))
     terms = ModelTerms(model(), friction_eps=0.01)
     for k in range(5):
         np.testing.assert_allclose(terms.friction(dq[k], q[k]), expected_friction(dq[k], g[k]), atol=1e-9)
-        np.testing.assert_allclose(terms.passive(q[k], dq[k]), rigid[k] + expected_friction(dq[k], g[k]), atol=1e-9)
+        # the safety guard's C q' + G (dynamics_terms): rigid-body only, no friction of any structure
+        _, coriolis, gravity = model().dynamics_terms(q[k], dq[k])
+        np.testing.assert_allclose(coriolis + gravity, rigid[k], atol=1e-9)
     seed = model(FrictionModel(5), np.zeros(0))
     terms = ModelTerms(seed, friction_eps=0.01)
     for k in range(5):
         smooth = FV * dq[k] + FC * np.tanh(dq[k] / 0.01) + F0
         np.testing.assert_allclose(terms.friction(dq[k]), smooth, atol=1e-12)
-        np.testing.assert_allclose(terms.passive(q[k], dq[k]), rigid[k] + smooth, atol=1e-9)
     # computed torque at zero tracking error: the model's inverse dynamics along the reference
     law = ComputedTorqueController(model(), ARM)
 

@@ -66,7 +66,7 @@ def test_tracking_with_the_payload_applied_within_2x_of_without(arm):
     """The issue's goal, 0.5 kg at the tool, on the simulated robot with the seed's friction
     structure (noise, quantization, effort calibration and velocity lag on): the true-parameter model
     has no load-dependent friction, and on the harder robot its computed torque locks joint 4 at the
-    turnaround with the payload's extra load (46.7 mrad RMS; an identified model, which has the load
+    turnaround with the payload's extra load (23.9 mrad RMS; an identified model, which has the load
     term, tracks at 0.35-1.34 mrad there: README). The law's model is switched as the controller
     nodes do on ~/payload."""
     sim = ArmSimulator(arm, realism=Realism(extra_friction=False))

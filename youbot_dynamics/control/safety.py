@@ -64,22 +64,33 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    happens while the controller stalls or acts on late states, and the drives keep its last
    torque meanwhile. So every torque is one that the arm may receive for T without a joint passing
    ``velocity_max``: with ``p = C(q, q') q' + G(q) + t_f(q')`` the model's torque that keeps the
-   state unaccelerated and ``m_j`` the smallest effective inertia ``1 / (M^-1)_jj`` of the joint
-   inside the limits (:data:`STALL_SAMPLES` configurations),
-   ``p_j - m_j (velocity_max_j + q'_j) / T <= tau_j <= p_j + m_j (velocity_max_j - q'_j) / T``
-   (at rest ``|tau_j - p_j| <= m_j velocity_max_j / T``: 6.4 N m on joint 1, 0.34 N m on joint 4;
-   with the model's Coulomb-like friction, its part in ``p`` is replaced by the kinetic level that
-   acts while the joint moves towards the bound, ``fc + fl |G| + fa`` up and ``fc + fl |G| - fa``
-   down (:meth:`~.terms.ModelTerms.sliding_friction`): a torque that breaks a joint away from
-   static friction is allowed, as far as the model knows that friction;
-   tracking and regulation within ``acceleration_max`` stay inside it: the demo's tracking errors
-   are unchanged). Above ``velocity_max`` it pulls the joint back with the time constant T. Why,
+   state unaccelerated, the torque beyond it accelerates the arm, all joints together through
+   ``M(q)``: ``a = M(q)^-1 e`` with ``e = tau - p``, and the bound is
+   ``(-s velocity_max - q') / T <= a <= (s velocity_max - q') / T`` per joint (``s`` =
+   :data:`STALL_VELOCITY`, 0.95); a torque that breaks it
+   loses ``M(q) (a - a_b)``, ``a_b`` the accelerations clipped to the bound (the other joints'
+   torques change only by what couples them to the clipped ones). With the model's Coulomb-like
+   friction, its part in ``p`` is replaced by the kinetic level that acts while the joint moves
+   towards the bound: ``e_j`` is the torque beyond ``p_j - part_j + up_j`` or below
+   ``p_j - part_j - down_j``, up ``fc + fl |G| + fa``, down ``fc + fl |G| - fa``
+   (:meth:`~.terms.ModelTerms.kinetic_levels`), zero between: a torque that breaks a joint away
+   from static friction is allowed, as far as the model knows that friction. At rest one joint
+   alone may take ``e_j = s velocity_max_j / (T (M^-1)_jj)``. Tracking and regulation within
+   ``acceleration_max`` stay inside it (one compiled model call, shared with computed torque:
+   :meth:`~..dynamics.model.DynamicModel.dynamics_terms` keeps the last state's terms).
+   (Before, per joint: ``|e_j| <= m_j (velocity_max_j -+ q'_j) / T`` with ``m_j`` the smallest
+   ``1 / (M^-1)_jj`` over the workspace, which counts the torque that keeps a joint on its path
+   while the others accelerate (``M_jk q''_k``) as its own excess: with 0.5 kg at the tool, computed
+   torque on the demo's stroke was clipped by up to 0.65 N m on joint 4 and its tracking error
+   doubled, 2.13 mrad RMS instead of 1.04.) Above ``velocity_max`` it pulls the joint back with
+   the time constant T. Why,
    measured: a loaded CI run (two CPU hogs) failed the main job with three joints at 1.106-1.109 x
    ``velocity_max`` while computed torque tracked at 0.8 x ``velocity_max`` with a p99 latency of
    41 ms and errors of 0.2 rad; in the simulator computed torque at 40 rad/s on joint states 30 ms
-   old reached 1.6-3.0 x ``velocity_max`` without the bound, 0.95-1.01 x with it, and a runaway
+   old reached 1.6-3.0 x ``velocity_max`` without the bound, 0.92-0.96 x with it, and a runaway
    law's torque held for 0.1 s from 0.85 x ``velocity_max`` 2.2-4.9 x without, at most 1.02 x with
-   it (test/test_controller_safety.py).
+   it (test/test_controller_safety.py; aimed at 1.0 x instead of :data:`STALL_VELOCITY`, up to
+   1.07 x: ``M``, ``C q'`` and ``G`` change over the stall).
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
@@ -109,20 +120,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, check_joint_values
-from ..dynamics.consistency import sample_configurations
 from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
-__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_SAMPLES", "stall_inertia", "GuardState", "SafetyConfig",
-           "SafetyGuard", "smoothstep"]
+__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig", "SafetyGuard",
+           "smoothstep"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
 
 FAULT_BEHAVIOURS = ("zero", "hold")
 BRAKING_FACTOR = 2.0  # braking deceleration of the velocity guard near a limit, x acceleration_max
-STALL_SAMPLES = 64  # configurations for the smallest effective inertia of the stall bound
 COAST_DISTANCE = 0.01  # [rad] the most a joint may move at its last speed while the guard coasts
+STALL_VELOCITY = 0.95  # x velocity_max: the stall bound's aim (the model's change over stall_time: the rest)
 
 
 class GuardState(str, Enum):
@@ -179,14 +189,6 @@ def smoothstep(x: float) -> float:
     return x * x * (3.0 - 2.0 * x)
 
 
-def stall_inertia(model: DynamicModel, arm: ArmDescription) -> Array:
-    """The smallest effective inertia ``1 / (M^-1)_jj`` of each joint over ``STALL_SAMPLES``
-    configurations inside the limits (the stall bound's, module docstring)."""
-    q = sample_configurations(arm, STALL_SAMPLES)
-    inverse = np.linalg.inv(model.mass_matrix(q))
-    return np.min(1.0 / np.diagonal(inverse, axis1=-2, axis2=-1), axis=0)
-
-
 class SafetyGuard:
     """Filters every torque command of a control law; see the module docstring."""
 
@@ -221,9 +223,6 @@ class SafetyGuard:
         braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
-        self._stall_gain: Array | None = None
-        if config.stall_time > 0.0:
-            self._set_stall_inertia(stall_inertia(model, arm))
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
         self.saturated = np.zeros(n, dtype=bool)
@@ -318,21 +317,12 @@ class SafetyGuard:
                    f"{1e3 * COAST_DISTANCE:.0f} mrad of motion")
         return f"joint state stale: {1e3 * age:.1f} ms old (timeout {1e3 * timeout:.0f} ms; {why})"
 
-    def set_model(self, model: DynamicModel, inertia: Array | None = None) -> None:
-        """The model's ``G``, ``C q'``, friction and smallest effective inertia for the hold, the coast and
-        the stall bound from the next command on (a payload at run time: with the first model's inertia
-        the bound clipped computed torque on the wrist, whose inertia 0.5 kg at the tool doubles: 30
-        mrad RMS on joint 4 instead of 1.9). ``inertia``: :func:`stall_inertia` of ``model`` if computed
-        already (a few ms: e.g. off the control thread)."""
+    def set_model(self, model: DynamicModel) -> None:
+        """The model's ``G``, ``C q'``, ``M`` and friction for the hold, the coast and the stall bound
+        from the next command on (a payload at run time)."""
         if model.n_joints != self.arm.n_joints:
             raise ValueError(f"model has {model.n_joints} joints, the arm {self.arm.n_joints}")
         self._terms = ModelTerms(model)
-        if self.config.stall_time > 0.0:
-            self._set_stall_inertia(stall_inertia(model, self.arm) if inertia is None else inertia)
-
-    def _set_stall_inertia(self, inertia: Array) -> None:
-        self._stall_gain = np.asarray(inertia, dtype=float) / self.config.stall_time
-        self._stall_reach = self._stall_gain * self.arm.velocity_max
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
@@ -379,13 +369,22 @@ class SafetyGuard:
                              - (up - w_up) * limit)
             tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v_low, 0.0)
                              + (low - w_low) * limit)
-        if self._stall_gain is not None:
-            middle = self._terms.passive(q, dq) - self._stall_gain * dq
-            if self._terms.has_coulomb:  # the kinetic friction that will act on the way to velocity_max
-                part, up, down = self._terms.sliding_friction(q, dq)
-                tau = np.minimum(np.maximum(tau, middle - part - down - self._stall_reach),
-                                 middle - part + up + self._stall_reach)
-            else:
-                tau = np.minimum(np.maximum(tau, middle - self._stall_reach), middle + self._stall_reach)
+        if self.config.stall_time > 0.0:
+            tau = self._stall_bounded(q, dq, tau)
         self.saturated = np.abs(tau) > limit
         return np.minimum(np.maximum(tau, self._negative_limit), limit)
+
+    def _stall_bounded(self, q: Array, dq: Array, tau: Array) -> Array:
+        """The stall bound of the module docstring (item 6): ``tau`` less ``M (a - a_b)``; one compiled
+        model call (``M``, ``C q'``, ``G``)."""
+        terms = self._terms
+        m, coriolis, gravity = terms.model.dynamics_terms(q, dq)
+        # p without its Coulomb-like part, and the kinetic levels that part reaches moving up and down
+        base = coriolis + gravity + terms.viscous * dq + terms.offset
+        up, down = terms.kinetic_levels(gravity)
+        excess = tau - np.minimum(np.maximum(tau, base - down), base + up)
+        reach = STALL_VELOCITY * self.arm.velocity_max / self.config.stall_time
+        rate = dq / self.config.stall_time
+        a = np.linalg.solve(m, excess)
+        bounded = np.minimum(np.maximum(a, -reach - rate), reach - rate)
+        return tau if np.array_equal(bounded, a) else tau - m @ (a - bounded)

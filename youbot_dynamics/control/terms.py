@@ -54,12 +54,6 @@ class ModelTerms:
         self.friction_model = dataclasses.replace(own, eps=tuple(e if e > 0 else self.friction_eps for e in own.eps))
         self._parameters = model.friction_parameters
         self._zero = np.zeros(n)
-        # fast paths of a control cycle (numpy calls on 5-vectors cost microseconds each)
-        self._eps = np.array(self.friction_model.eps)
-        sign_joints = np.array(own.eps) == 0.0
-        self._sign_coulomb = self.coulomb * sign_joints  # fc of the joints whose model has sign(v)
-        self._extras_differ = bool(own.terms) and bool(sign_joints.any())
-        self._has_coulomb = bool(np.any(self.coulomb != 0.0) or np.any(self._parameters != 0.0))
 
     @property
     def n_joints(self) -> int:
@@ -68,35 +62,6 @@ class ModelTerms:
     def gravity(self, q: Array) -> Array:
         """``G(q)``: the inverse dynamics at rest minus the friction offset ``f0``."""
         return self.model.inverse_dynamics_single(q, self._zero, self._zero) - self.offset
-
-    def passive(self, q: Array, dq: Array) -> Array:
-        """``C(q, q') q' + G(q) + t_f(q, q')``: the torque that keeps the state ``(q, q')`` unaccelerated
-        (the model's inverse dynamics, its friction replaced by the smoothed one)."""
-        tau = self.model.inverse_dynamics_trusted(q, dq, self._zero)
-        if self._sign_coulomb.any():
-            tau = tau + self._sign_coulomb * (np.tanh(dq / self._eps) - np.sign(dq))
-        if self._extras_differ:
-            own = self.model.friction_model
-            gravity = self.gravity(q) if own.uses_load else None
-            tau = tau + (self.friction_model.extra_torque(self._parameters, dq, gravity)
-                         - own.extra_torque(self._parameters, dq, gravity))
-        return tau
-
-    @property
-    def has_coulomb(self) -> bool:
-        """Whether the model has any Coulomb-like friction (``fc``, or an extra term)."""
-        return self._has_coulomb
-
-    def sliding_friction(self, q: Array, dq: Array) -> tuple[Array, Array, Array]:
-        """``(part, up, down)``: the Coulomb-like part of ``t_f`` at ``(q, q')`` (``fc s`` and the extra
-        terms), and the kinetic level it reaches moving up and down (:meth:`kinetic_levels`)."""
-        fm = self.friction_model
-        part = self.coulomb * np.tanh(dq / self._eps)
-        if not fm.terms:
-            return part, self.coulomb, self.coulomb
-        gravity = self.gravity(q) if fm.uses_load else None
-        part = part + fm.extra_torque(self._parameters, dq, gravity)
-        return (part, *self.kinetic_levels(gravity))
 
     def kinetic_levels(self, gravity: Array | None) -> tuple[Array, Array]:
         """``(up, down)``: the kinetic Coulomb level of ``t_f`` moving up and down, ``fc + fl |G| +- fa``

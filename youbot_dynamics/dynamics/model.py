@@ -113,6 +113,7 @@ class DynamicModel:
         self._dq_many = np.zeros((n + 2, n))
         self._ddq_many = np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))])
         self._out_many = np.zeros((n + 2, n, self.base.count))
+        self._kept_terms: tuple[bytes, Any] = (b"", None)  # dynamics_terms of the last state
         friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
@@ -300,8 +301,21 @@ class DynamicModel:
 
     def dynamics_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
         """``(M(q), C(q, q') q', G(q))`` of one state in one compiled call of n + 2 stacked states:
-        ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``. Not thread-safe (model-owned buffers)."""
+        ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``; read-only arrays, kept for the next call on
+        the same state (a control cycle's law and safety guard both need them). Not thread-safe
+        (model-owned buffers)."""
         q, dq = self._vector("q", q), self._vector("dq", dq)
+        key = q.tobytes() + dq.tobytes()
+        kept_key, kept = self._kept_terms  # one tuple: replaced as a whole
+        if key == kept_key:
+            return kept
+        terms = self._dynamics_terms(q, dq)
+        for array in terms:
+            array.flags.writeable = False
+        self._kept_terms = (key, terms)
+        return terms
+
+    def _dynamics_terms(self, q: Array, dq: Array) -> tuple[Array, Array, Array]:
         if self._module is None:
             return self.mass_matrix(q), self.coriolis_vector(q, dq), self.gravity(q)
         n = self.n_joints

@@ -138,7 +138,6 @@ from ..compiled import cache_location, compile_kernels
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN
 from ..control.release import release_waypoints
-from ..control.safety import stall_inertia
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
@@ -322,7 +321,7 @@ class ControllerNode(Node):
         self.model: DynamicModel = load_model(model_file)
         self._model_without_payload = self.model  # ~/payload sets the payload on this one
         self.payload = Payload.of(0.0)
-        # (payload, model, its stall inertia), built and checked by the planner
+        # (payload, model), built and checked by the planner
         self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
@@ -776,18 +775,18 @@ class ControllerNode(Node):
             except ValueError as exc:  # ModelConsistencyError among them
                 self.refuse("payload", exc)
                 return
-            self._payload_updates.put((payload, model, stall_inertia(model, arm)))
+            self._payload_updates.put((payload, model))
 
         self._planner.submit(job)
 
     def _install_payload(self) -> None:
         """The newest checked payload's model into the law, the float law, the guard and the observer."""
         while not self._payload_updates.empty():
-            payload, model, inertia = self._payload_updates.get_nowait()
+            payload, model = self._payload_updates.get_nowait()
         self.law.set_model(model, checked=True)
         if self._float_law is not None:
             self._float_law.set_model(model, checked=True)
-        self.guard.set_model(model, inertia)
+        self.guard.set_model(model)
         if self.external is not None:
             self.external.set_model(model)
         self.model, self.payload = model, payload

@@ -9,7 +9,8 @@ the arm feel, over the topics, each node its own process.
    before it (the full-speed motion must not raise one).
 2. **Collision and reaction**: the same stroke, ``collision_reaction: stop``; 2 N m on joint 2 alone
    (a torque on the upper arm) as a step in mid-motion: the delay from the first state the push
-   acted on to the state the collision was seen on (goal <= 20 ms), and the reaction.
+   acted on to the state the collision was seen on (goal <= 20 ms), and the reaction. A collision
+   before the push counts against the no-false-collision goal; the stroke then runs once more.
 3. **Hand-guiding**: ``float_controller`` enabled; a 15 N push on the forearm for 0.3 s moves the
    arm; after it coasted to rest, its drift over 1 s (goal <= 1 mrad/s).
 4. **Payload**: the identification phase put 0.5 kg at the tool after identifying and ran
@@ -163,14 +164,24 @@ def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
 
 
 def _collision(client: _Client, model: str) -> dict[str, Any]:
-    rec = _stroke_with(client, "computed_torque_controller", {"model_file": model, "collision_reaction": "stop"},
-                       _step_on_joint_2)
-    t, _, truth = rec.pairs()
-    pushed = t[np.any(np.abs(truth) > 0.0, axis=1)]
-    seen = [s for s in rec.status if s.startswith("collision")]
-    if pushed.size == 0 or not seen:
-        raise RuntimeError(f"collision: push applied {pushed.size > 0}, reported {bool(seen)}; status {rec.status}")
-    return {"delay_s": _collision_stamp(seen[0]) - float(pushed[0]), "status": seen[0]}
+    """The detection delay of the step on joint 2. A collision reported before the push is a false
+    alarm: kept (the no-false-collision goal counts it) and, as the reaction stopped the stroke before
+    the push, the stroke runs once more."""
+    false_alarms: list[str] = []
+    for _ in range(2):
+        rec = _stroke_with(client, "computed_torque_controller", {"model_file": model, "collision_reaction": "stop"},
+                           _step_on_joint_2)
+        t, _, truth = rec.pairs()
+        pushed = t[np.any(np.abs(truth) > 0.0, axis=1)]
+        began = float(pushed[0]) if pushed.size else np.inf
+        seen = [s for s in rec.status if s.startswith("collision")]
+        false_alarms += [s for s in seen if _collision_stamp(s) < began]
+        detected = [s for s in seen if _collision_stamp(s) >= began]
+        if detected:
+            return {"delay_s": _collision_stamp(detected[0]) - began, "status": detected[0],
+                    "false_alarms": false_alarms}
+    raise RuntimeError(f"collision: push applied {pushed.size > 0}, detected in neither of two strokes; "
+                       f"status {rec.status}")
 
 
 def _collision_stamp(status: str) -> float:
@@ -252,11 +263,11 @@ def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
           f"{np.round(push['rms_error_nm'], 3).tolist()} N m; collisions before the push: "
           f"{len(push['collisions_reported'])}")
     print(f"   2 N m on joint 2 in mid-motion: detected after {1e3 * collision['delay_s']:.0f} ms; "
-          f"{collision['status']}")
+          f"{collision['status']}; collisions before the push: {len(collision['false_alarms'])}")
     print(f"   float: a 15 N push moved the arm {np.round(floating['moved_rad'], 3).tolist()} rad; then drift "
           f"{np.round(1e3 * np.asarray(floating['drift_rad_per_s']), 3).tolist()} mrad/s")
     goals = {"external_torque_rms_at_most_0.3nm": max(push["rms_error_nm"]) <= 0.3,
-             "no_false_collision_at_full_speed": not push["collisions_reported"],
+             "no_false_collision_at_full_speed": not (push["collisions_reported"] or collision["false_alarms"]),
              "collision_detected_within_20ms": 0.0 <= collision["delay_s"] <= 0.02,
              "float_drift_at_most_1mrad_per_s": max(floating["drift_rad_per_s"]) <= 1e-3}
     if payload is not None:
