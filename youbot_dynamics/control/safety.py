@@ -123,8 +123,8 @@ from ..arm import ArmDescription, check_joint_values
 from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
-__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig", "SafetyGuard",
-           "smoothstep"]
+__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig",
+           "SafetyGuard", "smoothstep"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
