@@ -222,7 +222,8 @@ def smoothed_friction(sim: ArmSimulator, v: np.ndarray) -> np.ndarray:
 def test_laws_equal_pinocchio(arm, sim, true_model, pinocchio_true):
     pin, model, data = pinocchio_true
     rng = np.random.default_rng(3)
-    ctl = ComputedTorqueController(true_model, arm, kp=[900, 1000, 1100, 1200, 1300], kd=[60, 62, 64, 66, 68])
+    ctl = ComputedTorqueController(true_model, arm, kp=[900, 1000, 1100, 1200, 1300], kd=[60, 62, 64, 66, 68],
+                                   integral_rate=0.0)  # (4.8) itself; the integral action: its own test
     ctl.follow(out_and_back(HOME), 0.0)
     pd = PDGravityController(true_model, arm)
     pd.hold(HOME)
@@ -237,6 +238,57 @@ def test_laws_equal_pinocchio(arm, sim, true_model, pinocchio_true):
         expected = pd.kp * (HOME - q) - pd.kd * dq + gravity + smoothed_friction(sim, dq)
         np.testing.assert_allclose(pd.torque(t, q, dq), expected, rtol=0, atol=1e-9)
         np.testing.assert_allclose(ctl.gravity(q), gravity, rtol=0, atol=1e-9)
+
+
+def test_integral_action_equation_and_bound(arm, true_model):
+    """``Ki integral(e)`` joins the commanded acceleration: from one call to the next the torque grows by
+    ``M (Ki e dt)`` (rectangle rule, the error of the later call), a repeated time adds nothing, the
+    integral's torque ``M_jj Ki_j integral(e_j)`` stops at the model's Coulomb level ``fc_j``, and
+    hold() restarts it."""
+    ctl = ComputedTorqueController(true_model, arm, integral_rate=10.0)
+    np.testing.assert_allclose(ctl.ki, 10.0 * ctl.kp)
+    ctl.hold(HOME)
+    q, dq = HOME + np.array([1e-3, -2e-3, 1e-3, 2e-3, -1e-3]), np.zeros(5)  # e = -offset, held still
+    m = true_model.mass_matrix(q)
+    first = ctl.torque(0.0, q, dq)
+    np.testing.assert_array_equal(ctl.torque(0.0, q, dq), first)  # the same time: not integrated again
+    second = ctl.torque(0.002, q, dq)
+    np.testing.assert_allclose(second - first, m @ (ctl.ki * (HOME - q) * 0.002), rtol=1e-9, atol=1e-12)
+    for k in range(2, 2000):  # 4 s: every joint's integral reaches its bound
+        last = ctl.torque(0.002 * k, q, dq)
+    coulomb = ctl.terms.coulomb
+    assert np.all(coulomb > 0)
+    integral_torque = np.diagonal(m) * np.linalg.solve(m, last - first)  # M_jj (Ki integral)_j
+    np.testing.assert_allclose(np.abs(integral_torque), coulomb, rtol=1e-9)
+    np.testing.assert_allclose(np.sign(integral_torque), np.sign(HOME - q))
+    ctl.hold(HOME)
+    np.testing.assert_allclose(ctl.torque(10.0, q, dq), first, rtol=0, atol=1e-12)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="integral_rate"):
+            ComputedTorqueController(true_model, arm, integral_rate=bad)
+
+
+def test_integral_action_removes_a_friction_error(arm, seed_sim, true_model):
+    """The model's friction offset of joint 4 wrong by half its Coulomb level (a constant disturbance
+    of the error dynamics, ``0.5 fc / (M44 Kp)`` under (4.8)): while the joint slides through a slow
+    move, the integral action takes it away. (At rest static friction holds whatever error the
+    move left within its band: the integral's torque, at most fc, is no breakaway tool.)"""
+    chi = np.array(true_model.standard, dtype=float)
+    fc4, f04 = 3 * 14 + 12, 3 * 14 + 13  # joint 4's drive parameters: Ia, fv, fc, f0
+    chi[f04] += 0.5 * chi[fc4]
+    wrong = DynamicModel.from_standard(true_model.chain, chi)
+    errors = {}
+    for rate in (0.0, 10.0):
+        seed_sim.reset(HOME)
+        ctl = ComputedTorqueController(wrong, arm, integral_rate=rate)
+        ctl.hold(HOME)
+        ctl.follow(JointTrajectory.through(HOME, [3.0], [HOME + np.array([0.0, 0.0, 0.0, 0.6, 0.0])]), 0.0)
+        t, q, ref, _ = closed_loop(seed_sim, ctl, SafetyGuard(arm, wrong), 2.0, ctl.reference)
+        errors[rate] = np.abs(ref - q)[(t > 1.0) & (t < 2.0)].max(axis=0)
+    print(f"\nfriction offset of joint 4 off by {0.5 * chi[fc4]:.3f} N m: largest error 1-2 s into a slow move "
+          f"{np.round(1e3 * errors[0.0], 3)} mrad without the integral action, {np.round(1e3 * errors[10.0], 3)} with it")
+    assert errors[0.0][3] > 2e-3  # the disturbance / (M44 Kp): ~0.13 N m / (0.025 * 1600)
+    assert errors[10.0][3] < 0.25 * errors[0.0][3]
 
 
 def test_friction_compensation_off_and_default_gains(arm, sim, true_model, nominal):

@@ -28,6 +28,20 @@ reference rests at the goal and (4.1) regulates to it as before.
 ``e'' + Kd e' + Kp e = 0`` (4.11). Friction is compensated at the *desired* velocity: a noise-free
 feedforward whose sign changes where the reference reverses.
 
+**Integral action** (beyond the seed): a model is never exact, and what it misses acts on the error
+dynamics as a slowly varying disturbance (on the harder simulated robot, whose Stribeck, asymmetric
+and load-dependent friction no fitted structure holds, the wrist's error was a bias of 1-2 mrad
+while moving and 2.3 mrad held by static friction at the end, around 0.16 mrad of faster
+variation). So ``q''_d + Kd e' + Kp e`` gets ``Ki integral(e)`` with ``Ki = integral_rate Kp``
+(default :data:`CT_INTEGRAL_RATE`, 10/s: a third pole near ``-integral_rate``, the double pole at
+the bandwidth nearly unchanged: ``s^3 + Kd s^2 + Kp s + Ki`` with 80, 1600, 16000 is stable with a
+wide margin, ``Kd Kp > Ki``). Anti-windup: the integral's torque ``M_jj Ki_j integral(e_j)`` is at
+most the model's Coulomb level ``fc_j`` (what it is for: friction the model misses, not a payload
+it does not know; a joint whose model has no Coulomb friction gets none); it restarts at zero on
+:meth:`~ComputedTorqueController.hold` (every enable) and with a new model. Offline on the demo's
+stroke and identified model: 0.37 / 0.42 / 0.52 / 1.27 / 0.64 mrad RMS without it, 0.23 / 0.25 /
+0.37 / 0.65 / 0.29 with it. ``integral_rate=0`` is (4.8).
+
 **Hand-guiding, float** (:class:`FloatController`): gravity and friction compensation with light
 damping, no position reference::
 
@@ -85,7 +99,7 @@ from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "FLOAT_DAMPING", "FloatController", "STATIC_ACCURACY",
+__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController", "STATIC_ACCURACY",
            "GOAL_VELOCITY_FRACTION", "PDGravityController",
            "ComputedTorqueController", "GoalProfile", "goal_profile", "speed_limited"]
 
@@ -93,6 +107,7 @@ Array = NDArray[np.float64]
 
 PD_BANDWIDTH = 60.0  # [rad/s] default natural frequency of PD + gravity on the reference inertia
 CT_BANDWIDTH = 40.0  # [rad/s] default natural frequency of the computed-torque error dynamics
+CT_INTEGRAL_RATE = 10.0  # [1/s] default Ki / Kp of computed torque's integral action (0: none)
 STATIC_ACCURACY = 5e-4  # [rad] default bound fc / Kp of the PD + gravity error that static friction can hold
 FLOAT_DAMPING = 5.0  # [1/s] default damping of the float law per unit of reference inertia
 FLOAT_REST_VELOCITY = 0.02  # [rad/s] a joint slower than this is held at its anchor by the float law
@@ -281,12 +296,27 @@ class ComputedTorqueController(_Controller):
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = CT_BANDWIDTH, damping: Any = 1.0, friction_compensation: bool = True,
-                 friction_eps: float = FRICTION_EPS, model_feedforward: bool = True) -> None:
+                 friction_eps: float = FRICTION_EPS, model_feedforward: bool = True,
+                 integral_rate: float = CT_INTEGRAL_RATE) -> None:
         super().__init__(model, arm, kp, kd, lambda terms: bandwidth_gains(bandwidth, damping), friction_compensation,
                          friction_eps)
+        if not (np.isfinite(integral_rate) and integral_rate >= 0.0):
+            raise ValueError(f"integral_rate must be finite and >= 0 [1/s], got {integral_rate}")
         self.inertia = None if model_feedforward else reference_inertia(model, arm)
+        self.ki = float(integral_rate) * self.kp  # [1/s^3] (module docstring: integral action)
         self.trajectory: JointTrajectory | None = None
         self.start_time = 0.0
+        self._integral = np.zeros(arm.n_joints)  # integral of e [rad s]
+        self._integral_time: float | None = None
+
+    def set_model(self, model: DynamicModel, *, checked: bool = False) -> None:
+        super().set_model(model, checked=checked)
+        self.reset_integral()
+
+    def reset_integral(self) -> None:
+        """Restart the integral action at zero."""
+        self._integral[:] = 0.0
+        self._integral_time = None
 
     def follow(self, trajectory: JointTrajectory, start_time: float) -> None:
         """Follow ``trajectory`` from ``start_time`` [s, the clock of :meth:`torque`]: its times are
@@ -298,8 +328,9 @@ class ComputedTorqueController(_Controller):
         self.trajectory, self.start_time = trajectory, float(start_time)
 
     def hold(self, q: Any) -> None:
-        """Hold the position ``q`` (validated like a goal)."""
+        """Hold the position ``q`` (validated like a goal); the integral action restarts."""
         self.follow(JointTrajectory.hold(check_goal(self.arm, q)), 0.0)
+        self.reset_integral()
 
     def reference(self, t: float) -> tuple[Array, Array, Array]:
         """Desired ``(q_d, q'_d, q''_d)`` at time ``t``."""
@@ -313,8 +344,22 @@ class ComputedTorqueController(_Controller):
         if self.inertia is not None:  # the PD baseline
             return self.inertia * (self.kd * (dq_d - dq) + self.kp * (q_d - q))
         m, c, g = self.terms.model.dynamics_terms(q, dq)
-        tau = m @ (ddq_d + self.kd * (dq_d - dq) + self.kp * (q_d - q)) + c + g
+        error = q_d - q
+        v = ddq_d + self.kd * (dq_d - dq) + self.kp * error
+        if self.ki.any():
+            v = v + self._integral_action(t, error, np.diagonal(m))
+        tau = m @ v + c + g
         return tau + self.terms.friction(dq_d, gravity=g) if self.friction_compensation else tau
+
+    def _integral_action(self, t: float, error: Array, inertia: Array) -> Array:
+        """``Ki integral(e)`` [rad/s^2], the integral advanced to ``t`` (a repeated ``t``: not again) and
+        bounded so that ``M_jj Ki_j integral(e_j) <= fc_j`` (module docstring)."""
+        if self._integral_time is not None and t > self._integral_time:
+            self._integral += error * (t - self._integral_time)
+        self._integral_time = t
+        bound = self.terms.coulomb / np.maximum(inertia * self.ki, 1e-12)
+        np.clip(self._integral, -bound, bound, out=self._integral)
+        return self.ki * self._integral
 
 
 class FloatController(_Controller):

@@ -48,7 +48,7 @@ from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
-from ..control.laws import CT_BANDWIDTH
+from ..control.laws import CT_BANDWIDTH, CT_INTEGRAL_RATE
 from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..trajectory_start import drop_start_point
 from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
@@ -83,6 +83,10 @@ class ComputedTorqueControllerNode(ControllerNode):
             "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", _D,
             range_=(0.1, 1000.0)))
         self.declare_parameter('damping', *c['damping'])
+        self.declare_parameter('integral_rate', CT_INTEGRAL_RATE, descriptor(
+            "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
+            "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and "
+            "with a new payload; 0 = the seed's (4.8) without it.", _D, range_=(0.0, 100.0)))
         self.declare_parameter('friction_compensation', *c['friction_compensation'])
         self.declare_parameter('friction_eps', *c['friction_eps'])
         self.declare_parameter('velocity_source', *c['velocity_source'])
@@ -122,7 +126,8 @@ class ComputedTorqueControllerNode(ControllerNode):
                                         damping=self._param('damping'),
                                         friction_compensation=self._param('friction_compensation'),
                                         friction_eps=self._param('friction_eps'),
-                                        model_feedforward=self._param('model_feedforward'))
+                                        model_feedforward=self._param('model_feedforward'),
+                                        integral_rate=self._param('integral_rate'))
 
     def _create_interfaces(self) -> None:
         self.line_duration = float(self._param('line_duration'))
