@@ -286,7 +286,8 @@ def test_integral_action_removes_a_friction_error(arm, seed_sim, true_model):
         t, q, ref, _ = closed_loop(seed_sim, ctl, SafetyGuard(arm, wrong), 2.0, ctl.reference)
         errors[rate] = np.abs(ref - q)[(t > 1.0) & (t < 2.0)].max(axis=0)
     print(f"\nfriction offset of joint 4 off by {0.5 * chi[fc4]:.3f} N m: largest error 1-2 s into a slow move "
-          f"{np.round(1e3 * errors[0.0], 3)} mrad without the integral action, {np.round(1e3 * errors[10.0], 3)} with it")
+          f"{np.round(1e3 * errors[0.0], 3)} mrad without the integral action, "
+          f"{np.round(1e3 * errors[10.0], 3)} with it")
     assert errors[0.0][3] > 2e-3  # the disturbance / (M44 Kp): ~0.13 N m / (0.025 * 1600)
     assert errors[10.0][3] < 0.25 * errors[0.0][3]
 

@@ -261,7 +261,8 @@ def test_a_stalled_controller_torque_keeps_the_arm_within_velocity_max(arm, seed
     ratio = peak / arm.velocity_max
     print(f"\nstalled 0.1 s on the torque of a runaway law from {fraction:+.2f} x velocity_max: "
           f"peak {np.round(ratio, 3).tolist()} x velocity_max")
-    assert np.all(ratio <= 1.05)  # measured at most 1.032 x (the model changes over the stall: the bound aims at 0.95 x)
+    # measured at most 1.021 x (the model changes over the stall: the bound aims at 0.95 x)
+    assert np.all(ratio <= 1.05)
 
 
 def test_computed_torque_on_late_joint_states_keeps_within_the_limits(arm, seed_sim, true_model):

@@ -127,7 +127,8 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
     assert "arm_joint_2" in seen()[0]
     # stamped with the joint state used, to the nanosecond (the true torques share the states' stamps)
     state_stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in truth}
-    assert all((m.header.stamp.sec, m.header.stamp.nanosec) in state_stamps for m in estimates[pushed_at:pushed_at + 400])
+    assert all((m.header.stamp.sec, m.header.stamp.nanosec) in state_stamps
+               for m in estimates[pushed_at:pushed_at + 400])
     # one push, one collision: the observer keeps its estimate over those gaps (it restarted at zero
     # and reported the held push again after each, up to 16 times in CI)
     assert len(seen()) == 1, seen()

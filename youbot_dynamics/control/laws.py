@@ -99,9 +99,9 @@ from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController", "STATIC_ACCURACY",
-           "GOAL_VELOCITY_FRACTION", "PDGravityController",
-           "ComputedTorqueController", "GoalProfile", "goal_profile", "speed_limited"]
+__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
+           "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController", "ComputedTorqueController",
+           "GoalProfile", "goal_profile", "speed_limited"]
 
 Array = NDArray[np.float64]
 

@@ -19,8 +19,8 @@ the model's part by the trapezoid rule). A gap longer than ``max_step`` restarts
 state after it with the estimate it had (a warm start: the torque over the gap is unknown, the
 external torque most likely what it was); :meth:`MomentumObserver.reset` restarts at ``r = 0``.
 (Restarting at ``r = 0`` on every gap, a push held through gaps read as a series of new ones: with
-the simulator in the test's process and two CPU hogs, 13-20 gaps in 1.4 s.) ``tau`` is the motor torque the drives apply: the joint
-states' measured effort (:meth:`MomentumObserver.update_measured`; what an identified model was
+the simulator in the test's process and two CPU hogs, 13-20 gaps in 1.4 s.) ``tau`` is the motor
+torque the drives apply: the joint states' measured effort (:meth:`MomentumObserver.update_measured`; what an identified model was
 fitted to, the drives' gain and offset errors included, so they cancel) or a controller's own
 command (:meth:`MomentumObserver.update`: no measurement noise, but the model's fit of the drives'
 errors and the command's delivery delay show in ``r``: over DDS the residual while moving was
