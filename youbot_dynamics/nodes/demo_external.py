@@ -166,7 +166,8 @@ def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
 def _collision(client: _Client, model: str) -> dict[str, Any]:
     """The detection delay of the step on joint 2. A collision reported before the push is a false
     alarm: kept (the no-false-collision goal counts it) and, as the reaction stopped the stroke before
-    the push, the stroke runs once more."""
+    the push, the stroke runs once more; after two such strokes the delay is ``None`` (not measured:
+    the detection goal is missed, the job goes on)."""
     false_alarms: list[str] = []
     for _ in range(2):
         rec = _stroke_with(client, "computed_torque_controller", {"model_file": model, "collision_reaction": "stop"},
@@ -180,8 +181,10 @@ def _collision(client: _Client, model: str) -> dict[str, Any]:
         if detected:
             return {"delay_s": _collision_stamp(detected[0]) - began, "status": detected[0],
                     "false_alarms": false_alarms}
-    raise RuntimeError(f"collision: push applied {pushed.size > 0}, detected in neither of two strokes; "
-                       f"status {rec.status}")
+    if not false_alarms:
+        raise RuntimeError(f"collision: push applied {pushed.size > 0}, detected in neither of two strokes; "
+                           f"status {rec.status}")
+    return {"delay_s": None, "status": "", "false_alarms": false_alarms}
 
 
 def _collision_stamp(status: str) -> float:
@@ -262,13 +265,15 @@ def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
     print(f"   push during tracking (peak {np.round(push['peak_true_nm'], 2).tolist()} N m): estimate RMS error "
           f"{np.round(push['rms_error_nm'], 3).tolist()} N m; collisions before the push: "
           f"{len(push['collisions_reported'])}")
-    print(f"   2 N m on joint 2 in mid-motion: detected after {1e3 * collision['delay_s']:.0f} ms; "
-          f"{collision['status']}; collisions before the push: {len(collision['false_alarms'])}")
+    detected = (f"detected after {1e3 * collision['delay_s']:.0f} ms; {collision['status']}"
+                if collision["delay_s"] is not None else "not measured (both strokes stopped by a collision before it)")
+    print(f"   2 N m on joint 2 in mid-motion: {detected}; collisions before the push: "
+          f"{len(collision['false_alarms'])}")
     print(f"   float: a 15 N push moved the arm {np.round(floating['moved_rad'], 3).tolist()} rad; then drift "
           f"{np.round(1e3 * np.asarray(floating['drift_rad_per_s']), 3).tolist()} mrad/s")
     goals = {"external_torque_rms_at_most_0.3nm": max(push["rms_error_nm"]) <= 0.3,
              "no_false_collision_at_full_speed": not (push["collisions_reported"] or collision["false_alarms"]),
-             "collision_detected_within_20ms": 0.0 <= collision["delay_s"] <= 0.02,
+             "collision_detected_within_20ms": collision["delay_s"] is not None and 0.0 <= collision["delay_s"] <= 0.02,
              "float_drift_at_most_1mrad_per_s": max(floating["drift_rad_per_s"]) <= 1e-3}
     if payload is not None:
         estimate = payload_message(payload["mass_kg"], payload["com_m"])
