@@ -636,7 +636,9 @@ class ControllerNode(Node):
         try:
             self._hold(q)
         except TrajectoryError as exc:
-            return False, f"cannot hold the current position: {exc}"
+            return False, (f"cannot hold the current position: {exc} (bring the arm inside its limits first, e.g. "
+                           f"by the drives' own position control; after calibration the joints sit at their "
+                           f"stops, q = 0)")
         initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
         self.floating = False
