@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from .arm import ArmDescription
+from .control.safety import stall_kernel
 from .control.trajectory import cartesian_line
 from .dynamics.model import PARALLEL_SAMPLES
 from .dynamics.nominal import nominal_model
@@ -32,7 +33,7 @@ def cache_location() -> str:
 
 def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, float]:
     """Call every compiled kernel the controllers use once (single samples: FK, IK, Cartesian line,
-    inverse dynamics, ``M, C q', G``) and with ``batches`` those of the CLI and the identification
+    inverse dynamics, ``M, C q', G``, the guard's stall bound) and with ``batches`` those of the CLI and the identification
     (stacked samples, serial and on all cores); the seconds each group took (compiling, or loading
     the cache)."""
     seconds: dict[str, float] = {}
@@ -59,7 +60,9 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
         model = nominal_model(arm)[0]
         zero = np.zeros(arm.n_joints)
         model.inverse_dynamics_single(q, zero, zero)
-        model.dynamics_terms(q, zero)
+        m = model.dynamics_terms(q, zero)[0]
+        n = arm.n_joints
+        stall_kernel(np.zeros((6, n)), np.ascontiguousarray(m), np.zeros((2, n)), np.ones(n), 10.0)
         if batches:
             many = np.tile(q, (PARALLEL_SAMPLES, 1))
             model.inverse_dynamics(many, np.zeros_like(many), np.zeros_like(many))

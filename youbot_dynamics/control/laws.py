@@ -307,7 +307,7 @@ class ComputedTorqueController(_Controller):
         self.trajectory: JointTrajectory | None = None
         self.start_time = 0.0
         self._integral = np.zeros(arm.n_joints)  # integral of e [rad s]
-        self._integral_time: float | None = None
+        self.reset_integral()
 
     def set_model(self, model: DynamicModel, *, checked: bool = False) -> None:
         super().set_model(model, checked=checked)
@@ -317,6 +317,8 @@ class ComputedTorqueController(_Controller):
         """Restart the integral action at zero."""
         self._integral[:] = 0.0
         self._integral_time = None
+        # bounded by the model's Coulomb level: none without one (e.g. the nominal model)
+        self._integrating = bool(self.ki.any() and self.terms.coulomb.any())
 
     def follow(self, trajectory: JointTrajectory, start_time: float) -> None:
         """Follow ``trajectory`` from ``start_time`` [s, the clock of :meth:`torque`]: its times are
@@ -346,7 +348,7 @@ class ComputedTorqueController(_Controller):
         m, c, g = self.terms.model.dynamics_terms(q, dq)
         error = q_d - q
         v = ddq_d + self.kd * (dq_d - dq) + self.kp * error
-        if self.ki.any():
+        if self._integrating:
             v = v + self._integral_action(t, error, np.diagonal(m))
         tau = m @ v + c + g
         return tau + self.terms.friction(dq_d, gravity=g) if self.friction_compensation else tau
@@ -357,8 +359,9 @@ class ComputedTorqueController(_Controller):
         if self._integral_time is not None and t > self._integral_time:
             self._integral += error * (t - self._integral_time)
         self._integral_time = t
-        bound = self.terms.coulomb / np.maximum(inertia * self.ki, 1e-12)
-        np.clip(self._integral, -bound, bound, out=self._integral)
+        bound = self.terms.coulomb / (inertia * self.ki)  # Kp > 0 and M_jj > 0
+        np.minimum(self._integral, bound, out=self._integral)
+        np.maximum(self._integral, -bound, out=self._integral)
         return self.ki * self._integral
 
 

@@ -116,6 +116,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -124,7 +125,7 @@ from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig",
-           "SafetyGuard", "smoothstep"]
+           "SafetyGuard", "smoothstep", "stall_kernel"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
@@ -189,6 +190,36 @@ def smoothstep(x: float) -> float:
     return x * x * (3.0 - 2.0 * x)
 
 
+@numba.njit(cache=True, nogil=True)
+def stall_kernel(work: Array, m: Array, drive: Array, reach: Array, rate_scale: float) -> Array:
+    """The stall bound's arithmetic (module docstring, item 6), compiled: ``work`` rows ``tau``,
+    ``C q'``, ``G``, the kinetic Coulomb levels up and down, ``q'``; ``m`` = ``M(q)``; ``drive`` rows
+    ``fv``, ``f0``; ``reach`` = ``s velocity_max / T``, ``rate_scale`` = ``1 / T``. Returns ``tau``
+    less ``M (a - a_b)``."""
+    n = work.shape[1]
+    tau, up, down, dq = work[0], work[3], work[4], work[5]
+    base = work[1] + work[2] + drive[0] * dq + drive[1]  # p without its Coulomb-like part
+    excess = np.zeros(n)
+    for j in range(n):
+        if tau[j] > base[j] + up[j]:
+            excess[j] = tau[j] - base[j] - up[j]
+        elif tau[j] < base[j] - down[j]:
+            excess[j] = tau[j] - base[j] + down[j]
+    a = np.linalg.solve(m, excess)
+    beyond = np.zeros(n)
+    for j in range(n):
+        rate = dq[j] * rate_scale
+        if a[j] > reach[j] - rate:
+            beyond[j] = a[j] - reach[j] + rate
+        elif a[j] < -reach[j] - rate:
+            beyond[j] = a[j] + reach[j] + rate
+    out = tau.copy()
+    for i in range(n):
+        for j in range(n):
+            out[i] -= m[i, j] * beyond[j]
+    return out
+
+
 class SafetyGuard:
     """Filters every torque command of a control law; see the module docstring."""
 
@@ -197,7 +228,6 @@ class SafetyGuard:
             raise ValueError(f"model has {model.n_joints} joints, the arm {arm.n_joints}")
         n = arm.n_joints
         self.arm, self.config = arm, config
-        self._terms = ModelTerms(model)
         drives = np.minimum(arm.effort_max, arm.drive_torque_limit)
         self.torque_limit = per_joint(drives if config.torque_limit is None else config.torque_limit, n,
                                       "torque_limit")
@@ -223,6 +253,11 @@ class SafetyGuard:
         braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
+        if config.stall_time > 0.0:  # the stall bound's buffers (stall_kernel)
+            self._stall_work, self._stall_m, self._stall_drive = np.zeros((6, n)), np.zeros((n, n)), np.zeros((2, n))
+            self._stall_reach = STALL_VELOCITY * arm.velocity_max / config.stall_time
+            self._stall_rate = 1.0 / config.stall_time
+        self._set_terms(model)
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
         self.saturated = np.zeros(n, dtype=bool)
@@ -322,7 +357,12 @@ class SafetyGuard:
         from the next command on (a payload at run time)."""
         if model.n_joints != self.arm.n_joints:
             raise ValueError(f"model has {model.n_joints} joints, the arm {self.arm.n_joints}")
+        self._set_terms(model)
+
+    def _set_terms(self, model: DynamicModel) -> None:
         self._terms = ModelTerms(model)
+        if self.config.stall_time > 0.0:
+            self._stall_drive[0], self._stall_drive[1] = self._terms.viscous, self._terms.offset
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
@@ -376,15 +416,11 @@ class SafetyGuard:
 
     def _stall_bounded(self, q: Array, dq: Array, tau: Array) -> Array:
         """The stall bound of the module docstring (item 6): ``tau`` less ``M (a - a_b)``; one compiled
-        model call (``M``, ``C q'``, ``G``)."""
-        terms = self._terms
-        m, coriolis, gravity = terms.model.dynamics_terms(q, dq)
-        # p without its Coulomb-like part, and the kinetic levels that part reaches moving up and down
-        base = coriolis + gravity + terms.viscous * dq + terms.offset
-        up, down = terms.kinetic_levels(gravity)
-        excess = tau - np.minimum(np.maximum(tau, base - down), base + up)
-        reach = STALL_VELOCITY * self.arm.velocity_max / self.config.stall_time
-        rate = dq / self.config.stall_time
-        a = np.linalg.solve(m, excess)
-        bounded = np.minimum(np.maximum(a, -reach - rate), reach - rate)
-        return tau if np.array_equal(bounded, a) else tau - m @ (a - bounded)
+        model call (``M``, ``C q'``, ``G``) and :func:`stall_kernel` on fixed-type buffers (C-ordered,
+        writable: no compilation for a new argument type inside the control loop)."""
+        m, coriolis, gravity = self._terms.model.dynamics_terms(q, dq)
+        work = self._stall_work
+        work[0], work[1], work[2], work[5] = tau, coriolis, gravity, dq
+        work[3], work[4] = self._terms.kinetic_levels(gravity)  # the Coulomb-like part moving up, down
+        self._stall_m[:] = m
+        return stall_kernel(work, self._stall_m, self._stall_drive, self._stall_reach, self._stall_rate)
