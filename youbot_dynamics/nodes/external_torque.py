@@ -76,8 +76,8 @@ class ExternalTorqueMonitor:
         self.residual = r
         self.stamp = stamp
         msg = self._msg
-        if header_stamp is not None:
-            msg.header.stamp = header_stamp
+        if header_stamp is not None:  # copied: the message keeps no reference to the joint state's
+            msg.header.stamp.sec, msg.header.stamp.nanosec = header_stamp.sec, header_stamp.nanosec
         else:
             msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(1e9 * (stamp % 1.0))
         msg.effort = r.tolist()
