@@ -20,8 +20,9 @@ state after it with the estimate it had (a warm start: the torque over the gap i
 external torque most likely what it was); :meth:`MomentumObserver.reset` restarts at ``r = 0``.
 (Restarting at ``r = 0`` on every gap, a push held through gaps read as a series of new ones: with
 the simulator in the test's process and two CPU hogs, 13-20 gaps in 1.4 s.) ``tau`` is the motor
-torque the drives apply: the joint states' measured effort (:meth:`MomentumObserver.update_measured`; what an identified model was
-fitted to, the drives' gain and offset errors included, so they cancel) or a controller's own
+torque the drives apply: the joint states' measured effort
+(:meth:`MomentumObserver.update_measured`; what an identified model was fitted to, the drives'
+gain and offset errors included, so they cancel) or a controller's own
 command (:meth:`MomentumObserver.update`: no measurement noise, but the model's fit of the drives'
 errors and the command's delivery delay show in ``r``: over DDS the residual while moving was
 0.35 N m on joint 1 against 0.21 with the measured effort).

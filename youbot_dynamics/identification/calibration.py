@@ -193,10 +193,8 @@ def _fit(model: DynamicModel, datasets: Sequence[Dataset], options: ProcessingOp
         fixed = model.parameters.copy()
         fixed[layout.friction] = 0.0
         chi_fixed = chi0.copy()
-        if not inertia:  # the point-mass inertia of the current payload estimate, held fixed this pass
-            chi_cur = np.asarray(current.standard, dtype=float)
-            chi_fixed[layout.inertia] += point_mass_inertia(chi_cur[layout.payload[0]] - m0,
-                                                            chi_cur[layout.payload[1:4]] - h0)
+        if not inertia:  # the point-mass inertia of the current payload estimate (set below), held fixed
+            chi_fixed[layout.inertia] = np.asarray(current.standard, dtype=float)[layout.inertia]
             fixed[: layout.b] = model.base.K @ chi_fixed
             fixed[layout.friction] = 0.0
         y_fixed = np.concatenate([(obs.Y @ fixed).reshape(-1) for obs in observations])
@@ -243,17 +241,8 @@ def point_mass_inertia(mass: float, first_moment: Array) -> Array:
 def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) -> Array:
     """``min ||a x - y||`` with ``x >= lower`` and the last link consistent (module docstring), on the
     triangular factor of ``a`` (cvxpy, as the consistent estimator): a point mass added (no inertia
-    estimated, mass change >= 0) without a further constraint, else the last link's pseudo-inertia
+    estimated, mass change >= 0) needs no further constraint; else the last link's pseudo-inertia
     (``chi_fixed`` plus the payload part of ``x``) positive definite."""
-    x = _least_squares(a, y, lower, chi_fixed, layout, consistent=False) if len(layout.payload) == 4 else None
-    if x is not None and x[0] >= 0.0:
-        return x
-    return _least_squares(a, y, lower, chi_fixed, layout, consistent=True)
-
-
-def _least_squares(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout,
-                   consistent: bool) -> Array | None:
-    """:func:`_solve`'s program, with or without the consistency constraint (None: not solved)."""
     import cvxpy as cp
 
     from .estimation import _PSEUDO_INERTIA_MAP, LENGTH_SCALE, _solve_program, pseudo_inertia
@@ -267,9 +256,10 @@ def _least_squares(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _
     if bounded.any():
         constraints.append(cp.multiply(1.0 / scale[bounded], x[np.flatnonzero(bounded)]) >= lower[bounded])
     objective = cp.Minimize(cp.sum_squares((r / scale) @ x - q_t_y))
-    if not consistent:
+    if len(layout.payload) == 4:  # a point mass: added, it keeps the link consistent
         _solve_program(cp.Problem(objective, constraints))
-        return None if x.value is None else np.asarray(x.value) / scale
+        if x.value is not None and x.value[0] >= 0.0:
+            return np.asarray(x.value) / scale
     link = chi_fixed[layout.link] + cp.hstack([x[k] / scale[k] if k is not None else 0.0 for k in layout.link_unknown])
     j = cp.reshape(_PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
     # J scaled to entries of order 1 (second moments ~ m L^2, L = LENGTH_SCALE) for the solver
