@@ -58,6 +58,7 @@ __all__ = ["VirtualDriveConfig", "VirtualBus", "mechanical_arm", "JOINT_SLAVE_NA
 JOINT_SLAVE_NAME = "TMCM-1610"
 BASE_SLAVE_NAME = "TMCM-1632"
 FIRMWARES = ("1.48", "2.00")
+_BASE_INPUT = DriveInput(0, 0, 0, 0).encode()
 # status bits as plain ints: the flags are assembled every step for every drive
 _TIMEOUT, _I2T = int(StatusFlag.TIMEOUT), int(StatusFlag.I2T_EXCEEDED)
 _STOPPING = _TIMEOUT | _I2T
@@ -225,8 +226,12 @@ class VirtualBus:
         self.frames += 1
         if lost:
             return None
-        return {i: (self._inputs[i - self._first_joint].encode() if i >= self._first_joint
-                    else DriveInput(0, 0, 0, 0).encode()) for i in outputs}
+        return {i: self.inputs(i) for i in outputs}
+
+    def inputs(self, slave: int) -> bytes:
+        """The 32 input bytes slave ``slave`` reports now (zeros for a base slave)."""
+        j = slave - self._first_joint
+        return self._inputs[j].encode() if j >= 0 else _BASE_INPUT
 
     def mailbox(self, slave: int, request: MailboxRequest) -> MailboxReply:
         self._require(open_=True)
