@@ -21,6 +21,7 @@ loaded machine does not delay the answers beyond the master's receive timeout.
 from __future__ import annotations
 
 import argparse
+import errno
 import multiprocessing
 import os
 import select
@@ -140,11 +141,16 @@ def serve(interface: str, drives: DriveChain, control=None, *, stop_after: float
         while end is None or time.monotonic() < end:
             ready, _, _ = select.select(waits, [], [], 0.2)
             if sock in ready:
-                frame, address = sock.recvfrom(2048)
-                if address[2] != _PACKET_OUTGOING:
-                    answer = drives.answer(frame)
-                    if answer is not None:
-                        sock.send(answer)
+                try:
+                    frame, address = sock.recvfrom(2048)
+                    if address[2] != _PACKET_OUTGOING:
+                        answer = drives.answer(frame)
+                        if answer is not None:
+                            sock.send(answer)
+                except OSError as exc:  # link down (cable pulled): the slaves wait for it to come back
+                    if exc.errno not in (errno.ENETDOWN, errno.ENXIO, errno.ENODEV):
+                        raise
+                    time.sleep(0.01)
             if control is not None and control in ready:
                 try:
                     request = control.recv()
