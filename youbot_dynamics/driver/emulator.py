@@ -70,18 +70,22 @@ class DriveChain:
         return frame[:6] + bytes([frame[6] | 0x02]) + frame[7:14] + payload
 
     def _process_data(self, chain: SlaveChain) -> bool:
-        outputs = {}
+        outputs, reading = {}, []
         for i, slave in enumerate(chain.slaves):
-            area = slave.process_area(True)
-            if slave.state == AlState.OP and area is not None:
-                outputs[i] = bytes(slave.memory[area[0]:area[0] + area[1]])
-        if self.bus.exchange(outputs) is None:
+            state = slave.state
+            if state in (AlState.SAFE_OP, AlState.OP):
+                reading.append((i, slave))
+                area = slave.process_area(True)
+                if state == AlState.OP and area is not None:
+                    outputs[i] = bytes(slave.memory[area[0]:area[0] + area[1]])
+        inputs = self.bus.exchange(outputs)
+        if inputs is None:
             self.lost += 1
             return False
-        for i, slave in enumerate(chain.slaves):
+        for i, slave in reading:
             area = slave.process_area(False)
-            if slave.state in (AlState.SAFE_OP, AlState.OP) and area is not None:
-                slave.memory[area[0]:area[0] + area[1]] = self.bus.inputs(i)
+            if area is not None:
+                slave.memory[area[0]:area[0] + area[1]] = inputs[i] if i in inputs else self.bus.inputs(i)
         return True
 
     def _mailbox_of(self, index: int):

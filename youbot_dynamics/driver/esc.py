@@ -165,6 +165,7 @@ class EscSlave:
         self.sii = youbot_sii(identity)
         self.mailbox = mailbox
         self.memory = bytearray(MEMORY_SIZE)
+        self._cached: tuple | None = None
         self.last_in_chain = True
         m = self.memory
         m[REG_TYPE], m[REG_FMMU_COUNT], m[REG_SM_COUNT], m[REG_RAM_SIZE], m[REG_PORTS] = 0x11, N_FMMU, N_SM, 8, 0x0F
@@ -193,19 +194,11 @@ class EscSlave:
 
     def process_area(self, master_writes: bool) -> tuple[int, int] | None:
         """``(start, length)`` of the active buffered sync manager in that direction (outputs if the master writes)."""
-        for n in range(N_SM):
-            start, length, control, _, active = self.sync_manager(n)
-            if active and control & 0x03 == 0 and bool(control & SM_MASTER_WRITES) == master_writes and length:
-                return start, length
-        return None
+        return self._layout()[2 + int(not master_writes)]
 
-    def fmmus(self):
+    def fmmus(self) -> tuple[tuple[int, int, int, int], ...]:
         """The active FMMUs: ``(logical start, length, physical start, type)`` (type 1 read, 2 write, 3 both)."""
-        for n in range(N_FMMU):
-            log_start, length, _, _, phys, _, kind, active = struct.unpack_from("<IHBBHBBB", self.memory,
-                                                                                REG_FMMU + 16 * n)
-            if active & 1 and length:
-                yield log_start, length, phys, kind
+        return self._layout()[0]
 
     # -- the datagram interface -----------------------------------------------------------------
 
@@ -215,11 +208,9 @@ class EscSlave:
         if address < 0 or end > MEMORY_SIZE:
             return bytes(length)
         data = bytes(self.memory[address:end])
-        for n in range(N_SM):
-            start, size, control, status, active = self.sync_manager(n)
-            if (active and control & 0x03 == SM_MAILBOX and not control & SM_MASTER_WRITES and status & SM_FULL
-                    and address <= start + size - 1 < end):
-                self.memory[REG_SM + 8 * n + 5] = status & ~SM_FULL
+        mailbox = self._layout()[1][1]
+        if mailbox is not None and address <= mailbox[1] + mailbox[2] - 1 < end:
+            self.memory[REG_SM + 8 * mailbox[0] + 5] &= ~SM_FULL & 0xFF
         return data
 
     def write(self, address: int, data: bytes) -> None:
@@ -227,21 +218,42 @@ class EscSlave:
         end = address + len(data)
         if address < 0 or end > MEMORY_SIZE:
             return
-        kept = {a: self.memory[a] for a in _READ_ONLY if address <= a < end}
+        kept = {a: self.memory[a] for a in range(address, end) if a in _READ_ONLY} if address < 0x0900 else {}
         self.memory[address:end] = data
         for a, value in kept.items():
             self.memory[a] = value
+        if address < REG_SM + 8 * N_SM and end > REG_FMMU:
+            self._cached = None
         if address <= REG_AL_CONTROL < end:
             self._al_control(self.memory[REG_AL_CONTROL])
         if address <= REG_EEP_CONTROL + 1 < end or address <= REG_EEP_CONTROL < end:
             self._eeprom_command()
-        for n in range(N_SM):
-            start, size, control, status, active = self.sync_manager(n)
-            if (active and control & 0x03 == SM_MAILBOX and control & SM_MASTER_WRITES
-                    and address <= start + size - 1 < end):
-                self._deliver(bytes(self.memory[start:start + size]))
+        mailbox = self._layout()[1][0]
+        if mailbox is not None and address <= mailbox[1] + mailbox[2] - 1 < end:
+            self._deliver(bytes(self.memory[mailbox[1]:mailbox[1] + mailbox[2]]))
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _layout(self) -> tuple:
+        """The FMMUs, the write and read mailboxes ``(sm, start, length)`` and the output and input
+        areas ``(start, length)``, decoded once per configuration (cleared by writes to 0x0600-0x083F)."""
+        if self._cached is None:
+            fmmus = []
+            for n in range(N_FMMU):
+                log_start, length, _, _, phys, _, kind, active = struct.unpack_from("<IHBBHBBB", self.memory,
+                                                                                    REG_FMMU + 16 * n)
+                if active & 1 and length:
+                    fmmus.append((log_start, length, phys, kind))
+            found: dict[tuple[int, bool], tuple] = {}
+            for n in range(N_SM):
+                start, length, control, _, active = self.sync_manager(n)
+                if active and length:
+                    key = (control & 0x03, bool(control & SM_MASTER_WRITES))
+                    found.setdefault(key, (n, start, length))
+            outputs, inputs = found.get((0, True)), found.get((0, False))
+            self._cached = (tuple(fmmus), (found.get((SM_MAILBOX, True)), found.get((SM_MAILBOX, False))),
+                            outputs and outputs[1:], inputs and inputs[1:])
+        return self._cached
 
     def _get16(self, address: int) -> int:
         return int.from_bytes(self.memory[address:address + 2], "little")
@@ -297,12 +309,11 @@ class EscSlave:
         reply = self.mailbox(request) if self.mailbox is not None else None
         if reply is None:
             return
-        for n in range(N_SM):
-            start, size, control, status, active = self.sync_manager(n)
-            if active and control & 0x03 == SM_MAILBOX and not control & SM_MASTER_WRITES:
-                self.memory[start:start + size] = reply[:size].ljust(size, b"\0")
-                self.memory[REG_SM + 8 * n + 5] = status | SM_FULL
-                return
+        mailbox = self._layout()[1][1]
+        if mailbox is not None:
+            n, start, size = mailbox
+            self.memory[start:start + size] = reply[:size].ljust(size, b"\0")
+            self.memory[REG_SM + 8 * n + 5] |= SM_FULL
 
 
 class SlaveChain:
