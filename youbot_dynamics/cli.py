@@ -13,7 +13,7 @@ Commands:
   line X Y Z QX QY QZ QW --from Q1..Q5 --duration T -o TRAJ.csv   straight tool line through IK
   excite ..., identify ..., calibrate ...   excitation design, identification, recalibration
                                  (payload and friction) of an identified model (youbot_dynamics.identification)
-  demo [--robot sim|driver]      ``make demo``: kinematics, the simulator, and the main job
+  demo [--robot sim|driver|emulated]   ``make demo``: kinematics, the simulator, and the main job
                                  (identify, regulate, track; youbot_dynamics.nodes.demo_job)
 
 Exit status: 0 success, 1 no solution (a pose out of reach, no excitation within the limits),
@@ -434,8 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.set_defaults(func=cmd_compile)
 
     demo = sub.add_parser("demo", help="demonstration (what `make demo` runs)")
-    demo.add_argument("--robot", choices=("sim", "driver"), default="sim",
-                      help="the arm of the main job: sim_node (MuJoCo) or youbot_driver on virtual drives")
+    demo.add_argument("--robot", choices=("sim", "driver", "emulated"), default="sim",
+                      help="the arm of the main job: sim_node (MuJoCo), youbot_driver on virtual drives, or "
+                           "youbot_driver on real EtherCAT frames (pysoem, veth pair) to emulated drives (needs root)")
     demo.add_argument("--out", default="out/demo", help="folder of the main job's results (default out/demo)")
     demo.add_argument("--skip-kinematics", action="store_true",
                       help="only the main job (identification, regulation, tracking)")

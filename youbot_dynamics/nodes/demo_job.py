@@ -33,12 +33,13 @@ Prints the tables, writes ``<out>/summary.json`` and ``<out>/regulation.png``,
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import rclpy
@@ -55,6 +56,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..arm import ArmDescription
 from ..control.evaluation import combine_timing, format_table, plot_runs, regulation_metrics, split_state, \
     tracking_metrics
+from ..driver.emulator import EmulatorProcess, VethPair
 from ..identification.trajfile import load_trajectory
 from ..paths import config_path
 from ..sim.limits import LIMIT_LOG_VARIABLE
@@ -71,6 +73,7 @@ SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 ra
 SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
 HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
 REST_VELOCITY = 0.01  # [rad/s] at rest before each phase (the identification needs < 0.05)
+EMULATED_MASTER = "ybdemo0"  # veth end of the master with ``--robot emulated`` (the emulator serves its peer)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class ArmProcess:
     """How the main job starts and resets an arm node."""
     executable: str
     parameters: tuple[str, ...]  # ros args
-    initial_positions: str  # the parameter naming the start pose
+    initial_positions: str | None  # the parameter naming the start pose (None: the arm is where it is)
     has_reset: bool  # a ~/reset service (the simulator); else the client drives the arm back
     has_clock: bool  # can publish /clock (then the identification runs on the simulated time)
     identification: tuple[tuple[str, Any], ...] = ()  # identification_node parameters for this arm
@@ -91,6 +94,9 @@ ARMS: dict[str, ArmProcess] = {
                       external=True),
     "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
                          "virtual_initial_positions", True, True),
+    # the real driver path: SOEM on a veth pair, the emulated drives (driver.emulator) on the other end
+    "emulated": ArmProcess("youbot_driver", ("-p", "backend:=pysoem", "-p", f"interface:={EMULATED_MASTER}",
+                                             "-p", "enable_on_start:=true"), None, False, False),
 }
 
 
@@ -439,8 +445,7 @@ def closed_loop_timing(arm: ArmDescription) -> list[dict[str, Any]]:
     try:
         client = _Client(context, arm, arm_process)
         try:
-            with NodeProcess(arm_process.executable, *arm_process.parameters, "-p",
-                             f"{arm_process.initial_positions}:={HOME.tolist()}"):
+            with NodeProcess(arm_process.executable, *arm_process.parameters, *_start_pose(arm_process)):
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {arm_process.executable}")
                 runs = (_regulation(client, [ControlRun("PD + gravity", "pd_gravity_controller", nominal)])
                         + _tracking(client, [ControlRun("computed torque", "computed_torque_controller", nominal)]))
@@ -452,6 +457,32 @@ def closed_loop_timing(arm: ArmDescription) -> list[dict[str, Any]]:
     keys = ("label", "latency_median_ms", "latency_p99_ms", "latency_max_ms", "missed_fraction", "rate_hz",
             "arm_missed_fraction", "arm_rate_hz")
     return [{k: run[k] for k in keys if k in run} for run in runs]
+
+
+def _start_pose(arm_process: ArmProcess) -> list[str]:
+    return [] if arm_process.initial_positions is None else ["-p", f"{arm_process.initial_positions}:={HOME.tolist()}"]
+
+
+@contextlib.contextmanager
+def _emulated_arm(arm_kind: str) -> Iterator[None]:
+    """With ``emulated``: the veth pair and the emulated drives (the arm at the candle, powered up,
+    not commutated) for the whole job, as a real arm stays on between driver runs."""
+    if arm_kind != "emulated":
+        yield
+        return
+    pair = VethPair.create(EMULATED_MASTER, f"{EMULATED_MASTER}s")
+    try:
+        emulator = EmulatorProcess(pair.slave, wall_clock=True, initial_positions=HOME)
+        print(f"   emulated youBot drives on {pair.slave} ({emulator.scheduling}); youbot_driver (pysoem) on "
+              f"{pair.master}")
+        try:
+            yield
+        finally:
+            state = emulator.true_state()
+            print(f"   emulated bus: {state['frames']} process-data frames answered")
+            emulator.close()
+    finally:
+        pair.remove()
 
 
 def _limit_excursions(log: Path) -> list[str]:
@@ -479,35 +510,37 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
     began = time.monotonic()
     try:
         client = _Client(context, arm, arm_process)
-        arm_args = [*arm_process.parameters, "-p", f"{arm_process.initial_positions}:={HOME.tolist()}"]
+        arm_args = [*arm_process.parameters, *_start_pose(arm_process)]
         clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
-            # the issue-17 phase (external torques, payload) lives in its own module, which builds on this one
-            from .demo_external import external_phase, recalibrate_payload  # noqa: PLC0415 - import cycle
-            # identification on the simulated clock (/clock) if there is one: robust to a loaded machine;
-            # on the simulator, then a payload put on and the recalibration that estimates it
-            with NodeProcess(executable, *arm_args, *clock):
-                client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
-                identification = _identify(client, out, timeout, arm_process,
-                                           recalibrate_payload if arm_process.external else None)
-            # control on the wall clock: a fresh arm process without /clock
-            with NodeProcess(executable, *arm_args):
-                client.q = None
-                client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
-                model = identification["parameters"]
-                regulation = _regulation(client, [
-                    ControlRun("PD + gravity (identified)", "pd_gravity_controller", {"model_file": model}),
-                    ControlRun("PD only", "pd_gravity_controller",
-                               {"model_file": model, "gravity_compensation": False, "friction_compensation": False})])
-                tracking = _tracking(client, [
-                    ControlRun("computed torque, identified", "computed_torque_controller", {"model_file": model}),
-                    ControlRun("computed torque, nominal", "computed_torque_controller",
-                               {"model_file": str(config_path("youbot_nominal_model.yaml"))}),
-                    ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
-                               {"model_file": model, "model_feedforward": False})])
-                external = (external_phase(client, model, identification.get("then"), tracking[0]["rms_error"])
-                            if arm_process.external else None)
-            _print_and_save(out, arm, identification, regulation, tracking, external)
+            with _emulated_arm(arm_kind):
+                # the issue-17 phase (external torques, payload) lives in its own module, which builds on this one
+                from .demo_external import external_phase, recalibrate_payload  # noqa: PLC0415 - import cycle
+                # identification on the simulated clock (/clock) if there is one: robust to a loaded machine;
+                # on the simulator, then a payload put on and the recalibration that estimates it
+                with NodeProcess(executable, *arm_args, *clock):
+                    client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
+                    identification = _identify(client, out, timeout, arm_process,
+                                               recalibrate_payload if arm_process.external else None)
+                # control on the wall clock: a fresh arm process without /clock
+                with NodeProcess(executable, *arm_args):
+                    client.q = None
+                    client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
+                    model = identification["parameters"]
+                    regulation = _regulation(client, [
+                        ControlRun("PD + gravity (identified)", "pd_gravity_controller", {"model_file": model}),
+                        ControlRun("PD only", "pd_gravity_controller",
+                                   {"model_file": model, "gravity_compensation": False,
+                                    "friction_compensation": False})])
+                    tracking = _tracking(client, [
+                        ControlRun("computed torque, identified", "computed_torque_controller", {"model_file": model}),
+                        ControlRun("computed torque, nominal", "computed_torque_controller",
+                                   {"model_file": str(config_path("youbot_nominal_model.yaml"))}),
+                        ControlRun("PD (CT gains x inertia)", "computed_torque_controller",
+                                   {"model_file": model, "model_feedforward": False})])
+                    external = (external_phase(client, model, identification.get("then"), tracking[0]["rms_error"])
+                                if arm_process.external else None)
+                _print_and_save(out, arm, identification, regulation, tracking, external)
         except (RuntimeError, ValueError, KeyError, OSError) as exc:
             print(f"   FAILED: {exc!r}")
             return 1
