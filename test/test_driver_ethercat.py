@@ -13,11 +13,19 @@ CAP_NET_RAW); skipped with the reason otherwise.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 import types
 
 import numpy as np
 import pytest
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 
 import test_driver_virtual as virtual
 from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerated,  # noqa: F401 - rerun here
@@ -38,7 +46,8 @@ from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerate
                                  test_trajectory_is_followed_to_its_last_point,
                                  test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request,
                                  test_velocity_command_moves_at_the_velocity)
-from youbot_dynamics.driver import ArmDriver, BusError, DriverConfig, Phase, PysoemBus
+from conftest import local_ros_domain
+from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, Phase, PysoemBus
 from youbot_dynamics.driver.emulator import EmulatorProcess, VethPair
 
 pytest.importorskip("pysoem")
@@ -156,3 +165,55 @@ def test_no_slaves_on_the_interface_is_a_clear_error(veth):
     bus = PysoemBus(veth.master, receive_timeout=RECEIVE_TIMEOUT)  # no emulator behind the veth pair
     with pytest.raises(BusError, match="no EtherCAT slaves found"):
         bus.open()
+
+
+def test_driver_node_with_the_pysoem_backend_runs_the_emulated_arm_and_stops_on_sigint(veth, tmp_path):
+    """The node as users start it (``backend: pysoem``), over DDS: joint states of the emulated arm, a
+    position command executed by its drives, Ctrl-C: motors stopped, bus back to INIT, exit 0."""
+    emulator = EmulatorProcess(veth.slave, wall_clock=True, initial_positions=virtual.Q_START, realism=False)
+    received: list[np.ndarray] = []
+    with local_ros_domain("203"):
+        context = Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node("ethercat_test_client", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        node.create_subscription(JointState, "/joint_states", lambda m: received.append(np.array(m.position)), 10)
+        command = node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        proc = subprocess.Popen([sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args",
+                                 "-p", "backend:=pysoem", "-p", f"interface:={veth.master}",
+                                 "-p", "enable_on_start:=true"],
+                                env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+        def spin_until(condition, timeout: float, what: str, publish=None) -> None:
+            deadline = time.monotonic() + timeout
+            while not condition():
+                assert proc.poll() is None, f"the driver ended: {proc.stdout.read()}"
+                assert time.monotonic() < deadline, f"timed out waiting for {what}"
+                if publish is not None:
+                    command.publish(Float64MultiArray(data=publish.tolist()))
+                executor.spin_once(timeout_sec=0.02)
+
+        try:
+            spin_until(lambda: len(received) > 200, 60.0, "joint states from the driver")
+            truth = emulator.true_state()["q"]
+            np.testing.assert_allclose(received[-1], truth, atol=2e-3)
+            goal = virtual.Q_START + np.array([0.1, -0.1, 0.1, -0.1, 0.1])
+            spin_until(lambda: np.max(np.abs(emulator.true_state()["q"] - goal)) < 3e-3, 30.0,
+                       "the emulated arm at the commanded position", publish=goal)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=30)
+            assert proc.returncode == 0, out
+            assert "youBot arm driver (pysoem on" in out
+            state = emulator.true_state()
+            assert state["states"] == [0x01] * 5  # the master closed the bus: every slave back in INIT
+            assert all(emulator.drive_mode(j) == ControllerMode.MOTOR_STOP for j in range(5))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+            emulator.close()
+            executor.shutdown()
+            node.destroy_node()
+            rclpy.shutdown(context=context)
