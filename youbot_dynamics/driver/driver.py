@@ -48,15 +48,32 @@ held without timeout.
   calibration sequences wait for fresh inputs, so stale ones cannot look like a stalled joint); after
   ``max_lost_frames`` consecutive ones the motors are stopped and the driver reports the bus lost
   until ``reconnect`` re-opens it and runs the start-up again.
+
+**A controller in the bus cycle** (:meth:`ArmDriver.attach_controller`, issue 18): as ros2_control's
+controller manager runs its controllers in the hardware's update loop, a :class:`CycleController`
+gets every cycle's inputs right after the exchange that read them (joint units, the
+``perf_counter`` instant of the read, whether they are fresh) and returns a joint torque or
+``None`` (nothing to command). The torque becomes the active effort command of that cycle's
+decision, so it goes out in the next exchange without a hop through another thread or process
+(the command timeout does not apply: the controller answers every cycle). A torque while the
+motors are off or during a sequence is refused like a streamed command (counted in
+``controller_refusals``, the reason kept in :attr:`ArmDriver.controller_refusal`); a streamed
+command or trajectory submitted by another thread in the same cycle (the controller's release,
+say) takes over after it, as the later command. The time from the read to the torque in the
+outputs is kept per cycle (:meth:`ArmDriver.take_controller_latencies`). After the outputs and the
+state snapshot, :meth:`CycleController.after_outputs` runs the controller's work that may wait
+(observer, reports).
 """
 from __future__ import annotations
 
 import enum
 import math
 import threading
+import time
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Sequence
+from typing import Any, Callable, Generator, Protocol, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -70,7 +87,7 @@ from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, Dri
 from .units import JointUnits
 
 __all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "Phase",
-           "DriverConfig", "DriverState", "ArmDriver"]
+           "DriverConfig", "DriverState", "ArmDriver", "CycleInputs", "CycleController", "LATENCY_WINDOW"]
 
 Array = NDArray[np.float64]
 Outputs = list[DriveOutput]
@@ -80,6 +97,7 @@ INTERFACES = ("effort", "position", "velocity", "trajectory")
 REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
 FIRMWARES = ("1.48", "2.00")
 _STREAMED = ("effort", "position", "velocity")
+LATENCY_WINDOW = 1 << 17  # read-to-output latencies kept until taken: 131 s at 1 kHz (a bench run's 60 s fit)
 
 
 class DriverError(RuntimeError):
@@ -167,6 +185,28 @@ class DriverState:
         return decode_flags(self.flags[joint])
 
 
+@dataclass(frozen=True)
+class CycleInputs:
+    """What a controller in the bus cycle gets: this cycle's inputs in joint units."""
+
+    read_time: float  # [s] time.perf_counter() right after the exchange that read them
+    time: float  # [s] driver clock
+    position: Array
+    velocity: Array
+    effort: Array
+    fresh: bool  # False: no answer this cycle, the values are the last received
+
+
+class CycleController(Protocol):
+    """A controller run in the bus cycle (:meth:`ArmDriver.attach_controller`)."""
+
+    def command(self, inputs: CycleInputs) -> Array | None:
+        """The joint torque [N m] for this cycle's outputs, or None (nothing to command)."""
+
+    def after_outputs(self) -> None:
+        """The controller's work that may wait until the outputs are decided (estimates, reports)."""
+
+
 @dataclass
 class BusStatistics:
     """Counters since start (the node reports them on /diagnostics)."""
@@ -182,6 +222,7 @@ class BusStatistics:
     limit_interventions: int = 0  # cycles in which the limit monitor zeroed a joint's set-point
     current_clamps: int = 0  # cycles in which a current was clipped to its limit
     faults: int = 0
+    controller_refusals: int = 0  # cycles whose in-cycle controller torque was refused (motors off, invalid)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -238,6 +279,9 @@ class ArmDriver:
         self._current_limit = np.floor(self.units.max_current_ma * config.current_limit_scale).astype(np.int64)
         self._state: DriverState | None = None
         self._last_state_time = 0.0
+        self._controller: CycleController | None = None
+        self.controller_refusal: str | None = None  # why the last in-cycle torque was refused
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
 
     # -- thread-safe interface ------------------------------------------------------------------
 
@@ -296,6 +340,18 @@ class ArmDriver:
         with self._lock:
             self._calls.append((function, future))
         return future
+
+    def attach_controller(self, controller: CycleController | None) -> None:
+        """Run ``controller`` in every cycle from the next one on (None: no more); see the module docstring."""
+        self._controller = controller
+
+    def take_controller_latencies(self) -> list[float]:
+        """The in-cycle controller's latencies [s] (read of the inputs to its torque in the outputs) since
+        the previous call (at most :data:`LATENCY_WINDOW`, the newest)."""
+        with self._lock:
+            latencies = list(self._latencies)
+            self._latencies.clear()
+        return latencies
 
     def request(self, name: str) -> Future:
         """Ask the cycle to run ``name`` (one of :data:`REQUESTS`); the future gives ``(success, message)``."""
@@ -360,15 +416,47 @@ class ArmDriver:
                 stats.max_consecutive_lost = max(stats.max_consecutive_lost, stats.consecutive_lost)
                 if stats.consecutive_lost >= self.config.max_lost_frames and self._phase != Phase.BUS_LOST:
                     self._bus_lost()
+        read_time = time.perf_counter()
         stats.cycles += 1
         now = self._clock()
         q = self.units.ticks_to_rad([i.actual_position for i in self._inputs])
+        velocity = self.units.rpm_to_rad_s([i.actual_velocity for i in self._inputs])
+        effort = self.units.ma_to_nm([i.actual_current for i in self._inputs])
         self._handle_requests()
         if fresh:
             self._check_drives()
+        controller = self._controller
+        torque = None if controller is None else controller.command(
+            CycleInputs(read_time, now, q, velocity, effort, fresh))
+        installed = None if torque is None else self._command_in_cycle(torque, now)
         if fresh or self._sequence is None:  # a sequence (start-up, calibration) acts on fresh inputs only
             self._outputs = self._decide(now, q)
-        return self._publish(now, q, fresh)
+        if installed is not None and self._active.setpoint is installed:  # not replaced by a later command
+            with self._lock:
+                self._latencies.append(time.perf_counter() - read_time)
+        state = self._publish(now, q, velocity, effort, fresh)
+        if controller is not None:
+            controller.after_outputs()
+        return state
+
+    def _command_in_cycle(self, torque: Array, now: float) -> Array | None:
+        """The in-cycle controller's torque as the active effort command (see the module docstring);
+        the set-point installed, None if refused."""
+        if self._phase != Phase.RUNNING or not self._enabled:
+            reason = ", ".join(self._faults) if self._faults else self._phase.value
+            self._refuse_in_cycle(f"motors are off ({reason}); call motors_on first")
+            return None
+        try:
+            setpoint = self._commands.set_point("effort", torque)
+        except CommandError as exc:
+            self._refuse_in_cycle(str(exc))
+            return None
+        self._active = _Active("effort", setpoint, now)
+        return setpoint
+
+    def _refuse_in_cycle(self, reason: str) -> None:
+        self.statistics.controller_refusals += 1
+        self.controller_refusal = reason
 
     # -- internals: deciding the outputs ---------------------------------------------------------
 
@@ -663,12 +751,10 @@ class ArmDriver:
             command, self._pending = self._pending, None
         return command
 
-    def _publish(self, now: float, q: Array, fresh: bool) -> DriverState:
+    def _publish(self, now: float, q: Array, velocity: Array, effort: Array, fresh: bool) -> DriverState:
         inputs = self._inputs
         state = DriverState(
-            sequence=self.statistics.cycles, time=now, position=q,
-            velocity=self.units.rpm_to_rad_s([i.actual_velocity for i in inputs]),
-            effort=self.units.ma_to_nm([i.actual_current for i in inputs]),
+            sequence=self.statistics.cycles, time=now, position=q, velocity=velocity, effort=effort,
             ticks=tuple(i.actual_position for i in inputs), current_ma=tuple(i.actual_current for i in inputs),
             rpm=tuple(i.actual_velocity for i in inputs), flags=tuple(i.error_flags for i in inputs),
             modes=tuple(o.mode for o in self._outputs), phase=self._phase, enabled=self._enabled,

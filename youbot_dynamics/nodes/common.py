@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Sequence
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
@@ -142,14 +142,17 @@ def _ignore_stop_signals() -> None:
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
              args: list[str] | None = None, *, realtime: bool = False, events_executor: bool = False,
              before_spin: Callable[[Node], None] | None = None,
-             after_spin: Callable[[Node], None] | None = None) -> int:
+             after_spin: Callable[[Node], None] | None = None,
+             hosted: Callable[[Node], Sequence[Node]] | None = None) -> int:
     """Entry point body: init rclpy, build the node, spin until Ctrl-C or an external shutdown.
 
     Returns 1 (the reason logged as fatal) if ``create`` raises one of ``start_up_errors`` or a
     ``ValueError`` (so does an unknown :data:`EXECUTOR_VARIABLE`), else 0.
     ``before_spin(node)`` runs just before spinning (e.g. start a physics thread);
     ``after_spin(node)`` after it (stop the arm, close a recording), while the context is still
-    valid: rclpy's signal handler is off (it would shut the context down first). SIGINT and
+    valid: rclpy's signal handler is off (it would shut the context down first).
+    ``hosted(node)``: the nodes ``node`` created in this process (a controller in the bus cycle),
+    spun by the same executor (``node.destroy_node()`` destroys them). SIGINT and
     SIGTERM (``ros2 launch`` escalates to it) set a flag (:class:`_StopRequest`) that the spin
     loop checks at least every :data:`SIGNAL_WAKEUP`; once the loop has ended, both signals are
     ignored (:func:`_ignore_stop_signals`). So one signal or several in quick succession end the
@@ -182,6 +185,8 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
         return 0
     try:
         executor.add_node(node)
+        for other in hosted(node) if hosted is not None else ():
+            executor.add_node(other)
         if realtime:
             gc.collect()
             gc.freeze()

@@ -110,13 +110,33 @@ in order. Both helper threads run at the lowest real-time priority
 executables (:func:`run`) run as real-time nodes (:func:`~youbot_dynamics.nodes.common.run_node`:
 rclpy's events executor, start-up heap frozen out of the garbage collector, 20 us thread switch
 interval, SCHED_FIFO). ``state_timeout`` must exceed the control period.
+
+**In the bus cycle** (``host``: :mod:`youbot_dynamics.nodes.hosted`, issue 18). The same node can
+run in the process of the arm (``youbot_driver``, ``sim_node``), as ros2_control's controller
+manager runs its controllers in the hardware's update loop: the host's loop thread hands it each
+state right after reading it (:meth:`ControllerNode.host_command`, which runs the same cycle as a
+joint state over DDS: plausibility check, velocity estimate, guard, law) and puts the torque it
+returns into that cycle's outputs; :meth:`ControllerNode.host_after_outputs` then does the rest of
+the cycle (latency, observer, ``~/state``, reports). There is no joint-state subscription (hence no
+check of its publishers), no command publisher and no watchdog timer: the host runs a cycle every
+loop period, also when no fresh state came (those cycles coast and fault on stale states as the
+watchdog's do), and ``rate`` must be the host's rate. Letting go of the arm hands the release
+trajectory straight to the host's trajectory interface in the same cycle as the zero effort (which
+it replaces at once: no delivery order to wait for, so no ``RELEASE_DELAY``); ``release_topic: ''``
+still means zero effort only. Every other interface (services, goals, trajectories, ``~/state``,
+``~/status``, ``/diagnostics``, parameters) is the node's own, as over DDS. The callbacks run on the
+executor's thread while the cycles run on the host's loop thread: every callback of the node and
+every cycle hold :attr:`ControllerNode.cycle_lock` (callbacks are short: heavy work is planned in
+the planning thread), so the law, the guard and the references are still touched by one thread at a
+time.
 """
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -150,7 +170,7 @@ from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, 
 from .conversions import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
 
-__all__ = ["COMMON_PARAMETERS", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
+__all__ = ["COMMON_PARAMETERS", "ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
 
 QOS_DEPTH = 10
 # Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
@@ -297,6 +317,35 @@ def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
+class ControllerHost(Protocol):
+    """The loop a controller runs in, in the arm's process (module docstring: "In the bus cycle")."""
+
+    #: cycles per second of the host's loop (the controller's ``rate`` must equal it)
+    rate: float
+    #: the loop, for the log ("youbot_driver's bus cycle")
+    description: str
+    #: where the release goes, for the log ("the driver's trajectory interface")
+    release_target: str
+
+    def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        """Hand the arm to the drives' trajectory interface: waypoints ``times`` [s] from now;
+        ``ValueError`` if refused."""
+
+    def zero(self) -> None:
+        """Zero effort from outside the loop (shutdown without a release)."""
+
+
+@dataclass
+class _Step:
+    """One cycle's decision, between the torque and the rest of the cycle."""
+
+    start: float  # [s, perf_counter] the cycle's start
+    state: tuple[float, Array, Array, Array | None] | None  # the joint state used
+    tau: Array
+    publish: bool  # the torque goes out (else nothing is commanded)
+    end: float = 0.0  # [s, perf_counter] the torque went out
+
+
 class ControllerNode(Node):
     """Base of the controller nodes; see the module docstring. Subclasses implement the hooks
     :meth:`_declare_parameters`, :meth:`_create_law`, :meth:`_hold`, :meth:`desired_position`,
@@ -307,7 +356,12 @@ class ControllerNode(Node):
     #: :data:`COMMON_PARAMETERS` the law has no use for (not declared; e.g. no designed gains)
     WITHOUT_COMMON: tuple[str, ...] = ()
 
-    def __init__(self, node_name: str, **kwargs: Any) -> None:
+    def __init__(self, node_name: str, host: ControllerHost | None = None, **kwargs: Any) -> None:
+        # set before Node.__init__: it creates the parameter services (create_service, locked when hosted)
+        self.host = host
+        #: held by every cycle and, in the bus cycle (``host``), by every callback (module docstring)
+        self.cycle_lock = threading.Lock()
+        self._step: _Step | None = None  # hosted: the cycle between host_command and host_after_outputs
         super().__init__(node_name, **kwargs)
         self._declare_parameters()
         missing = [name for name in COMMON_PARAMETERS
@@ -325,6 +379,9 @@ class ControllerNode(Node):
         self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
+        if host is not None and abs(self.rate - host.rate) > 1e-9 * host.rate:
+            raise ValueError(f"rate ({self.rate:g} Hz) must be the rate of the loop the controller runs in "
+                             f"({host.rate:g} Hz)")
         self.cycle_trigger: str = self._param('cycle_trigger')
         if self.cycle_trigger not in CYCLE_TRIGGERS:
             raise ValueError(f"cycle_trigger must be one of {CYCLE_TRIGGERS}, got '{self.cycle_trigger}'")
@@ -356,7 +413,8 @@ class ControllerNode(Node):
         self._velocity = (VelocityFromPositions(n, self._param('velocity_filter_time'), config.state_timeout)
                           if source == 'positions' else None)
         self._monitor = JointStateMonitor(self.arm)
-        self._publishers_max = int(self._param('joint_state_publishers_max'))
+        # in the bus cycle the states come from the host, not from the topic: its publishers do not matter
+        self._publishers_max = int(self._param('joint_state_publishers_max')) if host is None else 0
         self._publishers_due = 0.0
         self._state: tuple[float, Array, Array, Array | None] | None = None
         # the newest state the monitor accepted: the release starts there (not from another arm's state)
@@ -396,31 +454,60 @@ class ControllerNode(Node):
             MultiArrayDimension(label="joint:" + "|".join(self.arm.joint_names), size=n, stride=n)]))
         self.joint_states_topic: str = self._param('joint_states_topic')
         self.command_topic: str = self._param('command_topic')
-        self.command_pub = self.create_publisher(Float64MultiArray, self.command_topic, QOS_DEPTH)
         release_topic = self._param('release_topic')
-        self.release_pub = self.create_publisher(JointTrajectory, release_topic, QOS_DEPTH) if release_topic else None
+        self._releases = bool(release_topic)  # letting go hands the arm to the drives (else zero effort only)
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
-        self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
-                                                   JOINT_STATE_QOS)
+        if host is None:
+            self.command_pub = self.create_publisher(Float64MultiArray, self.command_topic, QOS_DEPTH)
+            self.release_pub = (self.create_publisher(JointTrajectory, release_topic, QOS_DEPTH) if release_topic
+                                else None)
+            self._release_target = f"on {release_topic}"
+            self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
+                                                       JOINT_STATE_QOS)
+        else:
+            self._release_target = host.release_target
         self.create_service(SetBool, '~/enable', self._on_enable)
         self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
         self._create_interfaces()
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        # with cycle_trigger 'joint_states' the timer is a watchdog, restarted by every joint state:
-        # it only fires (and wakes the executor) when a state is half a period late
-        self._timer = self.create_timer(self._period * (WATCHDOG_PERIODS if self._watchdog else 1.0),
-                                        self._on_timer, clock=steady)
+        if host is None:
+            steady = Clock(clock_type=ClockType.STEADY_TIME)
+            # with cycle_trigger 'joint_states' the timer is a watchdog, restarted by every joint state:
+            # it only fires (and wakes the executor) when a state is half a period late
+            self._timer = self.create_timer(self._period * (WATCHDOG_PERIODS if self._watchdog else 1.0),
+                                            self._on_timer, clock=steady)
         # the timing report is due-checked right after a cycle's torque and built and published by
         # the reporting thread (a timer of its own could fire just when a state arrives)
         self._diagnostics_period = float(self._param('diagnostics_period'))
         self._diagnostics_due = time.perf_counter() + self._diagnostics_period
+        wiring = (f"joint states on {self.joint_states_topic}, torques on {self.command_topic}" if host is None
+                  else f"in {host.description}")
         self.get_logger().info(
-            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, joint states on "
-            f"{self.joint_states_topic}, torques on {self.command_topic}; Kp = {np.round(self.law.kp, 4).tolist()}, "
+            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, {wiring}; Kp = {np.round(self.law.kp, 4).tolist()}, "
             f"Kd = {np.round(self.law.kd, 4).tolist()}, torque limit = {np.round(self.guard.torque_limit, 3).tolist()}"
             f" N m; {'enabling at the first joint state' if self._enable_pending else 'disabled (call ~/enable)'}")
+
+    # -- callbacks under the cycle lock in the bus cycle ----------------------------------------
+
+    def _locked(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        """``callback`` holding :attr:`cycle_lock` when hosted (module docstring), else itself."""
+        if self.host is None:
+            return callback
+
+        def locked(*args: Any) -> Any:
+            with self.cycle_lock:
+                return callback(*args)
+
+        return locked
+
+    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., Any], *args: Any,
+                            **kwargs: Any) -> Any:
+        return super().create_subscription(msg_type, topic, self._locked(callback), *args, **kwargs)
+
+    def create_service(self, srv_type: Any, srv_name: str, callback: Callable[..., Any], *args: Any,
+                       **kwargs: Any) -> Any:
+        return super().create_service(srv_type, srv_name, self._locked(callback), *args, **kwargs)
 
     # -- hooks of the concrete controllers ------------------------------------------------------
 
@@ -591,9 +678,19 @@ class ControllerNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
-        stamp = stamp_seconds(msg.header.stamp)
+        self._take_state(arrival, msg.header.stamp, q, dq, effort)
+        if self._watchdog:
+            self._timer.reset()
+            if arrival - self._last_cycle >= 0.5 * self._period:
+                self._cycle()
+
+    def _take_state(self, arrival: float, header_stamp: Time, q: Array, dq: Array, effort: Array | None) -> None:
+        """A new joint state (``arrival`` on the steady clock, ``header_stamp`` its measurement instant on
+        the ROS clock, zero if unknown): judged by the plausibility check, its velocity estimated, kept
+        as the newest state."""
+        stamp = stamp_seconds(header_stamp)
         self._stamp = stamp if stamp > 0.0 else arrival
-        self._header_stamp = msg.header.stamp if stamp > 0.0 else None
+        self._header_stamp = header_stamp if stamp > 0.0 else None
         problem = self._monitor.check(self._stamp, q)
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
@@ -604,10 +701,6 @@ class ControllerNode(Node):
         self._state = (arrival, q, dq, effort)
         if problem is None:
             self._trusted_state = self._state
-        if self._watchdog:
-            self._timer.reset()
-            if arrival - self._last_cycle >= 0.5 * self._period:
-                self._cycle()
 
     def _on_timer(self) -> None:
         # as a watchdog: no joint state for WATCHDOG_PERIODS periods (unless one just ran a cycle)
@@ -660,7 +753,7 @@ class ControllerNode(Node):
         self._last_guard_state = self.guard.state
         if was is not GuardState.DISABLED:
             self._zero_cycles = self._zero_cycles_on_letting_go()
-            if self._zero_cycles and self.release_pub is not None:
+            if self._zero_cycles and self._releases:
                 return "disabled: zero effort, then released to the drives"
             return "disabled: zero effort, then no commands"
         return "already disabled"
@@ -677,7 +770,45 @@ class ControllerNode(Node):
     # -- the control cycle ----------------------------------------------------------------------
 
     def _cycle(self) -> None:
-        start = time.perf_counter()
+        """One control cycle over DDS: the torque on ``command_topic``, then the rest of the cycle."""
+        with self.cycle_lock:
+            step = self._decide(time.perf_counter())
+            if step is None:
+                return
+            if step.publish:
+                self._command_msg.data = step.tau.tolist()
+                self.command_pub.publish(self._command_msg)
+            self._let_go(step)
+            step.end = time.perf_counter()
+            self._finish(step)
+
+    def host_command(self, arrival: float, header_stamp: Time | None, q: Array, dq: Array,
+                     effort: Array | None) -> Array | None:
+        """In the bus cycle (module docstring): the state the host just read (``arrival`` its read on
+        the steady clock, ``header_stamp`` its stamp as the host publishes it; ``header_stamp`` None:
+        no fresh state this cycle, ``q``, ``dq``, ``effort`` are ignored) and a cycle on it; the torque
+        for this cycle's outputs, or None (nothing commanded). :meth:`host_after_outputs` must follow."""
+        with self.cycle_lock:
+            if header_stamp is not None:
+                self._take_state(arrival, header_stamp, q, dq, effort)
+            step = self._decide(time.perf_counter())
+            if step is None:
+                return None
+            released = self._let_go(step)
+            step.end = time.perf_counter()
+            self._step = step
+            # a release replaces the zero effort at once (module docstring)
+            return step.tau if step.publish and not released else None
+
+    def host_after_outputs(self) -> None:
+        """In the bus cycle, once the host's outputs are decided: the rest of the cycle."""
+        with self.cycle_lock:
+            step, self._step = self._step, None
+            if step is not None:
+                self._finish(step)
+
+    def _decide(self, start: float) -> _Step | None:
+        """The cycle up to its torque (None: a stalled node's cycle, which commands nothing)."""
         self.statistics.tick(start)
         gap, self._last_cycle = start - self._last_cycle, start
         if gap > self._stall_gap and not self._deferred and self.guard.state is not GuardState.DISABLED:
@@ -686,7 +817,7 @@ class ControllerNode(Node):
             # Let them in and judge the state at the next cycle (nothing published in this one).
             self._deferred = True
             self.stalls += 1
-            return
+            return None
         self._deferred = False
         state = self._state
         if self._enable_pending and state is not None:
@@ -722,15 +853,20 @@ class ControllerNode(Node):
             if self.guard.state is GuardState.DISABLED:
                 publish = self._zero_cycles > 0
                 self._zero_cycles = max(self._zero_cycles - 1, 0)
-            elif self.release_pub is not None:  # a fault with zero effort: let go as a disable does
+            elif self._releases:  # a fault with zero effort: let go as a disable does
                 publish = self._holding_arm
-        if publish:
-            self._command_msg.data = tau.tolist()
-            self.command_pub.publish(self._command_msg)
-        if tau is self._zero and self._holding_arm and self.release_pub is not None:
-            self._release(self._trusted_state)  # right after a zero effort: the arm falls until the drives hold it
-        self.last_torque = tau
-        end = time.perf_counter()
+        return _Step(start, state, tau, publish)
+
+    def _let_go(self, step: _Step) -> bool:
+        """Right after a zero effort went out while the arm was ours: the release (the arm falls until
+        the drives hold it); whether the arm was handed to the drives."""
+        self.last_torque = step.tau
+        return step.tau is self._zero and self._holding_arm and self._releases and self._release(self._trusted_state)
+
+    def _finish(self, step: _Step) -> None:
+        """The cycle after its torque: timing, observer, fault report, ~/state, reports."""
+        start, state, tau, publish, end = step.start, step.state, step.tau, step.publish, step.end
+        stamp = None if state is None else state[0]
         if publish and stamp is not None:
             with self._timing_lock:
                 self._latencies.append(end - stamp)
@@ -743,11 +879,11 @@ class ControllerNode(Node):
                 if self.guard.config.fault_behaviour == 'hold':
                     then = "holding"
                 else:
-                    then = "zero effort" if self.release_pub is None else "zero effort, then released to the drives,"
+                    then = "zero effort" if not self._releases else "zero effort, then released to the drives,"
                 self.report_status(f"fault: {self.guard.fault_reason}; {then} until ~/enable", error=True)
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
-            self._publish_state(start if stamp is None else stamp, q, tau)
+            self._publish_state(start if stamp is None else stamp, None if state is None else state[1], tau)
         if self._diagnostics_period > 0.0 and end >= self._diagnostics_due:
             self._diagnostics_due = max(self._diagnostics_due + self._diagnostics_period, end)
             self._reporter.submit(self._publish_diagnostics)  # ~1 ms of work: off the control thread
@@ -841,31 +977,36 @@ class ControllerNode(Node):
     def _zero_cycles_on_letting_go(self) -> int:
         """Zero-effort commands after a disable: with a release, one before it (the release follows in
         the same cycle) and none after it (a zero effort would take the arm back from the drives)."""
-        if self.release_pub is None:
+        if not self._releases:
             return ZERO_CYCLES_ON_DISABLE
         return 1 if self._holding_arm else 0
 
-    def _release(self, state: tuple[float, Array, Array, Array | None] | None) -> None:
+    def _release(self, state: tuple[float, Array, Array, Array | None] | None) -> bool:
         """Once after letting go of the arm (after a zero effort, which the drives must get first:
         they take the mode of the last command): hand it to the drives' position control
         (``release_topic``) with a braking trajectory from ``state`` (:mod:`~youbot_dynamics.control.release`)."""
         if not self._holding_arm:
-            return
+            return False
         self._holding_arm = False
-        if self.release_pub is None:
-            return
-        time.sleep(RELEASE_DELAY)
+        if not self._releases:
+            return False
+        if self.host is None:
+            time.sleep(RELEASE_DELAY)
         if state is None:
             self.report_status("not handed to the drives: no joint state", error=True)
-            return
+            return False
         try:
             times, q, dq, ddq = release_waypoints(self.arm, state[1], state[2])
+            if self.host is None:
+                self.release_pub.publish(trajectory_message(self.arm.joint_names, times, q, dq, ddq))
+            else:
+                self.host.release(times, q, dq, ddq)
         except ValueError as exc:
             self.report_status(f"not handed to the drives: {exc}", error=True)
-            return
-        self.release_pub.publish(trajectory_message(self.arm.joint_names, times, q, dq, ddq))
-        self.report_status(f"released to the drives on {self.release_pub.topic_name}: braking to rest in "
+            return False
+        self.report_status(f"released to the drives {self._release_target}: braking to rest in "
                            f"{times[-1]:.2f} s at {np.round(q[-1], 4).tolist()}, held there")
+        return True
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints
@@ -928,12 +1069,17 @@ class ControllerNode(Node):
     def stop_commanding(self) -> None:
         """Before shutdown, if the node is commanding: publish zero effort once, then hand the arm
         to the drives (``release_topic``)."""
-        commanding = self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0
-        self.guard.disable()
-        if commanding and (self._holding_arm or self.release_pub is None):
-            self._command_msg.data = self._zero.tolist()
-            self.command_pub.publish(self._command_msg)
-        self._release(self._trusted_state)
+        with self.cycle_lock:  # in the bus cycle its loop still runs
+            commanding = self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0
+            self.guard.disable()
+            self._zero_cycles = 0
+            if commanding and (self._holding_arm or not self._releases):
+                if self.host is None:
+                    self._command_msg.data = self._zero.tolist()
+                    self.command_pub.publish(self._command_msg)
+                else:
+                    self.host.zero()
+            self._release(self._trusted_state)
 
 
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:

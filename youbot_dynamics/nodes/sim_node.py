@@ -36,7 +36,12 @@ calibration error, on-board drive controllers, command timeout, payload). The no
 * services ``~/reset`` (to ``initial_positions``, the home pose of the sim file when empty),
   ``~/pause`` and ``~/resume`` (``std_srvs/Trigger``); while paused nothing is stepped or published;
 * publishes achieved rate, jitter and overruns on ``/diagnostics`` (``diagnostic_msgs``) every
-  ``diagnostics_period`` s and, with ``publish_clock``, the simulated time on ``/clock``.
+  ``diagnostics_period`` s and, with ``publish_clock``, the simulated time on ``/clock``;
+* with ``controller`` (``pd_gravity``, ``computed_torque``, ``float``; ``''`` = none) runs that
+  controller node in this process, in the physics loop (:mod:`.hosted`): on each state the loop
+  publishes, before publishing it, its torque the effort command of the next physics step; its
+  interfaces are the stand-alone node's (parameters from ``controller_params_file``), and
+  ``/diagnostics`` adds the latency from the measurement to the command (``controller_latency_*``).
 
 Joint state stamps are the simulated instant on the node's ROS clock: ``t_0 + (sim.time - s_0) /
 real_time_factor``, anchored (``t_0`` the ROS clock at the instant the loop was *due* to publish
@@ -83,6 +88,7 @@ from ..sim.true_robot import PUBLISH_STREAM, rng_stream
 from ..timing import LoopStatistics
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
+from .hosted import CONTROLLERS, SimHost, create_hosted_controller, latency_report
 
 __all__ = ["SimNode", "main"]
 
@@ -108,6 +114,8 @@ class SimNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         self._running = False  # set first: destroy_node() may run on a half-built node
         self._thread: threading.Thread | None = None
+        self.host: SimHost | None = None
+        self.controller = None  # the controller node in the physics loop (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
         s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
         i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
@@ -166,6 +174,13 @@ class SimNode(Node):
         self.declare_parameter('diagnostics_period', 1.0, _descriptor(
             "Period [s] of the rate/jitter report on /diagnostics; 0 = none.", d, range_=(0.0, 3600.0)))
         self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
+        self.declare_parameter('controller', '', _descriptor(
+            f"Controller run in this process, in the physics loop (one of {sorted(CONTROLLERS)}; '' = none): "
+            "its torque is commanded on the state just measured, without DDS; its node (same name, services and "
+            "topics as the stand-alone controller) takes its parameters from controller_params_file.", s))
+        self.declare_parameter('controller_params_file', '', _descriptor(
+            "Parameter file of that controller (its node's section and /**); '' = the package's "
+            "config/<controller>_controller.yaml. Its rate must be publish_rate x real_time_factor.", s))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -223,6 +238,13 @@ class SimNode(Node):
         # fire just when a step is due)
         self._diagnostics_period = float(p['diagnostics_period'])
         self._reporter = background_worker("sim_diagnostics")
+        if p['controller']:
+            if self._real_time_factor == 0.0:
+                raise ValueError("controller needs real_time_factor > 0 (its rate is the loop's)")
+            self.host = SimHost(self, p['publish_rate'] * self._real_time_factor)
+            self.controller = create_hosted_controller(p['controller'], p['controller_params_file'], self.host,
+                                                       self.context, self.get_namespace())
+            self.host.controller = self.controller
         jitter = f" (jitter {p['publish_jitter']:g} s)" if p['publish_jitter'] > 0 else ""
         self.get_logger().info(
             f"simulated '{self.arm.name}' at {1.0 / self.sim.timestep:g} Hz (real time x{self._real_time_factor:g}), "
@@ -238,6 +260,15 @@ class SimNode(Node):
             self._thread = threading.Thread(target=self._loop, name="sim_physics", daemon=True)
             self._thread.start()
 
+    def hosted_nodes(self) -> list[Node]:
+        """The nodes this one runs in its process (the controller in the physics loop), for the executor."""
+        return [] if self.controller is None else [self.controller]
+
+    def let_go(self) -> None:
+        """At shutdown, the controller in the physics loop lets go of the arm as a stand-alone one does."""
+        if self.controller is not None:
+            self.controller.stop_commanding()
+
     def stop(self) -> None:
         """Stop and join the physics thread."""
         self._running = False
@@ -250,6 +281,9 @@ class SimNode(Node):
         reporter = getattr(self, "_reporter", None)  # absent if the constructor failed early
         if reporter is not None:
             reporter.shutdown(wait=True)
+        if self.controller is not None:
+            self.controller.destroy_node()
+            self.controller = None
         super().destroy_node()
 
     def _loop(self) -> None:
@@ -262,15 +296,23 @@ class SimNode(Node):
                 if self._paused:
                     time.sleep(0.01)
                     deadline = time.perf_counter()
+                    if self.host is not None:  # no state: the controller coasts, then faults, as over DDS
+                        self.host.cycle(deadline, None, None, None, None)
                 else:
                     with self._lock:
                         steps = self._schedule.next_steps()
                         self.sim.step(steps)
                         measurement = self.sim.measure()
                         self._external_torque = self.sim.external_torque  # a copy
+                    read_time = time.perf_counter()
                     with self._publish_lock:
                         if not self._paused:  # paused meanwhile: this state is not published
-                            self._publish_state(measurement, deadline if wall_step > 0.0 else None)
+                            m = measurement
+                            stamp = (_stamp(m.time) if self._publish_clock
+                                     else self._state_stamp(m.time, deadline if wall_step > 0.0 else None))
+                            if self.host is not None:
+                                self.host.cycle(read_time, stamp, m.position, m.velocity, m.effort)
+                            self._publish_state(m, stamp)
                     self.statistics.tick(time.perf_counter())
                 if self._diagnostics_period > 0.0 and time.perf_counter() >= diagnostics_due:
                     diagnostics_due = max(diagnostics_due + self._diagnostics_period, time.perf_counter())
@@ -291,11 +333,10 @@ class SimNode(Node):
             elif deadline > now:
                 time.sleep(deadline - now)
 
-    def _publish_state(self, m: Any, due: float | None = None) -> None:
-        """The measurement ``m`` on the joint states (and the true external torques); ``due`` the loop's
-        ``perf_counter`` instant the state was due at (None: now)."""
+    def _publish_state(self, m: Any, stamp: Time) -> None:
+        """The measurement ``m`` on the joint states (and the true external torques), stamped ``stamp``."""
         msg = self._state_msg
-        msg.header.stamp = _stamp(m.time) if self._publish_clock else self._state_stamp(m.time, due)
+        msg.header.stamp = stamp
         msg.position = m.position.tolist()
         msg.velocity = m.velocity.tolist()
         msg.effort = m.effort.tolist()
@@ -326,6 +367,16 @@ class SimNode(Node):
 
     def _reject(self, what: str, exc: Exception) -> None:
         self.get_logger().error(f"{what} rejected: {exc}", throttle_duration_sec=self._throttle)
+
+    def command_effort(self, tau: np.ndarray) -> None:
+        """Joint torques [N m] to the simulator (``CommandError`` if refused)."""
+        with self._lock:
+            self.sim.command("effort", tau)
+
+    def command_trajectory(self, times: np.ndarray, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> None:
+        """Waypoints ``times`` [s] from now to the simulator's trajectory interface (``CommandError`` if refused)."""
+        with self._lock:
+            self.sim.command_trajectory(times, q, dq, ddq)
 
     def _on_command(self, interface: str, msg: Float64MultiArray) -> None:
         try:
@@ -419,6 +470,8 @@ class SimNode(Node):
         report = self.statistics.report()
         with self._lock:
             mode, sim_time = self.sim.mode, self.sim.time
+        if self.host is not None:
+            report.update(latency_report(self.host.take_latencies()))
         values = {**{k: f"{v:.6g}" for k, v in report.items()}, "mode": str(mode), "sim_time": f"{sim_time:.3f}"}
         status = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{self.get_name()}: simulation",
                                   message="paused" if self._paused else "running", hardware_id=self.arm.name,
@@ -431,7 +484,8 @@ class SimNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
     return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
-                    realtime=True, events_executor=True, before_spin=SimNode.start)
+                    realtime=True, events_executor=True, before_spin=SimNode.start, after_spin=SimNode.let_go,
+                    hosted=SimNode.hosted_nodes)
 
 
 if __name__ == '__main__':

@@ -21,6 +21,13 @@ Thin wrapper around :class:`youbot_dynamics.driver.ArmDriver` (all logic and saf
 
 ``backend: virtual`` replaces the EtherCAT master by :class:`~youbot_dynamics.driver.VirtualBus`
 (drives with the firmware's behaviour on the MuJoCo arm): the whole driver runs without hardware.
+
+``controller`` (``pd_gravity``, ``computed_torque``, ``float``; ``''`` = none) runs that controller
+node in this process, in the bus cycle (:mod:`.hosted`): its torque goes out in the cycle that read
+its state. Its interfaces are the stand-alone node's; ``/diagnostics`` adds the latency from the
+read to the torque in the outputs (``controller_latency_*``) and the refused torques
+(``controller_refusals``). At shutdown it lets go of the arm (the release to the trajectory
+interface) and the bus runs until the arm is at rest (at most 2 s) before the motors stop.
 """
 from __future__ import annotations
 
@@ -55,6 +62,7 @@ from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
 from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
+from .hosted import CONTROLLERS, DriverHost, create_hosted_controller, latency_report
 
 __all__ = ["YoubotDriverNode", "main", "BACKENDS"]
 
@@ -75,6 +83,8 @@ class YoubotDriverNode(Node):
         self._running = False  # set first: destroy_node() may run on a half-built node
         self._publisher: threading.Thread | None = None
         self.loop: CyclicLoop | None = None
+        self.host: DriverHost | None = None
+        self.controller = None  # the controller node in the bus cycle (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
         s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
         i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
@@ -162,6 +172,13 @@ class YoubotDriverNode(Node):
             "Virtual backend: the virtual arm's time is the bus' (cycles x cycle_period), published on /clock "
             "and in the joint state stamps, like sim_node (for use_sim_time nodes on a loaded machine); "
             "false = the virtual arm keeps wall-clock time like the real one.", b))
+        self.declare_parameter('controller', '', _descriptor(
+            f"Controller run in this process, in the bus cycle (one of {sorted(CONTROLLERS)}; '' = none): its "
+            "torque goes out in the cycle that read its state, without DDS; its node (same name, services and "
+            "topics as the stand-alone controller) takes its parameters from controller_params_file.", s))
+        self.declare_parameter('controller_params_file', '', _descriptor(
+            "Parameter file of that controller (its node's section and /**); '' = the package's "
+            "config/<controller>_controller.yaml. Its rate must be the bus rate (1 / cycle_period).", s))
 
         p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)
@@ -201,8 +218,14 @@ class YoubotDriverNode(Node):
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
         self.bus = bus
         self.driver = ArmDriver(bus, self.arm, config, clock=clock)
+        if p['controller']:  # before the bus is opened: a controller that cannot start leaves it closed
+            self.host = DriverHost(self)
+            self.controller = create_hosted_controller(p['controller'], p['controller_params_file'], self.host,
+                                                       self.context, self.get_namespace())
+            self.host.attach(self.controller)
         self.driver.connect()
         self.loop = CyclicLoop(self.driver)
+        self._refusals_seen = 0
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
         self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
@@ -236,8 +259,15 @@ class YoubotDriverNode(Node):
             self._publisher = threading.Thread(target=self._publish_states, name="joint_states", daemon=True)
             self._publisher.start()
 
+    def hosted_nodes(self) -> list[Node]:
+        """The nodes this one runs in its process (the controller in the bus cycle), for the executor."""
+        return [] if self.controller is None else [self.controller]
+
     def stop(self) -> None:
-        """Stop the publisher, then the bus thread (motors stopped, bus closed)."""
+        """The controller in the bus cycle lets go of the arm, then the publisher and the bus thread
+        stop (motors stopped, bus closed)."""
+        if self.host is not None and self.loop is not None and self.loop.running:
+            self.host.let_go()
         self._running = False
         if self._publisher is not None:
             self._publisher.join()
@@ -248,7 +278,17 @@ class YoubotDriverNode(Node):
 
     def destroy_node(self) -> None:
         self.stop()
+        if self.controller is not None:
+            self.controller.destroy_node()
+            self.controller = None
         super().destroy_node()
+
+    def state_stamp(self, driver_time: float) -> Any:
+        """The stamp of a joint state read at ``driver_time`` (driver clock): the virtual time with
+        ``publish_clock``, else now on the node's clock (as the publisher stamps them)."""
+        if self._publish_clock:
+            return RosTime(nanoseconds=round(driver_time * 1e9)).to_msg()
+        return self.get_clock().now().to_msg()
 
     def _publish_states(self) -> None:
         seen = next_publish = 0
@@ -261,8 +301,7 @@ class YoubotDriverNode(Node):
                 continue
             next_publish = seen + self._publish_every
             msg = self._state_msg
-            msg.header.stamp = (RosTime(nanoseconds=round(state.time * 1e9)).to_msg() if self._publish_clock
-                                else self.get_clock().now().to_msg())
+            msg.header.stamp = self.state_stamp(state.time)
             msg.position = state.position.tolist()
             msg.velocity = state.velocity.tolist()
             msg.effort = state.effort.tolist()
@@ -280,21 +319,22 @@ class YoubotDriverNode(Node):
     def _reject(self, what: str, exc: Exception) -> None:
         self.get_logger().error(f"{what} rejected: {exc}", throttle_duration_sec=self._throttle)
 
-    def _check_interface(self, interface: str) -> None:
+    def check_interface(self, interface: str) -> None:
+        """``CommandError`` unless ``interface`` is in ``command_interfaces``."""
         if interface not in self._interfaces:
             raise CommandError(f"interface {interface!r} is not enabled (command_interfaces: "
                                f"{', '.join(self._interfaces)})")
 
     def _on_command(self, interface: str, msg: Float64MultiArray) -> None:
         try:
-            self._check_interface(interface)
+            self.check_interface(interface)
             self.driver.command(interface, np.asarray(msg.data, dtype=float))
         except ValueError as exc:  # CommandError is a ValueError
             self._reject(f"{interface} command", exc)
 
     def _on_trajectory(self, data: bytes) -> None:
         try:
-            self._check_interface("trajectory")
+            self.check_interface("trajectory")
             msg = deserialize_trajectory(data, self.arm.n_joints)
             times, positions, velocities, accelerations = trajectory_arrays(msg, self.arm.joint_names)
             stamp = stamp_seconds(msg.header.stamp)
@@ -342,7 +382,12 @@ class YoubotDriverNode(Node):
         if state is None or loop is None:
             return
         timing = loop.timing.report()
+        if self.controller is not None:
+            timing.update(latency_report(self.driver.take_controller_latencies()))
         stats = self.driver.statistics.as_dict()
+        if stats["controller_refusals"] > self._refusals_seen:
+            self._refusals_seen = stats["controller_refusals"]
+            self._reject("controller torque", CommandError(self.driver.controller_refusal))
         level = DiagnosticStatus.OK
         if state.faults or loop.error is not None:
             level = DiagnosticStatus.ERROR
@@ -387,7 +432,7 @@ def main(args: list[str] | None = None) -> int:
     return run_node(NODE_NAME, YoubotDriverNode,
                     (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
                     realtime=True, events_executor=True, before_spin=YoubotDriverNode.start,
-                    after_spin=YoubotDriverNode.stop)
+                    after_spin=YoubotDriverNode.stop, hosted=YoubotDriverNode.hosted_nodes)
 
 
 if __name__ == '__main__':

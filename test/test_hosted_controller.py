@@ -1,0 +1,490 @@
+"""A controller in the arm's own loop (issue 18): ``youbot_driver`` and ``sim_node`` with their
+parameter ``controller``, over real DDS for everything but the control loop itself.
+
+Domains 190 (the driver, in-process), 191 (the simulator, in-process) and 192 (the driver's
+executable), localhost discovery only, a private rclpy Context per harness. The controllers get a
+model file of the simulated arm's true parameters (the stand-in for an identified model). What the
+controller commands is checked where it goes out: a recorder between the driver and the controller
+(:class:`Recorder`) keeps, per bus cycle, the instant the state was read and the currents decided
+for the next exchange; the controller's own ``~/state`` gives the torque it computed for the state
+read at that instant.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import local_ros_domain
+
+rclpy = pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.control import GuardState  # noqa: E402
+from youbot_dynamics.driver import ControllerMode, VirtualBus  # noqa: E402
+from youbot_dynamics.driver.driver import CycleInputs  # noqa: E402
+from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
+from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
+from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
+from youbot_dynamics.nodes.common import create_executor  # noqa: E402
+from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
+from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
+from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
+
+ARM = default_arm()
+Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
+ROOT = Path(__file__).resolve().parent.parent
+CT = "computed_torque_controller"
+PD = "pd_gravity_controller"
+
+
+def write_params(path: Path, node_name: str, model_file: Path, **overrides) -> Path:
+    """A controller parameter file: the package's, with the model file and ``overrides``."""
+    doc = yaml.safe_load((ROOT / "config" / f"{node_name}.yaml").read_text())
+    doc[node_name]["ros__parameters"].update({"model_file": str(model_file), **overrides})
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def true_model_file(path: Path) -> Path:
+    """The virtual arm's true parameters as a model file (the driver's and the simulator's arm are
+    built from the same sim file and seed)."""
+    parameters = VirtualBus(ARM).sim.true_parameters
+    save_model(path, DynamicModel.from_standard(DHChain.from_arm(ARM), parameters),
+               "the simulated arm's true parameters (test stand-in for an identified model)", parameters)
+    return path
+
+
+class Recorder:
+    """Between the driver and its controller: per cycle the read instant of the state, the outputs
+    decided for the next exchange and the driver's active interface."""
+
+    def __init__(self, node: YoubotDriverNode) -> None:
+        self.node, self.host, self.driver = node, node.host, node.driver
+        self.cycles: list[tuple[float, tuple[int, ...], tuple[ControllerMode, ...], str | None]] = []
+        self._read = 0.0
+
+    def command(self, inputs: CycleInputs):
+        self._read = inputs.read_time
+        return self.host.command(inputs)
+
+    def after_outputs(self) -> None:
+        outputs = self.driver._outputs  # noqa: SLF001 - what goes out in the next exchange
+        self.cycles.append((self._read, tuple(o.value for o in outputs), tuple(o.mode for o in outputs),
+                            self.driver.state().interface))
+        self.host.after_outputs()
+
+
+class Harness:
+    """Nodes on one events executor spun by the test thread (the arm's loop in its own thread)."""
+
+    def __init__(self, make_node, topics: dict[str, type]) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = make_node(self.context)
+        self.tester = rclpy.create_node("hosted_tester", context=self.context)
+        self.executor = create_executor(events=True, context=self.context)
+        self.executor.add_node(self.node)
+        for hosted in self.node.hosted_nodes():
+            self.executor.add_node(hosted)
+        self.executor.add_node(self.tester)
+        self.status: list[str] = []
+        self.states: list[np.ndarray] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        name = self.node.controller.get_name()
+        t = self.tester
+        t.create_subscription(String, f"/{name}/status", lambda m: self.status.append(m.data), 100)
+        t.create_subscription(Float64MultiArray, f"/{name}/state",
+                              lambda m: self.states.append(np.asarray(m.data).reshape(5, -1)), 1000)
+        t.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 100)
+        self.enable_client = t.create_client(SetBool, f"/{name}/enable")
+        self.pubs = {topic: t.create_publisher(msg_type, topic, 10) for topic, msg_type in topics.items()}
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.tester.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    @property
+    def controller(self):
+        return self.node.controller
+
+    def spin_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def spin_until(self, predicate, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def set_enabled(self, value: bool) -> SetBool.Response:
+        assert self.enable_client.wait_for_service(timeout_sec=5.0)
+        future = self.enable_client.call_async(SetBool.Request(data=value))
+        assert self.spin_until(future.done, timeout=20.0)
+        return future.result()
+
+    def wait_status(self, text: str, timeout: float = 10.0) -> str:
+        assert self.spin_until(lambda: any(text in s for s in self.status), timeout), \
+            f"no status with {text!r}; got {self.status}"
+        return next(s for s in self.status if text in s)
+
+    def publish(self, topic: str, msg) -> None:
+        assert self.spin_until(lambda: self.pubs[topic].get_subscription_count() > 0), topic
+        self.pubs[topic].publish(msg)
+
+
+# -- youbot_driver (virtual drives) --------------------------------------------------------------
+
+DRIVER_TOPICS = {"/arm_position_controller/commands": Float64MultiArray, f"/{CT}/trajectory": JointTrajectory}
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hosted_driver")
+    # joint states lost for 60 ms fault (state_loss_timeout), shorter than the drives' own 100 ms
+    # timeout, so that the release reaches a running driver. A stall of this shared test process
+    # stops the bus thread as well: its next cycle sees the stall, not stale states (ControllerNode._decide)
+    params = write_params(folder / "ct.yaml", CT, true_model_file(folder / "true_model.yaml"),
+                          diagnostics_period=0.0, state_timeout=0.02, state_loss_timeout=0.06)
+
+    def make(context):
+        # publish_clock: the virtual arm runs on the bus' time, so a pause of this shared test process
+        # cannot trip the drives' timeout (as test_driver_node.py)
+        overrides = {"backend": "virtual", "enable_on_start": True, "publish_clock": True,
+                     "diagnostics_period": 0.3, "controller": "computed_torque", "controller_params_file": str(params)}
+        return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
+                                                                      for k, v in overrides.items()])
+
+    with local_ros_domain("190"):
+        h = Harness(make, DRIVER_TOPICS)
+        h.recorder = Recorder(h.node)
+        h.node.driver.attach_controller(h.recorder)
+        h.node.start()
+        try:
+            assert h.spin_until(lambda: h.node.driver.state() is not None
+                                and h.node.driver.state().phase.value == "running", timeout=20.0)
+            yield h
+        finally:
+            h.node.stop()
+            h.close()
+
+
+def true_q(h: Harness) -> np.ndarray:
+    return h.node.bus.sim.data.qpos.copy()
+
+
+def hold_with_drives(h: Harness, q: np.ndarray, timeout: float = 30.0) -> None:
+    """The drives' position control brings the arm to ``q`` and holds it (commands every 20 ms)."""
+    def there() -> bool:
+        h.pubs["/arm_position_controller/commands"].publish(Float64MultiArray(data=[float(v) for v in q]))
+        h.spin_for(0.02)
+        sim = h.node.bus.sim
+        return np.max(np.abs(true_q(h) - q)) < 5e-3 and np.max(np.abs(sim.data.qvel)) < 0.02
+
+    assert h.spin_until(there, timeout), f"the drives did not bring the arm to {q}: at {true_q(h)}"
+
+
+def enable_at(h: Harness, q: np.ndarray) -> None:
+    """The drives bring the arm to ``q`` (the controller disabled: its torque would win), then the
+    controller takes over there."""
+    if h.controller.guard.state is not GuardState.DISABLED:
+        assert h.set_enabled(False).success
+    hold_with_drives(h, q)
+    for _ in range(5):  # a stall of this shared process can age the newest state past state_timeout (20 ms)
+        response = h.set_enabled(True)
+        if response.success or "stale" not in response.message:
+            break
+    assert response.success, response.message
+    assert h.spin_until(lambda: time.perf_counter() > h.controller.ramp_end + 0.1, timeout=10.0)
+    assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
+
+
+def test_the_hosted_controller_is_the_stand_alone_node_without_its_dds_loop(driver):
+    h = driver
+    assert h.spin_until(lambda: (CT, "/") in h.tester.get_node_names_and_namespaces())
+    services = dict(h.tester.get_service_names_and_types_by_node(CT, "/"))
+    assert f"/{CT}/enable" in services
+    topics = {name for name, _ in h.tester.get_subscriber_names_and_types_by_node(CT, "/")}
+    assert f"/{CT}/trajectory" in topics and f"/{CT}/line" in topics and "/joint_states" not in topics
+    published = {name for name, _ in h.tester.get_publisher_names_and_types_by_node(CT, "/")}
+    assert f"/{CT}/state" in published and "/arm_effort_controller/commands" not in published
+    # its parameters are the file's, not the driver's
+    assert h.controller.get_parameter("state_loss_timeout").value == 0.06
+    assert h.controller.get_parameter("diagnostics_period").value == 0.0
+
+
+def test_it_tracks_a_trajectory_with_its_torque_in_the_cycle_that_read_the_state(driver):
+    h = driver
+    enable_at(h, Q_START)
+    assert h.node.driver.state().interface == "effort"
+    goal = Q_START + np.array([0.15, -0.1, 0.1, -0.15, 0.2])
+    h.recorder.cycles.clear()
+    h.states.clear()
+    h.publish(f"/{CT}/trajectory", trajectory_message(ARM.joint_names, [1.5], goal[None, :]))
+    h.wait_status("trajectory accepted")
+    assert h.spin_until(lambda: h.controller.remaining_time(time.perf_counter()) == 0.0, timeout=30.0)
+    h.spin_for(0.5)
+    np.testing.assert_allclose(true_q(h), goal, atol=5e-3)
+    # every ~/state row (1 in 10 cycles) names the read instant of its state: the currents the driver
+    # decided in that very cycle are its torque (current mode, the drives' units, within their limit)
+    cycles = {read: (values, modes) for read, values, modes, _ in list(h.recorder.cycles)}
+    rows = [row for row in list(h.states) if row[4, 0] in cycles]
+    assert len(rows) > 50, f"{len(rows)} ~/state rows matched a bus cycle"
+    units = h.node.driver.units
+    limit = np.floor(units.max_current_ma * h.node.driver.config.current_limit_scale)
+    for row in rows:
+        values, modes = cycles[row[4, 0]]
+        assert all(m is ControllerMode.CURRENT_MODE for m in modes)
+        np.testing.assert_array_equal(values, np.clip(units.nm_to_ma(row[3]), -limit, limit).astype(int))
+    # and it went there within the cycle: the driver's latency from the read to the outputs
+    latencies = h.node.driver.take_controller_latencies()
+    assert latencies and max(latencies) < h.node.driver.config.cycle_period * 50
+    assert h.controller.guard.state is GuardState.ENABLED
+
+
+def test_disable_hands_the_arm_to_the_driver_s_trajectory_interface(driver):
+    h = driver
+    enable_at(h, Q_START)
+    h.status.clear()
+    held = true_q(h)
+    assert h.set_enabled(False).success
+    h.wait_status("released to the drives in the bus cycle")
+    assert h.spin_until(lambda: h.node.driver.state().interface == "trajectory", timeout=5.0)
+    h.spin_for(0.5)
+    assert h.node.driver.state().interface == "trajectory"  # no zero effort after the release
+    np.testing.assert_allclose(true_q(h), held, atol=0.02)
+
+
+def test_lost_frames_coast_then_fault_and_release_as_over_dds(driver):
+    h = driver
+    enable_at(h, Q_START)
+    coasted = h.controller.guard.coast_cycles
+    h.node.bus.drop_frames(40)  # 40 ms without inputs: late (state_timeout 20 ms), not lost (60 ms)
+    assert h.spin_until(lambda: h.controller.guard.coast_cycles > coasted, timeout=5.0)
+    h.spin_for(0.3)
+    assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason  # it resumed
+    h.status.clear()
+    h.node.bus.drop_frames(90)  # lost beyond state_loss_timeout, within the drives' 100 ms timeout
+    h.wait_status("fault")
+    assert "state_loss_timeout" in h.controller.guard.fault_reason, h.controller.guard.fault_reason
+    h.wait_status("released to the drives in the bus cycle")
+    assert h.spin_until(lambda: h.node.driver.state().interface == "trajectory", timeout=5.0)
+    assert h.controller.guard.state is GuardState.FAULT
+
+
+def test_torques_while_the_motors_are_off_are_refused_and_reported(driver):
+    h = driver
+    enable_at(h, Q_START)
+    refusals = h.node.driver.statistics.controller_refusals
+    h.diagnostics.clear()
+    assert h.spin_until(lambda: _bus_values(h).get("controller_latency_p99_ms"), timeout=5.0)
+    future = h.node.driver.request("motors_off")
+    assert h.spin_until(future.done)
+    assert h.spin_until(lambda: h.node.driver.statistics.controller_refusals > refusals + 10, timeout=5.0)
+    assert "motors are off" in h.node.driver.controller_refusal
+    assert h.set_enabled(False).success
+    future = h.node.driver.request("motors_on")
+    assert h.spin_until(future.done) and future.result()[0]
+
+
+def _bus_values(h: Harness) -> dict[str, str]:
+    for msg in reversed(h.diagnostics):
+        for status in msg.status:
+            if status.name.endswith("EtherCAT bus"):
+                return {kv.key: kv.value for kv in status.values}
+    return {}
+
+
+def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
+    """The driver's shutdown (what its executable runs after Ctrl-C) with the controller tracking."""
+    params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
+                          diagnostics_period=0.0, state_timeout=0.5)
+
+    def make(context):
+        overrides = {"backend": "virtual", "enable_on_start": True, "publish_clock": True,
+                     "controller": "computed_torque", "controller_params_file": str(params)}
+        return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
+                                                                      for k, v in overrides.items()])
+
+    with local_ros_domain("190"):
+        h = Harness(make, DRIVER_TOPICS)
+        try:
+            h.recorder = Recorder(h.node)
+            h.node.driver.attach_controller(h.recorder)
+            h.node.start()
+            assert h.spin_until(lambda: h.node.driver.state() is not None
+                                and h.node.driver.state().phase.value == "running", timeout=20.0)
+            enable_at(h, Q_START)
+            goal = Q_START + np.array([0.3, 0.0, 0.0, 0.0, 0.0])
+            h.publish(f"/{CT}/trajectory", trajectory_message(ARM.joint_names, [1.0], goal[None, :]))
+            h.wait_status("trajectory accepted")
+            h.spin_for(0.4)  # moving
+            assert np.max(np.abs(h.node.bus.sim.data.qvel)) > 0.05
+            h.node.stop()  # what run_node's after_spin does
+            interfaces = [interface for _, _, _, interface in h.recorder.cycles]
+            assert interfaces[-1] == "trajectory" and "effort" in interfaces
+            assert np.max(np.abs(h.node.bus.sim.data.qvel)) < 0.02  # braked to rest before the motors stopped
+        finally:
+            h.node.stop()
+            h.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_executable_hosts_the_controller_and_releases_on_sigint(tmp_path):
+    params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
+                          enabled_on_start=True, state_timeout=0.5)
+    env = dict(os.environ, ROS_DOMAIN_ID="192", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    args = [sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args", "-p", "backend:=virtual",
+            "-p", "enable_on_start:=true", "-p", f"virtual_initial_positions:={Q_START.tolist()}",
+            "-p", "controller:=computed_torque", "-p", f"controller_params_file:={params}",
+            "-p", "diagnostics_period:=0.5"]
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 90.0
+        lines = []
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "enabled: holding" in line:
+                break
+        assert any("enabled: holding" in line for line in lines), "".join(lines)
+        assert any("in youbot_driver's bus cycle" in line for line in lines), "".join(lines)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30.0)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    text = "".join(lines) + out
+    assert process.returncode == 0, text
+    assert "released to the drives in the bus cycle" in text, text
+    assert "Traceback" not in text, text
+
+
+# -- sim_node ---------------------------------------------------------------------------------------
+
+SIM_TOPICS = {f"/{PD}/goal": JointState}
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hosted_sim")
+    params = write_params(folder / "pd.yaml", PD, true_model_file(folder / "true_model.yaml"),
+                          diagnostics_period=0.0, state_timeout=0.5, goal_velocity_fraction=0.35)
+
+    def make(context):
+        overrides = {"initial_positions": Q_START.tolist(), "diagnostics_period": 0.3, "controller": "pd_gravity",
+                     "controller_params_file": str(params)}
+        return SimNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
+
+    with local_ros_domain("191"):
+        h = Harness(make, SIM_TOPICS)
+        h.sim_clients = {name: h.tester.create_client(Trigger, f"/sim_node/{name}") for name in ("pause", "resume")}
+        h.node.start()
+        try:
+            assert h.spin_until(lambda: h.node.statistics.total_cycles > 100)
+            yield h
+        finally:
+            h.node.let_go()
+            h.node.stop()
+            h.close()
+
+
+def _sim_call(h: Harness, name: str) -> Trigger.Response:
+    client = h.sim_clients[name]
+    assert client.wait_for_service(timeout_sec=5.0)
+    future = client.call_async(Trigger.Request())
+    assert h.spin_until(future.done)
+    return future.result()
+
+
+def _sim_enable(h: Harness) -> None:
+    if h.controller.guard.state is not GuardState.DISABLED:
+        assert h.set_enabled(False).success
+    response = h.set_enabled(True)
+    assert response.success, response.message
+    assert h.spin_until(lambda: time.perf_counter() > h.controller.ramp_end + 0.1, timeout=10.0)
+    assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
+
+
+def test_in_the_physics_loop_a_goal_is_reached_and_the_torque_is_the_simulator_s_command(sim, monkeypatch):
+    h = sim
+    _sim_enable(h)
+    # per loop pass: the read instant of the state and the torque commanded to the simulator in it
+    commanded: dict[float, np.ndarray | None] = {}
+    last: list[np.ndarray | None] = [None]
+    cycle, command = h.node.host.cycle, h.node.command_effort
+
+    def recording_command(tau):
+        last[0] = np.array(tau)
+        command(tau)
+
+    def recording_cycle(read_time, *args):
+        last[0] = None
+        cycle(read_time, *args)
+        commanded[read_time] = last[0]
+
+    monkeypatch.setattr(h.node, "command_effort", recording_command)
+    monkeypatch.setattr(h.node.host, "cycle", recording_cycle)
+    h.states.clear()
+    goal = h.node.sim.measure().position + np.array([0.1, -0.1, 0.1, 0.1, -0.1])
+    h.publish(f"/{PD}/goal", JointState(name=list(ARM.joint_names), position=goal.tolist()))
+    h.wait_status("goal accepted")
+    assert h.spin_until(lambda: np.max(np.abs(h.node.sim.data.qpos - goal)) < 2e-3, timeout=20.0)
+    h.spin_for(0.5)  # holding it
+    assert h.node.sim.mode == "effort"
+    rows = [row for row in list(h.states) if row[4, 0] in commanded]
+    assert len(rows) > 30, f"{len(rows)} ~/state rows matched a loop pass"
+    for row in rows:  # the torque of the state read in a pass was the simulator's command in that pass
+        np.testing.assert_array_equal(commanded[row[4, 0]], row[3])
+    h.diagnostics.clear()
+    assert h.spin_until(lambda: _sim_values(h).get("controller_latency_p99_ms"), timeout=5.0)
+
+
+def _sim_values(h: Harness) -> dict[str, str]:
+    for msg in reversed(h.diagnostics):
+        for status in msg.status:
+            if status.name.endswith("simulation"):
+                return {kv.key: kv.value for kv in status.values}
+    return {}
+
+
+def test_a_paused_simulator_is_lost_states_for_its_controller(sim):
+    h = sim
+    _sim_enable(h)
+    h.status.clear()
+    assert _sim_call(h, "pause").success
+    try:
+        h.wait_status("fault", timeout=5.0)
+    finally:
+        assert _sim_call(h, "resume").success
+    assert "stale" in h.controller.guard.fault_reason, h.controller.guard.fault_reason
+    h.wait_status("released to the drives in the physics loop")
+    assert h.spin_until(lambda: h.node.sim.mode == "trajectory", timeout=5.0)

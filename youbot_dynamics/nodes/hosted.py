@@ -1,0 +1,190 @@
+"""A controller node in the arm's own loop ("control inside the bus cycle", issue 18).
+
+Over DDS the control loop crosses the middleware twice per cycle (arm -> ``/joint_states`` ->
+controller -> ``/arm_effort_controller/commands`` -> arm); with the virtual drives the controllers
+missed 0.13-1.5 % of their cycles (p99 latency up to 1.95 ms) and the driver 0.05-1.05 %.
+ros2_control avoids both hops by running its controllers in the hardware's update loop. So can
+``youbot_driver`` and ``sim_node``: with their parameter ``controller`` (``pd_gravity``,
+``computed_torque`` or ``float``; ``''`` = none) they create that controller node in their own
+process (:func:`create_hosted_controller`: the same class, node name, services, topics and
+parameter file as the stand-alone node) and run its cycle in their loop thread on the state just
+read; its torque goes into the same cycle's command (:class:`DriverHost`, :class:`SimHost`). Its
+parameters come from ``controller_params_file`` (``''`` = the package's
+``config/<controller>_controller.yaml``), the section of its node name and ``/**``; the process's
+own ``--ros-args`` (the host's ``-p`` overrides) do not reach it. Its ``rate`` must be the loop's
+rate; its ``realtime_priority`` is the host's (one process).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from rclpy.context import Context
+from rclpy.parameter import Parameter, parameter_dict_from_yaml_file
+
+from ..driver import ArmDriver, CommandError
+from ..driver.driver import LATENCY_WINDOW, CycleInputs
+from ..paths import config_path
+from .computed_torque_controller import ComputedTorqueControllerNode
+from .controller_node import ControllerHost, ControllerNode
+from .float_controller import FloatControllerNode
+from .pd_gravity_controller import PDGravityControllerNode
+
+if TYPE_CHECKING:
+    from .sim_node import SimNode
+    from .youbot_driver import YoubotDriverNode
+
+__all__ = ["CONTROLLERS", "DriverHost", "SimHost", "controller_parameters", "create_hosted_controller",
+           "latency_report"]
+
+Array = np.ndarray
+
+#: ``controller`` parameter value -> (node name, node class)
+CONTROLLERS: dict[str, tuple[str, Callable[..., ControllerNode]]] = {
+    "pd_gravity": ("pd_gravity_controller", PDGravityControllerNode),
+    "computed_torque": ("computed_torque_controller", ComputedTorqueControllerNode),
+    "float": ("float_controller", FloatControllerNode),
+}
+RELEASE_WAIT_MAX = 2.0  # [s] longest wait at shutdown for the release trajectory to bring the arm to rest
+
+
+def controller_parameters(node_name: str, params_file: str, namespace: str = "/") -> list[Parameter]:
+    """The parameters of node ``node_name`` (in ``namespace``) in ``params_file`` (its section and
+    ``/**``; ``''`` = the package's ``config/<node_name>.yaml``); ``ValueError`` if it has none."""
+    path = params_file or str(config_path(f"{node_name}.yaml"))
+    full_name = f"{namespace.rstrip('/')}/{node_name}"
+    try:
+        messages = parameter_dict_from_yaml_file(path, use_wildcard=True, target_nodes=[full_name])
+    except (OSError, RuntimeError) as exc:
+        raise ValueError(f"controller_params_file {path}: {exc}") from None
+    return [Parameter.from_parameter_msg(message) for message in messages.values()]
+
+
+def create_hosted_controller(kind: str, params_file: str, host: ControllerHost, context: Context,
+                             namespace: str = "/") -> ControllerNode:
+    """The controller node ``kind`` (a key of :data:`CONTROLLERS`) running in ``host``'s loop."""
+    if kind not in CONTROLLERS:
+        raise ValueError(f"controller must be '' or one of {sorted(CONTROLLERS)}, got '{kind}'")
+    node_name, node_class = CONTROLLERS[kind]
+    return node_class(host=host, context=context, namespace=namespace, use_global_arguments=False,
+                      parameter_overrides=controller_parameters(node_name, params_file, namespace))
+
+
+def latency_report(latencies: list[float]) -> dict[str, float]:
+    """``controller_latency_{median,p99,max}_ms`` and ``controller_cycles`` of in-loop latencies [s]."""
+    if not latencies:
+        return {"controller_cycles": 0.0}
+    values = np.asarray(latencies)
+    return {"controller_cycles": float(values.size),
+            "controller_latency_median_ms": 1e3 * float(np.median(values)),
+            "controller_latency_p99_ms": 1e3 * float(np.percentile(values, 99.0)),
+            "controller_latency_max_ms": 1e3 * float(values.max())}
+
+
+class DriverHost:
+    """``youbot_driver``'s bus cycle as a :class:`~.controller_node.ControllerHost` and the
+    :class:`~youbot_dynamics.driver.driver.CycleController` of its :class:`ArmDriver`: the controller
+    gets each cycle's inputs (stamped as the node stamps its joint states), its torque goes into
+    the same cycle's outputs, its release to the driver's trajectory interface."""
+
+    description = "youbot_driver's bus cycle"
+    release_target = "in the bus cycle (the driver's trajectory interface)"
+
+    def __init__(self, node: YoubotDriverNode) -> None:
+        self._node = node
+        self._driver: ArmDriver = node.driver
+        self.rate = 1.0 / self._driver.config.cycle_period
+        self.controller: ControllerNode | None = None
+        self.release_end = 0.0  # [s, perf_counter] the last release brings the arm to rest by then
+
+    # -- ControllerHost -------------------------------------------------------------------------
+
+    def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        self._node.check_interface("trajectory")
+        self._driver.command_trajectory(times, q, dq, ddq)
+        self.release_end = time.perf_counter() + float(times[-1])
+
+    def zero(self) -> None:
+        try:
+            self._node.check_interface("effort")
+            self._driver.command("effort", np.zeros(self._driver.n))
+        except CommandError as exc:
+            self._node.get_logger().warning(f"zero effort at shutdown refused: {exc}")
+
+    # -- CycleController --------------------------------------------------------------------------
+
+    def command(self, inputs: CycleInputs) -> Array | None:
+        stamp = self._node.state_stamp(inputs.time) if inputs.fresh else None
+        return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
+
+    def after_outputs(self) -> None:
+        self.controller.host_after_outputs()
+
+    # -- start and stop -------------------------------------------------------------------------
+
+    def attach(self, controller: ControllerNode) -> None:
+        """Run ``controller`` in the bus cycle from the next cycle on."""
+        self.controller = controller
+        self._driver.attach_controller(self)
+
+    def let_go(self) -> None:
+        """Before the bus stops: the controller lets go of the arm (zero, then the release, as at the
+        shutdown of a stand-alone controller), and the bus runs until the release has braked the arm
+        to rest (at most :data:`RELEASE_WAIT_MAX`); then the controller leaves the cycle."""
+        self.controller.stop_commanding()
+        wait = min(self.release_end - time.perf_counter(), RELEASE_WAIT_MAX)
+        if wait > 0.0:
+            time.sleep(wait)
+        self._driver.attach_controller(None)
+
+
+class SimHost:
+    """``sim_node``'s physics loop as a :class:`~.controller_node.ControllerHost`: the controller runs
+    on each state the loop publishes (and every loop pass while paused: no fresh state, so it
+    coasts and faults as over DDS), its torque is the simulator's effort command of that step."""
+
+    description = "sim_node's physics loop"
+    release_target = "in the physics loop (the simulator's trajectory interface)"
+
+    def __init__(self, node: SimNode, rate: float) -> None:
+        self._node = node
+        self.rate = rate
+        self.controller: ControllerNode | None = None
+        self._lock = threading.Lock()
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+
+    def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        self._node.command_trajectory(times, q, dq, ddq)
+
+    def zero(self) -> None:
+        try:
+            self._node.command_effort(np.zeros(self._node.arm.n_joints))
+        except CommandError as exc:
+            self._node.get_logger().warning(f"zero effort at shutdown refused: {exc}")
+
+    def cycle(self, read_time: float, stamp: Time | None, q: Array | None, dq: Array | None,
+              effort: Array | None) -> None:
+        """One controller cycle in the loop: on the state read at ``read_time`` (``stamp`` None: none
+        fresh), its torque to the simulator, then the rest of the controller's cycle."""
+        tau = self.controller.host_command(read_time, stamp, q, dq, effort)
+        if tau is not None:
+            try:
+                self._node.command_effort(tau)
+            except CommandError as exc:
+                self._node._reject("controller torque", exc)  # noqa: SLF001 - the node's own throttled log
+            else:
+                with self._lock:
+                    self._latencies.append(time.perf_counter() - read_time)
+        self.controller.host_after_outputs()
+
+    def take_latencies(self) -> list[float]:
+        """Read-to-command latencies [s] of the torques since the previous call (at most
+        :data:`~youbot_dynamics.driver.driver.LATENCY_WINDOW`, the newest)."""
+        with self._lock:
+            latencies = list(self._latencies)
+            self._latencies.clear()
+        return latencies
