@@ -170,7 +170,9 @@ def test_no_slaves_on_the_interface_is_a_clear_error(veth):
 def test_driver_node_with_the_pysoem_backend_runs_the_emulated_arm_and_stops_on_sigint(veth, tmp_path):
     """The node as users start it (``backend: pysoem``), over DDS: joint states of the emulated arm, a
     position command executed by its drives, Ctrl-C: motors stopped, bus back to INIT, exit 0."""
-    emulator = EmulatorProcess(veth.slave, wall_clock=True, initial_positions=virtual.Q_START, realism=False)
+    # realism on: the friction of the joints holds the arm while the motors are off (start-up and
+    # commutation); the ideal arm falls, like an unpowered youBot without its friction, into its limits
+    emulator = EmulatorProcess(veth.slave, wall_clock=True, initial_positions=virtual.Q_START)
     received: list[np.ndarray] = []
     with local_ros_domain("203"):
         context = Context()
@@ -196,7 +198,7 @@ def test_driver_node_with_the_pysoem_backend_runs_the_emulated_arm_and_stops_on_
                 executor.spin_once(timeout_sec=0.02)
 
         try:
-            spin_until(lambda: len(received) > 200, 60.0, "joint states from the driver")
+            spin_until(lambda: len(received) > 200, 60.0, "joint states from the driver", publish=virtual.Q_START)
             truth = emulator.true_state()["q"]
             np.testing.assert_allclose(received[-1], truth, atol=2e-3)
             goal = virtual.Q_START + np.array([0.1, -0.1, 0.1, -0.1, 0.1])
