@@ -1,8 +1,8 @@
 """A controller in the arm's own loop (issue 18): ``youbot_driver`` and ``sim_node`` with their
 parameter ``controller``, over real DDS for everything but the control loop itself.
 
-Domains 190 (the driver, in-process), 191 (the simulator, in-process) and 192 (the driver's
-executable), localhost discovery only, a private rclpy Context per harness. The controllers get a
+Domains 190 (the driver, in-process), 191 (the simulator, in-process), 192 (the driver's
+executable) and 193 (the driver's shutdown), localhost discovery only, a private rclpy Context per harness. The controllers get a
 model file of the simulated arm's true parameters (the stand-in for an identified model). What the
 controller commands is checked where it goes out: a recorder between the driver and the controller
 (:class:`Recorder`) keeps, per bus cycle, the instant the state was read and the currents decided
@@ -217,7 +217,8 @@ def enable_at(h: Harness, q: np.ndarray) -> None:
         response = h.set_enabled(True)
         if response.success or "stale" not in response.message:
             break
-    assert response.success, response.message
+    state = h.node.driver.state()
+    assert response.success, (response.message, state.phase, state.faults, state.fresh, h.node.loop.timing.report())
     assert h.spin_until(lambda: time.perf_counter() > h.controller.ramp_end + 0.1, timeout=10.0)
     assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
 
@@ -293,6 +294,8 @@ def test_lost_frames_coast_then_fault_and_release_as_over_dds(driver):
     h.wait_status("released to the drives in the bus cycle")
     assert h.spin_until(lambda: h.node.driver.state().interface == "trajectory", timeout=5.0)
     assert h.controller.guard.state is GuardState.FAULT
+    h.spin_for(0.2)  # the frames flow again (the next test enables on them)
+    assert h.node.driver.state().fresh and h.node.driver.phase.value == "running"
 
 
 def test_torques_while_the_motors_are_off_are_refused_and_reported(driver):
@@ -329,7 +332,7 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    with local_ros_domain("190"):
+    with local_ros_domain("193"):  # not the module's driver's domain: its controller has the same name
         h = Harness(make, DRIVER_TOPICS)
         try:
             h.recorder = Recorder(h.node)

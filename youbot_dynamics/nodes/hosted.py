@@ -50,6 +50,7 @@ CONTROLLERS: dict[str, tuple[str, Callable[..., ControllerNode]]] = {
     "float": ("float_controller", FloatControllerNode),
 }
 RELEASE_WAIT_MAX = 2.0  # [s] longest wait at shutdown for the release trajectory to bring the arm to rest
+AT_REST = 0.01  # [rad/s] every joint slower than this: the arm is at rest
 
 
 def controller_parameters(node_name: str, params_file: str, namespace: str = "/") -> list[Parameter]:
@@ -133,12 +134,21 @@ class DriverHost:
 
     def let_go(self) -> None:
         """Before the bus stops: the controller lets go of the arm (zero, then the release, as at the
-        shutdown of a stand-alone controller), and the bus runs until the release has braked the arm
-        to rest (at most :data:`RELEASE_WAIT_MAX`); then the controller leaves the cycle."""
+        shutdown of a stand-alone controller), and the bus runs until the release has ended and the
+        arm is at rest (every joint below :data:`AT_REST`; at most :data:`RELEASE_WAIT_MAX`: the
+        driver executes the release from the measured position at zero velocity, so a moving arm
+        takes a little longer than the release); then the controller leaves the cycle."""
+        self.release_end = 0.0
         self.controller.stop_commanding()
-        wait = min(self.release_end - time.perf_counter(), RELEASE_WAIT_MAX)
-        if wait > 0.0:
-            time.sleep(wait)
+        deadline = time.perf_counter() + RELEASE_WAIT_MAX
+        seen = 0
+        while self.release_end > 0.0 and time.perf_counter() < deadline:
+            state = self._driver.wait_state(seen, timeout=0.1)
+            if state is None:  # the bus thread has stopped
+                break
+            seen = state.sequence
+            if time.perf_counter() >= self.release_end and np.max(np.abs(state.velocity)) < AT_REST:
+                break
         self._driver.attach_controller(None)
 
 
