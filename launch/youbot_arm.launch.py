@@ -3,7 +3,7 @@
     ros2 launch youbot_dynamics youbot_arm.launch.py [interface:=enp3s0] [backend:=pysoem|virtual]
         [params_file:=...] [kinematics_params_file:=...]
         [controller:=none|pd_gravity|computed_torque|float] [controller_params_file:=...]
-        [identification:=true] [identification_params_file:=...]
+        [controller_in_bus:=true|false] [identification:=true] [identification_params_file:=...]
     ros2 service call /youbot_driver/motors_on std_srvs/srv/Trigger    # commands accepted from now on
 
 The driver offers the topic contract of sim_node (/joint_states, /arm_{effort,position,velocity}_
@@ -11,7 +11,10 @@ controller/commands, /arm_trajectory_controller/joint_trajectory), so the identi
 and the controllers run on the hardware unchanged. ``controller`` starts ``pd_gravity_controller``,
 ``computed_torque_controller`` or ``float_controller`` with its package parameter file (default ``none``); a controller
 starts disabled (its ``enabled_on_start``), enable it with its ``~/enable`` service once the
-driver's motors are on. Do not run a controller and the identification node together: both
+driver's motors are on. ``controller_in_bus:=true`` runs the controller inside the driver's process, in
+its bus cycle (the driver's parameters ``controller`` and ``controller_params_file``): the torque goes
+out in the cycle that read its state, without the two DDS hops per cycle; the controller node keeps
+its name, services, topics and parameter file. Do not run a controller and the identification node together: both
 command the arm. ``backend:=virtual`` runs the same driver on the virtual drives (MuJoCo arm)
 without hardware. ``interface`` and ``backend`` default to '' = the values in the driver's params
 file (eth0 and pysoem in the package's). The launch ends when the driver ends (it is the robot).
@@ -31,9 +34,15 @@ BACKENDS = ['', 'pysoem', 'virtual']
 
 def _configured(context):
     """The driver (``interface``/``backend`` override its params file only when given) and the
-    chosen controller (``control.launch.py``, scoped, on ``controller_params_file``)."""
+    chosen controller on ``controller_params_file``: in the driver's bus cycle
+    (``controller_in_bus``) or as its own node (``control.launch.py``, scoped)."""
     given = {name: LaunchConfiguration(name).perform(context) for name in ('interface', 'backend')}
     overrides = {name: value for name, value in given.items() if value}
+    controller = LaunchConfiguration('controller').perform(context)
+    controller_params_file = LaunchConfiguration('controller_params_file').perform(context)
+    in_bus = controller != 'none' and LaunchConfiguration('controller_in_bus').perform(context) == 'true'
+    if in_bus:
+        overrides.update(controller=controller, controller_params_file=controller_params_file)
     actions = [Node(
         package='youbot_dynamics',
         executable='youbot_driver',
@@ -41,13 +50,11 @@ def _configured(context):
         parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
         on_exit=Shutdown(reason='youbot_driver ended: no arm'),
         output='screen')]
-    controller = LaunchConfiguration('controller').perform(context)
-    if controller != 'none':
+    if controller != 'none' and not in_bus:
         control = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'launch', 'control.launch.py'])
         actions.append(GroupAction(scoped=True, actions=[IncludeLaunchDescription(
             PythonLaunchDescriptionSource(control),
-            launch_arguments={'controller': controller,
-                              'params_file': LaunchConfiguration('controller_params_file').perform(context)}.items())]))
+            launch_arguments={'controller': controller, 'params_file': controller_params_file}.items())]))
     return actions
 
 
@@ -74,6 +81,10 @@ def generate_launch_description():
             'controller_params_file', default_value='',
             description="Parameter file of the controller; '' = the package file of the chosen controller "
                         "(config/<controller>_controller.yaml)"),
+        DeclareLaunchArgument(
+            'controller_in_bus', default_value='false', choices=['true', 'false'],
+            description="Run the controller inside the driver's process, in its bus cycle (no DDS between "
+                        "joint state and torque), instead of as its own node"),
         DeclareLaunchArgument(
             'identification', default_value='false', choices=['true', 'false'],
             description='Also start the identification node'),

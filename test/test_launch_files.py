@@ -232,7 +232,11 @@ def test_launch_description_builds(path):
     if path.name == "youbot_arm.launch.py":
         assert [a.name for a in description.get_launch_arguments()] == [
             "interface", "backend", "params_file", "kinematics_params_file", "controller",
-            "controller_params_file", "identification", "identification_params_file"]
+            "controller_params_file", "controller_in_bus", "identification", "identification_params_file"]
+    if path.name == "sim.launch.py":
+        assert [a.name for a in description.get_launch_arguments()] == [
+            "params_file", "kinematics_params_file", "publish_clock", "controller", "controller_params_file",
+            "controller_in_bus"]
     if path.name == "gazebo.launch.py":  # then those of ros_gz_sim's gz_sim.launch.py, if installed
         assert [a.name for a in description.get_launch_arguments()][:4] == [
             "active_controller", "controllers_file", "gz_args", "rviz"]
@@ -325,10 +329,36 @@ def test_launch_defaults_leave_the_parameter_files_alone(package_prefix):
 
 
 @pytest.mark.launch
+def test_controller_in_bus_runs_it_in_the_arm_s_process(package_prefix, tmp_path):
+    """``controller_in_bus:=true``: no controller node of its own, the driver or the simulator gets
+    the controller and its parameter file ('' = the package file, resolved by the node)."""
+    pytest.importorskip("launch_ros")
+    nodes = started_nodes("youbot_arm.launch.py", backend="virtual", controller="computed_torque",
+                          controller_in_bus="true")
+    assert set(nodes) == {"youbot_driver", "kinematics_node"}
+    assert nodes["youbot_driver"]["parameters"] == [
+        "youbot_driver.yaml", {"backend": "virtual", "controller": "computed_torque", "controller_params_file": ""}]
+    mine = tmp_path / "my_pd.yaml"
+    mine.write_text("pd_gravity_controller:\n  ros__parameters:\n    bandwidth: 40.0\n")
+    nodes = started_nodes("sim.launch.py", controller="pd_gravity", controller_in_bus="true",
+                          controller_params_file=str(mine))
+    assert set(nodes) == {"sim_node", "kinematics_node"}
+    assert nodes["sim_node"]["parameters"] == [
+        "sim_node.yaml", {"controller": "pd_gravity", "controller_params_file": str(mine)}]
+    # over DDS (the default): the controller's own node on its file, the arm's parameters untouched
+    nodes = started_nodes("sim.launch.py", controller="pd_gravity")
+    assert nodes["sim_node"]["parameters"] == ["sim_node.yaml"]
+    assert nodes["pd_gravity_controller"]["parameters"] == ["pd_gravity_controller.yaml"]
+    nodes = started_nodes("youbot_arm.launch.py", controller_in_bus="true")  # no controller: nothing to host
+    assert nodes["youbot_driver"]["parameters"] == ["youbot_driver.yaml"]
+
+
+@pytest.mark.launch
 @pytest.mark.parametrize("name, argument", [("youbot_arm.launch.py", {"backend": "ethercat"}),
                                             ("control.launch.py", {"controller": "pid"}),
                                             ("identification.launch.py", {"with_sim": "yes"}),
-                                            ("sim.launch.py", {"publish_clock": "1"})])
+                                            ("sim.launch.py", {"publish_clock": "1"}),
+                                            ("sim.launch.py", {"controller_in_bus": "yes"})])
 def test_enumerated_launch_arguments_refuse_other_values(package_prefix, name, argument):
     pytest.importorskip("launch_ros")
     with pytest.raises(Exception, match="is not valid. Valid options are"):
