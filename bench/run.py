@@ -182,7 +182,8 @@ def report(title: str, values: dict) -> None:
 
 
 def main() -> int:
-    from youbot_dynamics.identification.benchmark import identification_benchmark
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the synthetic arm of the tests
+    from identification_benchmark import identification_benchmark
 
     ident = identification_benchmark()
     results = {"kinematics": bench_kinematics(), "dynamics": bench_dynamics(), "identification": {

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from synthetic import fourier_trajectory, synthetic_dataset
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.dynamics.payload import Payload, with_payload
-from youbot_dynamics.identification.calibration import calibrate, point_mass_inertia
-from youbot_dynamics.identification.dataset import IdentificationError
-from youbot_dynamics.identification.synthetic import fourier_trajectory, synthetic_dataset
+from youbot_dynamics.identification.estimation.calibration import calibrate, point_mass_inertia
+from youbot_dynamics.identification.io.dataset import IdentificationError
 
 ARM = default_arm()
 PAYLOAD = Payload.of(0.5, [0.0, 0.0, 0.05])  # the demo's: 0.5 kg, 5 cm out along the tool axis
@@ -86,7 +86,7 @@ def test_a_wider_update_must_predict_clearly_better(model, trajectory, monkeypat
     than the narrower one chosen, with the held-out errors measured in the demo and on real runs."""
     from types import SimpleNamespace
 
-    import youbot_dynamics.identification.calibration as calibration
+    import youbot_dynamics.identification.estimation.calibration as calibration
 
     errors = iter(held_out)
     monkeypatch.setattr(calibration, "_errors", lambda *a: {"after": SimpleNamespace(moving=next(errors, 0.1)),

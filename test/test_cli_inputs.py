@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 import yaml
 
+from identification_benchmark import recordings
 from youbot_dynamics.arm import ArmDescriptionError, default_arm, load_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model
-from youbot_dynamics.identification.bagio import IncrementalBagWriter, joint_state_message
-from youbot_dynamics.identification.benchmark import recordings
-from youbot_dynamics.identification.dataset import Dataset, IdentificationError, write_csv_dataset
-from youbot_dynamics.identification.pipeline import identify
-from youbot_dynamics.identification.processing import ProcessingOptions
-from youbot_dynamics.identification.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
-from youbot_dynamics.identification.trajectories import FourierTrajectory
+from youbot_dynamics.identification.estimation.pipeline import identify
+from youbot_dynamics.identification.estimation.processing import ProcessingOptions
+from youbot_dynamics.identification.excitation.trajectories import FourierTrajectory
+from youbot_dynamics.identification.io.bagio import IncrementalBagWriter, joint_state_message
+from youbot_dynamics.identification.io.dataset import Dataset, IdentificationError, write_csv_dataset
+from youbot_dynamics.identification.io.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
 from youbot_dynamics.kinematics import forward_kinematics
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.transforms import rotation_to_quaternion
@@ -161,7 +161,7 @@ def test_excite_unwritable_out_fails_before_the_design(tmp_path, capsys, monkeyp
     def no_design(*args, **kwargs):
         raise AssertionError("the optimisation ran")
 
-    monkeypatch.setattr("youbot_dynamics.identification.excitation.design_excitation", no_design)
+    monkeypatch.setattr("youbot_dynamics.identification.excitation.design.design_excitation", no_design)
     err = refused(capsys, "excite", "--out", str(tmp_path / "no such folder" / "traj.yaml"))
     assert "traj.yaml" in err and "cannot write" in err
     err = refused(capsys, "excite", "--out", str(tmp_path))
@@ -376,7 +376,7 @@ def test_random_points_schedule_longer_than_the_maximum_is_refused(tmp_path, cap
     def no_search(*args, **kwargs):
         raise AssertionError("the random configurations were searched")
 
-    monkeypatch.setattr("youbot_dynamics.identification.excitation.random_configurations", no_search)
+    monkeypatch.setattr("youbot_dynamics.identification.excitation.design.random_configurations", no_search)
     out = tmp_path / "traj.yaml"
     # 12 rests (10 points, the start and the end) of 60 s: 720 s of dwell alone
     err = refused(capsys, "excite", "--method", "random-points", "--points", "10", "--dwell", "60", "--out", str(out))
@@ -384,7 +384,7 @@ def test_random_points_schedule_longer_than_the_maximum_is_refused(tmp_path, cap
 
 
 def test_the_excitation_core_bounds_its_work():
-    from youbot_dynamics.identification.excitation import design_excitation, random_points_excitation
+    from youbot_dynamics.identification.excitation.design import design_excitation, random_points_excitation
 
     with pytest.raises(ValueError, match="600"):
         design_excitation(ARM, 1e6, 5)
@@ -418,7 +418,7 @@ REAL_DATA = Path("/work/shared/data/youbot_real")
 def test_speeds_of_the_real_arm_are_plausible_degrees_are_not(recording):
     """The real youBot's joint 5 reaches 2.5 x the package's velocity_max (3.7-4.0 rad/s vs 1.57):
     such a recording is accepted; the same motion in degrees is refused."""
-    from youbot_dynamics.identification.dataset import check_plausible
+    from youbot_dynamics.identification.io.dataset import check_plausible
 
     _, data = recording
     fast = data.dq.copy()

@@ -14,21 +14,20 @@ import numpy as np
 import pytest
 import yaml
 
+from identification_benchmark import GOALS, recordings
+from synthetic import current_noise_torque, encoder_resolution, fourier_trajectory, synthetic_dataset, true_parameters
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dataio import DataFileError, read_csv_columns
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.dynamics.paramfile import load_model
-from youbot_dynamics.identification.benchmark import GOALS, recordings
-from youbot_dynamics.identification.dataset import (Dataset, IdentificationError, read_csv_dataset,
-                                                    write_csv_dataset)
-from youbot_dynamics.identification.estimation import consistent, estimate, ols, wls
-from youbot_dynamics.identification.processing import (ProcessingOptions, average_periods, differentiate, lowpass,
-                                                       make_uniform, process)
-from youbot_dynamics.identification.synthetic import (current_noise_torque, encoder_resolution, fourier_trajectory,
-                                                      synthetic_dataset, true_parameters)
-from youbot_dynamics.identification.validation import torque_errors, validate
+from youbot_dynamics.identification.estimation.least_squares import consistent, estimate, ols, wls
+from youbot_dynamics.identification.estimation.processing import (ProcessingOptions, average_periods, differentiate,
+                                                                  lowpass, make_uniform, process)
+from youbot_dynamics.identification.estimation.validation import torque_errors, validate
+from youbot_dynamics.identification.io.dataset import (Dataset, IdentificationError, read_csv_dataset,
+                                                       write_csv_dataset)
 
 ARM = default_arm()
 RATE = 1000.0

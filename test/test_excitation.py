@@ -17,17 +17,19 @@ from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.base_parameters import compute_base_parameters
 from youbot_dynamics.dynamics.chain import DHChain
-from youbot_dynamics.identification.clearance import (OBSTACLE_NAMES, YOUBOT_OBSTACLES, check_points, clearance,
-                                                      obstacle_distances, soft_clearance)
-from youbot_dynamics.identification.criterion import (condition_number, criterion_state_gradient, criterion_value,
-                                                      regressor_model, sample_times, trajectory_condition_number)
-from youbot_dynamics.identification.excitation import (design_excitation, random_feasible_trajectory,
-                                                       random_points_excitation, rest_basis)
-from youbot_dynamics.identification.limits import Margins, MotionLimits, achieved_margins
-from youbot_dynamics.identification.trajectories import (QUINTIC_PEAK_ACCELERATION, QUINTIC_PEAK_VELOCITY,
-                                                         FourierTrajectory, WaypointTrajectory, quintic_duration)
-from youbot_dynamics.identification.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
-from youbot_dynamics.identification.waypoints import random_configurations
+from youbot_dynamics.identification.excitation.clearance import (OBSTACLE_NAMES, YOUBOT_OBSTACLES, check_points,
+                                                                 clearance, obstacle_distances, soft_clearance)
+from youbot_dynamics.identification.excitation.criterion import (condition_number, criterion_state_gradient,
+                                                                 criterion_value, regressor_model, sample_times,
+                                                                 trajectory_condition_number)
+from youbot_dynamics.identification.excitation.design import (design_excitation, random_feasible_trajectory,
+                                                              random_points_excitation, rest_basis)
+from youbot_dynamics.identification.excitation.limits import Margins, MotionLimits, achieved_margins
+from youbot_dynamics.identification.excitation.trajectories import (QUINTIC_PEAK_ACCELERATION, QUINTIC_PEAK_VELOCITY,
+                                                                    FourierTrajectory, WaypointTrajectory,
+                                                                    quintic_duration)
+from youbot_dynamics.identification.excitation.waypoints import random_configurations
+from youbot_dynamics.identification.io.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
 
 ARM = default_arm()
 MID = 0.5 * (ARM.position_min + ARM.position_max)

@@ -1,7 +1,7 @@
 """The experiment is supervised by what executes it, and every node ends cleanly on signals.
 
 * Core (no ROS): the streamed messages of the identification node
-  (:mod:`youbot_dynamics.identification.streaming`): braking tails within the velocity and
+  (:mod:`youbot_dynamics.identification.experiment.streaming`): braking tails within the velocity and
   acceleration limits from any state of the excitation and from arbitrary states at full
   excitation speed; the horizons, one after the other, reproduce the excitation; executed by the
   simulator core (which splices each new message onto its current reference), the arm follows
@@ -33,11 +33,11 @@ import pytest
 from conftest import local_ros_domain
 
 from youbot_dynamics.arm import default_arm
-from youbot_dynamics.identification.limits import verification_times
-from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, ExcitationSession, JointSample, Phase,
-                                                     SessionConfig)
-from youbot_dynamics.identification.streaming import BrakingTail, braking_duration, tail_states
-from youbot_dynamics.identification.trajfile import load_trajectory
+from youbot_dynamics.identification.excitation.limits import verification_times
+from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, JointSample, Phase,
+                                                               SessionConfig)
+from youbot_dynamics.identification.experiment.streaming import BrakingTail, braking_duration, tail_states
+from youbot_dynamics.identification.io.trajfile import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 ARM = default_arm()

@@ -35,14 +35,15 @@ from conftest import local_ros_domain
 import yaml
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
-from youbot_dynamics.identification.dataset import Dataset, read_csv_dataset
-from youbot_dynamics.identification.pipeline import excitation_delay, periodic_cut, reference_models
-from youbot_dynamics.identification.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
-                                                     ExcitationSession, JointSample, PDFeedforward, Phase,
-                                                     SessionConfig, SessionRefused)
-from youbot_dynamics.identification.streaming import braking_duration
-from youbot_dynamics.identification.trajfile import load_trajectory
+from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, reference_models
+from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
+                                                               ExcitationSession, JointSample, Phase, SessionConfig,
+                                                               SessionRefused)
+from youbot_dynamics.identification.experiment.streaming import braking_duration
+from youbot_dynamics.identification.io.dataset import Dataset, read_csv_dataset
+from youbot_dynamics.identification.io.trajfile import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 ARM = default_arm()
@@ -491,7 +492,7 @@ def test_end_to_end_identification_in_the_simulator(harness):
     assert h.phase() is Phase.DONE, h.node.session.reason
     run = h.node.run_directory
     # the recording: bag and CSV, the whole experiment, readable by the identification readers
-    from youbot_dynamics.identification.bagio import read_joint_states
+    from youbot_dynamics.identification.io.bagio import read_joint_states
     from youbot_dynamics.dynamics.paramfile import load_model
 
     csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
@@ -632,7 +633,7 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     np.testing.assert_allclose(q1, h.node.session.stop.final, atol=0.02)
     assert not np.allclose(q1, Q_START, atol=0.05)  # stopped where it was, not back at the start
     run = h.node.run_directory
-    from youbot_dynamics.identification.bagio import read_joint_states
+    from youbot_dynamics.identification.io.bagio import read_joint_states
 
     csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
     bag = read_joint_states(run / "recording", ARM.joint_names)
@@ -859,7 +860,7 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
 
-    from youbot_dynamics.identification.bagio import read_joint_states
+    from youbot_dynamics.identification.io.bagio import read_joint_states
 
     env = dict(os.environ, ROS_DOMAIN_ID=SUBPROCESS_DOMAIN_ID, PYTHONUNBUFFERED="1")
     exe = Path(sys.executable).with_name("identification_node")

@@ -30,12 +30,12 @@ from youbot_dynamics.dynamics.consistency import (ModelConsistencyError, assess_
                                                   sample_configurations)
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
-from youbot_dynamics.identification.benchmark import recordings
-from youbot_dynamics.identification.dataset import write_csv_dataset
-from youbot_dynamics.identification.synthetic import fourier_trajectory, synthetic_dataset
+from youbot_dynamics.identification.io.dataset import write_csv_dataset
 from youbot_dynamics.paths import config_path
 
 from conftest import local_ros_domain
+from identification_benchmark import recordings
+from synthetic import fourier_trajectory, synthetic_dataset
 
 ARM = default_arm()
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,7 +257,7 @@ def test_identify_says_loudly_when_its_estimate_is_inconsistent(tmp_path, capsys
 
 def test_identification_baseline_model_is_checked(bad_files):
     """The identification node drives the arm with its baseline model (parameter nominal_model)."""
-    from youbot_dynamics.identification.pipeline import reference_models
+    from youbot_dynamics.identification.estimation.pipeline import reference_models
 
     path = bad_files["indefinite_mass_matrix"]
     with pytest.raises(ModelConsistencyError) as info:

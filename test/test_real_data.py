@@ -18,7 +18,7 @@ from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.consistency import check_model
 from youbot_dynamics.dynamics.friction import FrictionModel
 from youbot_dynamics.dynamics.paramfile import load_model
-from youbot_dynamics.identification.pipeline import identify, load_recordings, predict_recording
+from youbot_dynamics.identification.estimation.pipeline import identify, load_recordings, predict_recording
 
 ARM = default_arm()
 # beside the repository (../shared/data/youbot_real), or where YOUBOT_REAL_DATA says

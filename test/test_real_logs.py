@@ -12,10 +12,10 @@ import pytest
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dataio import DataFileError, write_csv
-from youbot_dynamics.identification.cleaning import CleanRecording, clean_recording, describe_cleaning
-from youbot_dynamics.identification.dataset import (Dataset, IdentificationError, RawRecording, joint_columns,
-                                                    load_dataset, load_recording, read_csv_raw,
-                                                    recording_format)
+from youbot_dynamics.identification.estimation.cleaning import CleanRecording, clean_recording, describe_cleaning
+from youbot_dynamics.identification.io.dataset import (Dataset, IdentificationError, RawRecording, joint_columns,
+                                                       read_csv_raw, recording_format)
+from youbot_dynamics.identification.io.recordings import load_dataset, load_recording
 
 ARM = default_arm()
 N = ARM.n_joints
@@ -280,7 +280,7 @@ def test_in_memory_datasets_and_bad_options():
 
 def test_a_bag_with_repeated_stamps_is_cleaned(tmp_path):
     pytest.importorskip("rosbags")
-    from youbot_dynamics.identification.bagio import IncrementalBagWriter, joint_state_message
+    from youbot_dynamics.identification.io.bagio import IncrementalBagWriter, joint_state_message
 
     rows = rows_for(regular_times(300.0, 2.0))
     stamps = np.round(rows[:, 0] * 1e9).astype(np.int64) + 1_700_000_000_000_000_000

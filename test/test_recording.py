@@ -13,15 +13,15 @@ import yaml
 
 pytest.importorskip("rosbags")
 
+from identification_benchmark import recordings  # noqa: E402
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.cli import main  # noqa: E402
 from youbot_dynamics.dataio import DataFileError  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
-from youbot_dynamics.identification.bagio import (JOINT_STATE, joint_state_message, read_joint_states,  # noqa: E402
-                                                  typestore)
-from youbot_dynamics.identification.benchmark import recordings  # noqa: E402
-from youbot_dynamics.identification.dataset import IdentificationError, read_csv_dataset  # noqa: E402
-from youbot_dynamics.identification.recording import JointStateRecorder  # noqa: E402
+from youbot_dynamics.identification.experiment.recording import JointStateRecorder  # noqa: E402
+from youbot_dynamics.identification.io.bagio import (JOINT_STATE, joint_state_message, read_joint_states,  # noqa: E402
+                                                     typestore)
+from youbot_dynamics.identification.io.dataset import IdentificationError, read_csv_dataset  # noqa: E402
 
 ARM = default_arm()
 NAMES = list(ARM.joint_names)
@@ -111,7 +111,7 @@ def test_crash_loses_at_most_the_last_second(tmp_path):
     """A recorder killed by SIGKILL leaves a bag and a CSV complete up to the last flush."""
     script = textwrap.dedent(f"""
         import os, signal, numpy as np
-        from youbot_dynamics.identification.recording import JointStateRecorder
+        from youbot_dynamics.identification.experiment.recording import JointStateRecorder
         names = {NAMES!r}
         now = [0.0]
         rec = JointStateRecorder({str(tmp_path / "bag")!r}, names, {str(tmp_path / "d.csv")!r}, clock=lambda: now[0])

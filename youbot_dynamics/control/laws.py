@@ -99,7 +99,7 @@ from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
+__all__ = ["PDFeedforward", "PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
            "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController", "ComputedTorqueController",
            "GoalProfile", "goal_profile", "speed_limited"]
 
@@ -412,3 +412,27 @@ class FloatController(_Controller):
         rest = np.clip(self._rest_stiffness * (self.anchor - q), -self.rest_torque, self.rest_torque)
         tau = g - self.kd * dq + rest
         return tau + self.terms.friction(dq, gravity=g) if self.friction_compensation else tau
+
+
+class PDFeedforward:
+    """The node's joint controller on the effort interface: model feedforward plus PD,
+
+        tau = tau_model(q_ref, q'_ref, q''_ref) + Kp (q_ref - q) + Kd (q'_ref - q'),
+
+    saturated to ``torque_limit`` (default ``min(effort_max, drive_torque_limit)``). Single-threaded
+    (the model's buffers)."""
+
+    def __init__(self, arm: ArmDescription, model: DynamicModel, kp: Any, kd: Any, torque_limit: Any = None) -> None:
+        n = arm.n_joints
+        self.model = model
+        self.kp, self.kd = (np.broadcast_to(np.asarray(g, dtype=float), (n,)).copy() for g in (kp, kd))
+        if np.any(self.kp < 0) or np.any(self.kd < 0):
+            raise ValueError("effort gains must be >= 0")
+        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None else torque_limit
+        self.limit = np.broadcast_to(np.asarray(limit, dtype=float), (n,)).copy()
+
+    def torque(self, reference: tuple[Array, Array, Array], q: Array, dq: Array) -> Array:
+        q_ref, dq_ref, ddq_ref = reference
+        tau = self.model.inverse_dynamics_single(q_ref, dq_ref, ddq_ref)
+        tau = tau + self.kp * (q_ref - q) + self.kd * (dq_ref - dq)
+        return np.clip(tau, -self.limit, self.limit)

@@ -8,7 +8,7 @@ simulator and of the driver, which executes a trajectory and then holds its last
 timeout (as ros2_control's joint_trajectory_controller).
 
 :func:`release_waypoints` is that hand-over: the braking tail of the streamed experiment
-(:class:`~youbot_dynamics.identification.streaming.BrakingTail`, a quartic in position, continuous
+(:class:`~youbot_dynamics.identification.experiment.streaming.BrakingTail`, a quartic in position, continuous
 in position and velocity at its start) from the last measured state ``q, q'`` (``q'' = 0``) to
 rest within ``acceleration_max``, sampled every ``step`` with ``q, q', q''`` (a quintic Hermite
 executor reproduces it exactly). With ``q' = 0`` it is one point at ``q`` reached after ``step``:
@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription
-from ..identification.streaming import BrakingTail, sample_waypoints
+from ..identification.experiment.streaming import BrakingTail, sample_waypoints
 
 __all__ = ["RELEASE_STEP", "LIMIT_TOLERANCE", "release_waypoints"]
 

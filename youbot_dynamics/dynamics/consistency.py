@@ -42,8 +42,8 @@ from ..arm import ArmDescription
 from .chain import DHChain
 from .friction import NON_NEGATIVE_EXTRAS
 from .model import DynamicModel
-from .paramfile import ModelFileError
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, structure_mask
+from .paramfile import ModelFileError
 
 __all__ = ["SAMPLES", "CHAIN_TOLERANCE", "ModelConsistencyError", "ModelReport", "sample_configurations",
            "assess_model", "check_model", "plausibility"]
@@ -177,7 +177,7 @@ def _extra_problems(model: DynamicModel, arm: ArmDescription, samples: int) -> l
 
 def _standard_problems(model: DynamicModel, chi: Array, arm: ArmDescription) -> list[str]:
     """The standard parameters: shape, ``K chi = beta``, masses, pseudo-inertias, drive terms."""
-    from ..identification.estimation import pseudo_inertia
+    from ..identification.estimation.least_squares import pseudo_inertia
 
     n = model.n_joints
     if chi.shape != (n * PARAMETERS_PER_JOINT,):

@@ -57,7 +57,7 @@ from ..arm import ArmDescription
 from ..control.evaluation import combine_timing, format_table, plot_runs, regulation_metrics, split_state, \
     tracking_metrics
 from ..driver.emulator import EmulatorProcess, VethPair
-from ..identification.trajfile import load_trajectory
+from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
 from ..sim.limits import LIMIT_LOG_VARIABLE
 from .common import REALTIME_PRIORITY

@@ -1,9 +1,9 @@
 """ROS 2 node: the identification experiment on the arm (simulated, Gazebo or real), end to end.
 
 Thin: parameters, topics, timers and the safety wiring. The experiment (phases, references,
-safety checks, progress, segments) is :class:`youbot_dynamics.identification.session.ExcitationSession`,
-the recording :class:`~youbot_dynamics.identification.recording.JointStateRecorder`, the
-identification :mod:`youbot_dynamics.identification.pipeline` (the same as ``youbot-dynamics
+safety checks, progress, segments) is :class:`youbot_dynamics.identification.experiment.session.ExcitationSession`,
+the recording :class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder`, the
+identification :mod:`youbot_dynamics.identification.estimation.pipeline` (the same as ``youbot-dynamics
 identify``). The node:
 
 * loads the excitation file ``excitation_file`` (a trajectory file written by ``youbot-dynamics
@@ -19,7 +19,7 @@ identify``). The node:
   tail to rest, executed by the trajectory controller; the best tracking and the best data. The
   experiment is never sent whole: if this node dies, the arm stops by itself within
   ``stream_horizon`` plus the tail, within the arm's velocity and acceleration limits;
-  :mod:`youbot_dynamics.identification.streaming`),
+  :mod:`youbot_dynamics.identification.experiment.streaming`),
   ``position`` (the reference streamed at ``command_rate`` on the position controller's topic:
   the drives' ramp turns the set-point steps into velocity pulses and lags on fast excitations;
   for slow moves, poor identification data) or ``effort`` (the node's own PD + model feedforward
@@ -42,7 +42,7 @@ identify``). The node:
 * on ``~/recalibrate`` (``std_srvs/Trigger``) runs the same experiment for ``calibration_periods``
   periods (a short one) and updates a model instead of identifying one: the payload at the tool
   and the friction of ``calibration_model`` (``''`` = the model file this node wrote last) are
-  re-estimated as by ``youbot-dynamics calibrate`` (:mod:`youbot_dynamics.identification.calibration`;
+  re-estimated as by ``youbot-dynamics calibrate`` (:mod:`youbot_dynamics.identification.estimation.calibration`;
   the last ``calibration_holdout`` of the recording chooses the update and shows the gain), the
   updated model (``parameters.yaml``) and ``report/report.json`` are written and the log says the
   payload change and the held-out error before and after. Refused before the arm moves without a
@@ -72,40 +72,42 @@ import math
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 from functools import partial
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia
-from rcl_interfaces.msg import ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.time import Time
+from rcl_interfaces.msg import ParameterType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
+from ..control.laws import PDFeedforward
 from ..dataio import DataFileError
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, identification_block, load_model
-from ..identification.bagio import typestore
-from ..identification.dataset import IdentificationError, load_dataset
-from ..identification.estimation import METHODS
-from ..identification.calibration import Calibration, calibrate, consistency_problems, write_calibration
-from ..identification.calibration import summary_lines as calibration_lines
-from ..identification.pipeline import (excitation_delay, identify_excitation, periodic_cut, processing_options,
-                                       reference_models, summary_lines, write_results)
-from ..identification.processing import ProcessingOptions
-from ..identification.recording import JointStateRecorder
-from ..identification.session import (ExcitationSession, JointSample, PDFeedforward, Phase, SessionConfig,
-                                       SessionRefused, TooFarFromStart)
-from ..identification.trajfile import load_trajectory
+from ..identification.estimation.calibration import Calibration, calibrate, consistency_problems, write_calibration
+from ..identification.estimation.calibration import summary_lines as calibration_lines
+from ..identification.estimation.least_squares import METHODS
+from ..identification.estimation.pipeline import (excitation_delay, identify_excitation, periodic_cut,
+                                                  processing_options, reference_models, summary_lines, write_results)
+from ..identification.estimation.processing import ProcessingOptions
+from ..identification.experiment.recording import JointStateRecorder
+from ..identification.experiment.session import (ExcitationSession, JointSample, Phase, SessionConfig, SessionRefused,
+                                                 TooFarFromStart)
+from ..identification.io.bagio import typestore
+from ..identification.io.dataset import IdentificationError
+from ..identification.io.recordings import load_dataset
+from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import JointStateReader, trajectory_message

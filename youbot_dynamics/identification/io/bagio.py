@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dataio import DataFileError
+from ...dataio import DataFileError
 from .dataset import Dataset, IdentificationError
 
 __all__ = ["JOINT_STATE", "typestore", "joint_state_message", "JointSelector", "IncrementalBagWriter",

@@ -39,10 +39,10 @@ DEFAULT_DWELL = 1.0
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``excite`` subcommand."""
-    from .criterion import CRITERIA
-    from .excitation import (MAX_DESIGN_TIME, MAX_HARMONICS, MAX_ITERATIONS, MAX_RANDOM_POINTS, MIN_RANDOM_POINTS,
-                             OPTIMIZERS)
-    from .limits import MAX_DURATION
+    from ..identification.excitation.criterion import CRITERIA
+    from ..identification.excitation.design import (MAX_DESIGN_TIME, MAX_HARMONICS, MAX_ITERATIONS, MAX_RANDOM_POINTS,
+                                                    MIN_RANDOM_POINTS, OPTIMIZERS)
+    from ..identification.excitation.limits import MAX_DURATION
 
     p = subparsers.add_parser("excite", help="design an excitation trajectory for identification")
     p.add_argument("--out", required=True, metavar="TRAJ.yaml", help="trajectory file to write")
@@ -84,7 +84,7 @@ def _check_options(args: argparse.Namespace) -> None:
     if given:
         raise ValueError(f"{', '.join(given)} do(es) not apply to --method {args.method}")
     if args.method == "random-points":
-        from .limits import MAX_DURATION
+        from ..identification.excitation.limits import MAX_DURATION
 
         points = args.points if args.points is not None else DEFAULT_POINTS
         dwell = args.dwell if args.dwell is not None else DEFAULT_DWELL
@@ -126,9 +126,9 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 def cmd_excite(args: argparse.Namespace) -> int:
     """Design, write and summarise the trajectory (module docstring)."""
-    from .excitation import design_excitation, random_points_excitation
-    from .limits import ExcitationError
-    from .trajfile import save_trajectory
+    from ..identification.excitation.design import design_excitation, random_points_excitation
+    from ..identification.excitation.limits import ExcitationError
+    from ..identification.io.trajfile import save_trajectory
 
     _check_options(args)
     arm = load_arm(args.arm) if args.arm else default_arm()

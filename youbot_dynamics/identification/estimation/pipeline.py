@@ -32,12 +32,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..dynamics.consistency import ModelReport, assess_model, check_model, plausibility
-from ..dynamics.friction import FrictionModel
-from ..dynamics.model import DynamicModel
-from .dataset import Dataset, IdentificationError, check_plausible
-from .estimation import PRIOR_WEIGHT, IdentificationResult, estimate
+from ...arm import ArmDescription
+from ...dynamics.consistency import ModelReport, assess_model, check_model, plausibility
+from ...dynamics.friction import FrictionModel
+from ...dynamics.model import DynamicModel
+from ..io.dataset import Dataset, IdentificationError, check_plausible
+from .least_squares import PRIOR_WEIGHT, IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors, validate
 
@@ -104,8 +104,8 @@ def reference_models(arm: ArmDescription, structure: str = "full",
     estimator), and the baseline's base parameters: the nominal model's, or those of a model file
     / model given as ``baseline``, which must have the same base parameters and pass the consistency
     check (:func:`~..dynamics.consistency.check_model`: the identification node drives the arm with it)."""
-    from ..dynamics.nominal import nominal_model
-    from ..dynamics.paramfile import load_model
+    from ...dynamics.nominal import nominal_model
+    from ...dynamics.paramfile import load_model
 
     nominal, prior = nominal_model(arm, structure)
     if baseline is None or baseline == "":
@@ -262,10 +262,10 @@ def cross_validation(observations: Sequence[Observation], method: str, nominal: 
 def load_recordings(paths: Sequence[str | Path], arm: ArmDescription, topic: str = "/joint_states"
                     ) -> tuple[list[Dataset], list[dict[str, Any]]]:
     """Real logs as ``identify``, ``calibrate`` and ``predict --recording`` read them
-    (:func:`~.dataset.load_recording`: CSV whatever its name, or a bag; repeated stamps and stale
+    (:func:`~..io.recordings.load_recording`: CSV whatever its name, or a bag; repeated stamps and stale
     repeated rows dropped and counted, split at gaps): every piece of every file, and one log per
     file of what was done (for ``report.json``)."""
-    from .dataset import load_recording
+    from ..io.recordings import load_recording
 
     datasets, logs = [], []
     for path in paths:
@@ -348,8 +348,8 @@ def write_results(run: PipelineResult, out: str | Path, description: str, *, rep
     """Write the model file ``out`` (module docstring; ``summary`` is added to its
     ``identification`` block) and, with ``report``, ``report.json`` (``report_extra`` added) and
     the plots into that folder. Returns the paths written."""
-    from ..dynamics.paramfile import save_model
-    from .report import plot_torques, write_json
+    from ...dynamics.paramfile import save_model
+    from ..io.report import plot_torques, write_json
 
     result = run.result
     full_summary = {**run.summary, **(summary or {})}

@@ -27,15 +27,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any
 
 from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
-from ..fileio import output_group
 from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
-from .estimation import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
-from .friction_fit import EPS_CANDIDATES
-from .processing import MAX_FILTER_ORDER
+from ..fileio import output_group
+from ..identification.estimation.friction_fit import EPS_CANDIDATES
+from ..identification.estimation.least_squares import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
+from ..identification.estimation.processing import MAX_FILTER_ORDER
 
 
 def friction_terms(text: str) -> tuple[str, ...]:
@@ -107,9 +107,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_identify(args: argparse.Namespace) -> int:
     """Run the identification (module docstring); 0 on success."""
-    from .pipeline import consistency_warning, identify, load_recordings, summary_lines, write_results
-    from .processing import ProcessingOptions
-    from .report import ProgressBar
+    from ..identification.estimation.pipeline import (consistency_warning, identify, load_recordings, summary_lines,
+                                                      write_results)
+    from ..identification.estimation.processing import ProcessingOptions
+    from ..identification.io.report import ProgressBar
 
     start = time.perf_counter()
     arm = load_arm(args.arm) if args.arm else default_arm()

@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dynamics.friction import FrictionModel
-from ..dynamics.model import DynamicModel
-from .dataset import Dataset
-from .estimation import wls
+from ...dynamics.friction import FrictionModel
+from ...dynamics.model import DynamicModel
+from ..io.dataset import Dataset
+from .least_squares import wls
 from .processing import Observation, ProcessingOptions, process
 
 __all__ = ["EPS_CANDIDATES", "folds", "select_eps"]

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
-from .processing import MAX_FILTER_ORDER
+from ..identification.estimation.processing import MAX_FILTER_ORDER
 
 __all__ = ["add_parser", "cmd_calibrate"]
 
@@ -52,8 +52,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Calibrate (module docstring); 0 on success, 1 if the updated model is inconsistent."""
     from ..dynamics.consistency import check_model
     from ..dynamics.paramfile import identification_block, load_model
-    from .calibration import calibrate, consistency_problems, summary_lines, write_calibration
-    from .pipeline import load_recordings, processing_options
+    from ..identification.estimation.calibration import (calibrate, consistency_problems, summary_lines,
+                                                         write_calibration)
+    from ..identification.estimation.pipeline import load_recordings, processing_options
 
     start = time.perf_counter()
     arm = load_arm(args.arm) if args.arm else default_arm()

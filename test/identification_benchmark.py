@@ -1,6 +1,6 @@
 """Accuracy and speed figures of the identification (for ``make bench`` and the README).
 
-A synthetic youBot (:mod:`.synthetic`: consistently perturbed inertials, rotor inertia and
+A synthetic youBot (``test/synthetic.py``: consistently perturbed inertials, rotor inertia and
 friction) is moved along two different random periodic trajectories at 1 kHz; the first
 recording identifies, the second validates. Sensor errors: torque noise of a 10 mA motor-current
 noise and encoder quantisation of ``q``; velocities as recorded, accelerations differentiated.
@@ -17,14 +17,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..arm import ArmDescription, default_arm
-from ..dynamics.model import DynamicModel
-from ..dynamics.nominal import nominal_model
-from .dataset import Dataset, read_csv_dataset, write_csv_dataset
-from .estimation import estimate
-from .processing import process
-from .synthetic import current_noise_torque, encoder_resolution, fourier_trajectory, synthetic_dataset, true_parameters
-from .validation import validate
+from synthetic import current_noise_torque, encoder_resolution, fourier_trajectory, synthetic_dataset, true_parameters
+from youbot_dynamics.arm import ArmDescription, default_arm
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.dynamics.nominal import nominal_model
+from youbot_dynamics.identification.estimation.least_squares import estimate
+from youbot_dynamics.identification.estimation.processing import process
+from youbot_dynamics.identification.estimation.validation import validate
+from youbot_dynamics.identification.io.dataset import Dataset, read_csv_dataset, write_csv_dataset
 
 __all__ = ["GOALS", "recordings", "identification_benchmark"]
 

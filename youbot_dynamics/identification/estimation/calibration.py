@@ -51,13 +51,13 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..dynamics.consistency import assess_model
-from ..dynamics.friction import NON_NEGATIVE_EXTRAS
-from ..dynamics.model import DynamicModel
-from ..dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names
-from ..transforms import skew
-from .dataset import Dataset, IdentificationError, check_plausible
+from ...arm import ArmDescription
+from ...dynamics.consistency import assess_model
+from ...dynamics.friction import NON_NEGATIVE_EXTRAS
+from ...dynamics.model import DynamicModel
+from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names
+from ...transforms import skew
+from ..io.dataset import Dataset, IdentificationError, check_plausible
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors
 
@@ -245,7 +245,7 @@ def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) 
     (``chi_fixed`` plus the payload part of ``x``) positive definite."""
     import cvxpy as cp
 
-    from .estimation import _PSEUDO_INERTIA_MAP, LENGTH_SCALE, _solve_program, pseudo_inertia
+    from .least_squares import _PSEUDO_INERTIA_MAP, LENGTH_SCALE, _solve_program, pseudo_inertia
 
     _, r = np.linalg.qr(a)
     q_t_y = np.linalg.lstsq(r.T, a.T @ y, rcond=None)[0]  # Q^T y from the normal equations' factor
@@ -363,9 +363,9 @@ def write_calibration(calibration: Calibration, out: Any, description: str, bloc
     ``block`` plus a ``calibration`` entry: the source model, the recordings and
     :meth:`Calibration.to_dict`) and, with ``report`` (a folder), ``report.json`` (that entry plus
     ``report_extra``), all or nothing. Returns the ``calibration`` entry."""
-    from ..dynamics.paramfile import save_model
-    from ..fileio import output_group
-    from .report import write_json
+    from ...dynamics.paramfile import save_model
+    from ...fileio import output_group
+    from ..io.report import write_json
 
     entry = {"from_model": str(from_model), "data": [str(p) for p in data], **calibration.to_dict()}
     with output_group():

@@ -31,17 +31,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
-from .arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
-from .dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
-from .fileio import check_output
-from .identification.calibrate_cli import add_parser as add_calibrate_parser
-from .identification.excitation_cli import add_parser as add_excite_parser
-from .identification.identify_cli import add_parser as add_identify_parser
-from .identification.processing import MAX_FILTER_ORDER
-from .ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
-from .kinematics import forward_kinematics
-from .transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
+from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
+from ..arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
+from ..dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
+from ..fileio import check_output
+from ..identification.estimation.processing import MAX_FILTER_ORDER
+from ..ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
+from ..kinematics import forward_kinematics
+from ..transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
+from .calibrate import add_parser as add_calibrate_parser
+from .excite import add_parser as add_excite_parser
+from .identify import add_parser as add_identify_parser
 
 __all__ = ["main", "build_parser"]
 
@@ -173,8 +173,8 @@ def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray
 
 
 def cmd_urdf(args: argparse.Namespace) -> int:
-    from .ros2_control import generate_xacro, write_xacro
-    from .urdf import generate_urdf, write_urdf
+    from ..ros2_control import generate_xacro, write_xacro
+    from ..urdf import generate_urdf, write_urdf
 
     arm = _arm(args)
     if args.write:  # both shipped files: the xacro includes the URDF
@@ -188,7 +188,7 @@ def cmd_urdf(args: argparse.Namespace) -> int:
 
 
 def cmd_import_upstream(args: argparse.Namespace) -> int:
-    from .upstream import convert_upstream_inertials, links_yaml_block, load_upstream, write_links_block
+    from ..upstream import convert_upstream_inertials, links_yaml_block, load_upstream, write_links_block
 
     arm = _arm(args)
     links = convert_upstream_inertials(arm, load_upstream(args.upstream))
@@ -201,8 +201,8 @@ def cmd_import_upstream(args: argparse.Namespace) -> int:
 
 
 def cmd_base_params(args: argparse.Namespace) -> int:
-    from .dynamics.base_parameters import compute_base_parameters
-    from .dynamics.chain import DHChain
+    from ..dynamics.base_parameters import compute_base_parameters
+    from ..dynamics.chain import DHChain
 
     arm = _arm(args)
     base = compute_base_parameters(DHChain.from_arm(arm), args.structure)
@@ -225,8 +225,8 @@ def _joint_columns(prefix: str, n: int) -> list[str]:
 def cmd_predict(args: argparse.Namespace) -> int:
     """Torques of the model file for the recorded states; a model inconsistent with the arm
     (:mod:`.dynamics.consistency`) is refused unless ``--allow-inconsistent-model`` (then a warning)."""
-    from .dynamics.consistency import ModelConsistencyError, check_model
-    from .dynamics.paramfile import load_model
+    from ..dynamics.consistency import ModelConsistencyError, check_model
+    from ..dynamics.paramfile import load_model
 
     model = load_model(args.params)
     try:
@@ -250,10 +250,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _predict_recording(args: argparse.Namespace, model: Any) -> int:
     """``predict --recording``: identify's processing of a raw recording (the options the model file
     records, overridden by the command line), measured and predicted torques and the errors."""
-    from .dynamics.paramfile import identification_block
-    from .identification.pipeline import load_recordings, predict_recording, processing_options
-    from .identification.processing import Observation
-    from .identification.validation import torque_errors
+    from ..dynamics.paramfile import identification_block
+    from ..identification.estimation.pipeline import load_recordings, predict_recording, processing_options
+    from ..identification.estimation.processing import Observation
+    from ..identification.estimation.validation import torque_errors
 
     arm = _arm(args)
     options = processing_options(identification_block(args.params), cutoff_hz=args.cutoff, order=args.order,
@@ -282,7 +282,7 @@ def _predict_recording(args: argparse.Namespace, model: Any) -> int:
 def cmd_line(args: argparse.Namespace) -> int:
     """The line's CSV (``duration x sample_rate`` rows, at most :data:`MAX_LINE_ROWS`; the IK knots
     are bounded by :func:`~.control.trajectory.cartesian_line`)."""
-    from .control.trajectory import cartesian_line
+    from ..control.trajectory import cartesian_line
 
     arm = _arm(args)
     q_start = arm.check_q(args.start, "--from")
@@ -305,8 +305,8 @@ def cmd_line(args: argparse.Namespace) -> int:
 
 
 def cmd_nominal_model(args: argparse.Namespace) -> int:
-    from .dynamics.nominal import nominal_model, write_nominal_model
-    from .dynamics.paramfile import model_to_dict
+    from ..dynamics.nominal import nominal_model, write_nominal_model
+    from ..dynamics.paramfile import model_to_dict
 
     arm = _arm(args)
     if args.write:
@@ -320,13 +320,13 @@ def cmd_nominal_model(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from ..demo import run_demo
 
     arm = _arm(args)
     status = 0 if args.skip_kinematics else run_demo(arm)
     try:
-        from .nodes.demo_job import run_job
-        from .nodes.demo_sim import run_sim_demo
+        from ..nodes.demo_job import run_job
+        from ..nodes.demo_sim import run_sim_demo
     except ImportError as exc:  # no ROS 2 Python packages: the ROS part cannot run
         print(f"\n(ROS 2 part of the demo skipped: {exc})")
         return status
@@ -336,7 +336,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .compiled import cache_location, compile_kernels
+    from ..compiled import cache_location, compile_kernels
 
     seconds = compile_kernels(_arm(args))
     print(f"compiled kernels ready ({', '.join(f'{k} {v:.1f} s' for k, v in seconds.items())}); cache: "

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .bagio import IncrementalBagWriter, JointSelector, joint_state_message
-from .dataset import IdentificationError, joint_columns
+from ..io.bagio import IncrementalBagWriter, JointSelector, joint_state_message
+from ..io.dataset import IdentificationError, joint_columns
 
 __all__ = ["JointStateRecorder"]
 

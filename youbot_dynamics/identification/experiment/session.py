@@ -52,7 +52,8 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   the last ``validation_periods`` validate (:meth:`ExcitationSession.segments`).
 
 A new :class:`ExcitationSession` per experiment; not thread-safe (the node calls it from one
-thread). :class:`PDFeedforward` is the node's own joint controller for the effort interface.
+thread). The node's own joint controller for the effort interface is
+:class:`~youbot_dynamics.control.laws.PDFeedforward`.
 """
 from __future__ import annotations
 
@@ -65,14 +66,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..dynamics.model import DynamicModel
-from .limits import verification_times
+from ...arm import ArmDescription
+from ..excitation.limits import verification_times
+from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
 from .streaming import BrakingTail, braking_duration, horizon_waypoints, sample_waypoints, tail_extremes
-from .trajectories import Trajectory, WaypointTrajectory, quintic_duration
 
 __all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample", "ExcitationSession",
-           "PDFeedforward", "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
+           "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
 
 Array = NDArray[np.float64]
 States = tuple[Array, Array, Array]
@@ -591,27 +591,3 @@ class _StageBar:
     def done(self) -> float:
         self.session.identify_fraction = (self.stage + 1) / self.stages
         return time.perf_counter() - self._start
-
-
-class PDFeedforward:
-    """The node's joint controller on the effort interface: model feedforward plus PD,
-
-        tau = tau_model(q_ref, q'_ref, q''_ref) + Kp (q_ref - q) + Kd (q'_ref - q'),
-
-    saturated to ``torque_limit`` (default ``min(effort_max, drive_torque_limit)``). Single-threaded
-    (the model's buffers)."""
-
-    def __init__(self, arm: ArmDescription, model: DynamicModel, kp: Any, kd: Any, torque_limit: Any = None) -> None:
-        n = arm.n_joints
-        self.model = model
-        self.kp, self.kd = (np.broadcast_to(np.asarray(g, dtype=float), (n,)).copy() for g in (kp, kd))
-        if np.any(self.kp < 0) or np.any(self.kd < 0):
-            raise ValueError("effort gains must be >= 0")
-        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None else torque_limit
-        self.limit = np.broadcast_to(np.asarray(limit, dtype=float), (n,)).copy()
-
-    def torque(self, reference: States, q: Array, dq: Array) -> Array:
-        q_ref, dq_ref, ddq_ref = reference
-        tau = self.model.inverse_dynamics_single(q_ref, dq_ref, ddq_ref)
-        tau = tau + self.kp * (q_ref - q) + self.kd * (dq_ref - dq)
-        return np.clip(tau, -self.limit, self.limit)

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..kinematics import link_frames
+from ...arm import ArmDescription
+from ...kinematics import link_frames
 
 __all__ = ["Obstacles", "YOUBOT_OBSTACLES", "OBSTACLE_NAMES", "check_points", "obstacle_distances", "clearance",
            "soft_clearance"]

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, LinkInertial
-from ..dynamics.model import DynamicModel
-from ..dynamics.parameters import inertial_to_standard, standard_parameters
-from .dataset import Dataset
+from youbot_dynamics.arm import ArmDescription, LinkInertial
+from youbot_dynamics.dynamics.model import DynamicModel
+from youbot_dynamics.dynamics.parameters import inertial_to_standard, standard_parameters
+from youbot_dynamics.identification.io.dataset import Dataset
 
 __all__ = ["TRUE_DRIVES", "true_parameters", "fourier_trajectory", "synthetic_dataset", "encoder_resolution",
            "current_noise_torque"]

@@ -34,8 +34,8 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dynamics.model import DynamicModel
-from .dataset import Dataset, IdentificationError
+from ...dynamics.model import DynamicModel
+from ..io.dataset import Dataset, IdentificationError
 
 __all__ = ["MAX_FILTER_ORDER", "ProcessingOptions", "Observation", "lowpass", "differentiate", "make_uniform",
            "average_periods", "process", "stack_rows"]

@@ -19,8 +19,8 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
-from ..fileio import atomic_write_text, atomic_writer
-from .processing import Observation
+from ...fileio import atomic_write_text, atomic_writer
+from ..estimation.processing import Observation
 
 __all__ = ["ProgressBar", "write_json", "plot_torques"]
 

@@ -19,34 +19,28 @@ rad/s, 2.5x its 1.57 rad/s (``/work/shared/data/youbot_real``, driven by the ven
 loop), so the factor is 10: degrees of a motion at a sixth of ``velocity_max`` or faster (57x)
 still exceed it.
 
-Real logs (:func:`load_recording`) are read in two steps because a real recorder writes rows a
-:class:`Dataset` refuses (repeated stamps, time going backwards): :func:`read_recording_raw`
-(:func:`read_csv_raw` / :func:`read_bag_raw`) gives a :class:`RawRecording` with every row as
-written, checked for shape and finiteness only, and :func:`.cleaning.clean_recording` turns it into
-time-ordered :class:`Dataset` segments, counting every row it drops. The file format is detected by
-content (:func:`recording_format`): a CSV recording may be named ``.txt`` or anything else.
+A :class:`RawRecording` holds every row of a real log as written (:func:`read_csv_raw`), checked
+for shape and finiteness only; the file format is detected by content (:func:`recording_format`):
+a CSV recording may be named ``.txt`` or anything else. Loading whatever the format (CSV or bag)
+is :mod:`.recordings`.
 """
 from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
-from ..fileio import TEXT_ENCODING
-
-if TYPE_CHECKING:
-    from .cleaning import CleanRecording
+from ...arm import ArmDescription
+from ...dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
+from ...fileio import TEXT_ENCODING
 
 __all__ = ["IdentificationError", "Dataset", "joint_columns", "read_csv_dataset", "write_csv_dataset",
-           "load_dataset", "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS",
-           "RawRecording", "recording_format", "read_csv_raw", "read_bag_raw", "read_recording_raw",
-           "load_recording", "BAG_SUFFIXES"]
+           "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS", "RawRecording",
+           "recording_format", "read_csv_raw", "BAG_SUFFIXES"]
 
 Array = NDArray[np.float64]
 
@@ -207,23 +201,6 @@ def write_csv_dataset(path: str | Path, data: Dataset) -> None:
     write_csv(path, header, np.hstack(blocks))
 
 
-def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                 topic: str = "/joint_states") -> Dataset:
-    """A CSV file, or a rosbag2 folder / ``.mcap`` / ``.db3`` file with ``sensor_msgs/JointState``.
-
-    The rows are taken as they are (a repeated stamp or time going backwards is an error): use
-    :func:`load_recording` for real logs. A ``.csv`` file is read as CSV; an existing file with
-    another name is read as CSV when its content is a CSV recording (:func:`recording_format`), so
-    a recording named ``.txt`` loads; everything else goes to the bag reader as before.
-    """
-    path = Path(path)
-    if path.suffix.lower() == ".csv" or (path.is_file() and recording_format(path, n_joints) == "csv"):
-        return read_csv_dataset(path, n_joints)
-    from .bagio import read_joint_states
-
-    return read_joint_states(path, joint_names, topic, n_joints)
-
-
 def _recording_columns_text(n_joints: int) -> str:
     return f"t, q1..q{n_joints}, tau1..tau{n_joints}"
 
@@ -277,42 +254,6 @@ def read_csv_raw(path: str | Path, n_joints: int) -> RawRecording:
     :class:`DataFileError` naming the file, line and column (:func:`~..dataio.read_csv_columns`)."""
     t, parts = _read_csv_arrays(path, n_joints)
     return RawRecording(t, source=str(path), **parts)
-
-
-def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = "/joint_states",
-                 n_joints: int | None = None) -> RawRecording:
-    """Every ``JointState`` message of ``topic`` in a bag, in the bag's order, time unchecked
-    (:func:`.bagio.read_joint_state_arrays`: the same errors as :func:`.bagio.read_joint_states` for a
-    missing file or topic, a corrupted bag, a message lacking a joint)."""
-    from .bagio import read_joint_state_arrays
-
-    t, q, tau, dq = read_joint_state_arrays(path, joint_names, topic, n_joints)
-    return RawRecording(t, q, tau, dq, source=str(path))
-
-
-def read_recording_raw(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                       topic: str = "/joint_states") -> RawRecording:
-    """Every row of a CSV recording (any file name, :func:`recording_format`) or a bag, uncleaned."""
-    if recording_format(path, n_joints) == "csv":
-        return read_csv_raw(path, n_joints)
-    return read_bag_raw(path, joint_names, topic, n_joints)
-
-
-def load_recording(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                   topic: str = "/joint_states", *, max_gap: float = 5.0,
-                   min_segment: float = 1.0) -> "CleanRecording":
-    """A real log, read whatever its name (:func:`read_recording_raw`) and cleaned
-    (:func:`.cleaning.clean_recording`: repeated stamps, stale repeated rows and rows going back in
-    time dropped and counted, split at gaps longer than ``max_gap`` median steps, pieces shorter
-    than ``min_segment`` s dropped). The returned ``log`` says what was done, for ``report.json``,
-    and with which reader (``log["format"]``: ``"csv"`` or ``"bag"``)."""
-    from .cleaning import clean_recording
-
-    fmt = recording_format(path, n_joints)
-    raw = read_csv_raw(path, n_joints) if fmt == "csv" else read_bag_raw(path, joint_names, topic, n_joints)
-    result = clean_recording(raw, max_gap=max_gap, min_segment=min_segment)
-    result.log["format"] = fmt
-    return result
 
 
 def check_plausible(data: Dataset, arm: ArmDescription) -> None:

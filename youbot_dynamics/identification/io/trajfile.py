@@ -31,9 +31,9 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
-from ..fileio import atomic_write_text, load_yaml, yaml_number
-from .limits import MAX_DURATION
-from .trajectories import FourierTrajectory, Trajectory, WaypointTrajectory
+from ...fileio import atomic_write_text, load_yaml, yaml_number
+from ..excitation.limits import MAX_DURATION
+from ..excitation.trajectories import FourierTrajectory, Trajectory, WaypointTrajectory
 
 __all__ = ["TrajectoryFileError", "TrajectoryFile", "FORMAT_VERSION", "ROOT", "REST_TOLERANCE", "trajectory_to_dict",
            "save_trajectory", "load_trajectory"]

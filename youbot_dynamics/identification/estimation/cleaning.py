@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .dataset import Dataset, IdentificationError, RawRecording
+from ..io.dataset import Dataset, IdentificationError, RawRecording
 
 __all__ = ["CleanRecording", "clean_recording", "describe_cleaning", "MAX_LISTED"]
 

@@ -49,10 +49,10 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dynamics.base_parameters import BaseParameters
-from ..dynamics.friction import NON_NEGATIVE_EXTRAS
-from ..dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, structure_mask
-from .dataset import IdentificationError
+from ...dynamics.base_parameters import BaseParameters
+from ...dynamics.friction import NON_NEGATIVE_EXTRAS
+from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, structure_mask
+from ..io.dataset import IdentificationError
 from .processing import Observation, stack_rows
 
 __all__ = ["METHODS", "IdentificationResult", "ols", "wls", "consistent", "estimate",

@@ -30,10 +30,10 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..dynamics.model import DynamicModel
-from ..dynamics.nominal import nominal_model
-from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
+from ...arm import ArmDescription
+from ...dynamics.model import DynamicModel
+from ...dynamics.nominal import nominal_model
+from ...dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 from .trajectories import Trajectory
 
 __all__ = ["CRITERIA", "check_criterion", "sample_times", "scaled_gram_eigenvalues", "condition_number",
