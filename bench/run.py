@@ -6,13 +6,20 @@ measured in the same process (Pinocchio called per configuration from Python, wh
 Python node would use it) and as a ratio. The closed loop (``sim_node`` and each controller as
 its own process, the main job's regulation and tracking runs on the nominal model) is judged
 against the timing goals (p99 latency joint state -> torque <= 0.5 ms, < 0.1 % missed cycles of
-the controller and of the arm). Results are printed and written to ``out/bench.json``; the exit
-status is 1 when a goal is missed.
+the controller and of the arm). The bus-cycle comparison (:func:`bench_bus_cycle`, issue 18:
+``youbot_driver`` on the virtual drives with computed torque tracking a trajectory, the controller
+in the driver's bus cycle or as its own process over DDS, each ``BUS_CYCLE_SECONDS`` (60) s, on the
+quiet machine and with two ``yes > /dev/null`` started and killed by the bench) is judged against
+p99 state-to-torque latency <= 0.2 ms and < 0.01 % missed bus cycles in the bus cycle. Results are
+printed and written to ``out/bench.json``; the exit status is 1 when a goal is missed.
 """
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -175,6 +182,38 @@ def bench_closed_loop() -> dict:
     return results
 
 
+BUS_CYCLE_SECONDS = float(os.environ.get("BUS_CYCLE_SECONDS", "60"))  # of each bus-cycle case
+HOGS = 2  # CPU-bound processes (`yes > /dev/null`) of the loaded cases
+
+
+def bench_bus_cycle(seconds: float = BUS_CYCLE_SECONDS) -> dict:
+    """The controller in the driver's bus cycle against the same controller over DDS
+    (``bench/bus_cycle.py``, one process per case, one case after the other), quiet and with
+    :data:`HOGS` CPU-bound processes: state-to-torque latency [ms] and missed bus cycles, keyed
+    ``<load>_<mode>_<figure>``."""
+    results = {}
+    script = Path(__file__).with_name("bus_cycle.py")
+    for load in ("quiet", "loaded"):
+        hogs = ([subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(HOGS)] if load == "loaded"
+                else [])
+        try:
+            for mode in ("hosted", "dds"):
+                with tempfile.TemporaryDirectory() as folder:
+                    out = Path(folder) / "figures.json"
+                    subprocess.run([sys.executable, str(script), mode, str(seconds), str(out)], check=True,
+                                   timeout=seconds + 300.0, stdout=subprocess.DEVNULL)
+                    figures = json.loads(out.read_text())
+                if "error" in figures:
+                    raise RuntimeError(f"bus cycle, {load}, {mode}: {figures['error']}")
+                results.update({f"{load}_{mode}_{k}": float(v) for k, v in figures.items()
+                                if isinstance(v, (int, float))})
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+    return results
+
+
 def report(title: str, values: dict) -> None:
     print(title)
     for key, value in values.items():
@@ -196,7 +235,7 @@ def main() -> int:
         "wls_noise_free_relative_error": ident["wls_noise_free"]["overall_relative_error"],
         "consistent_held_out_relative_error": ident["consistent_noisy"]["overall_relative_error"],
         "condition_number": ident["wls_noisy"]["condition_number"],
-    }, "closed_loop": bench_closed_loop()}
+    }, "closed_loop": bench_closed_loop(), "bus_cycle": bench_bus_cycle()}
     goals = [
         ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0, "vectorised FK at least 5x faster than the Pinocchio loop"),
         ("kinematics", "ik_poses_per_s", ">=", 500_000.0, "IK above 500,000 poses/s (all branches, limits checked)"),
@@ -221,12 +260,22 @@ def main() -> int:
             ("closed_loop", f"{prefix}_missed_fraction", "<=", 0.001, f"{name}: < 0.1 % missed control cycles"),
             ("closed_loop", f"{prefix}_arm_missed_fraction", "<=", 0.001, f"{name}: the arm < 0.1 % missed cycles"),
         ]
+    for load in ("quiet", "loaded"):
+        goals += [
+            ("bus_cycle", f"{load}_hosted_latency_p99_ms", "<=", 0.2,
+             f"controller in the bus cycle, {load}: p99 state-to-torque latency <= 0.2 ms"),
+            ("bus_cycle", f"{load}_hosted_missed_fraction", "<=", 0.0001,
+             f"controller in the bus cycle, {load}: < 0.01 % missed bus cycles"),
+        ]
     report(f"Kinematics, batches of {N:,} (best of {REPEATS}):", results["kinematics"])
     report("Dynamics:", results["dynamics"])
     report("Identification (synthetic youBot, 60 s at 1 kHz; held-out = a different trajectory):",
            results["identification"])
     report("Closed loop over DDS (sim_node + controller processes, nominal model; latency [ms], missed as "
            "fractions):", results["closed_loop"])
+    report(f"Bus cycle, {BUS_CYCLE_SECONDS:g} s per case (youbot_driver on the virtual drives, computed torque "
+           f"tracking; hosted = in the bus cycle, dds = its own process; latency [ms], missed as fractions):",
+           results["bus_cycle"])
     print("Goals:")
     ok = True
     for section, key, op, goal, text in goals:

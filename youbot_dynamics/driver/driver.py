@@ -180,6 +180,7 @@ class DriverState:
     calibrated: bool  # calibrated in this run (else the drives' own zero is trusted)
     faults: tuple[str, ...]
     fresh: bool  # the inputs of this cycle arrived (False: the values are the last received)
+    read_time: float = 0.0  # [s] time.perf_counter() right after the exchange of this cycle (its measurement instant)
 
     def flag_names(self, joint: int) -> tuple[str, ...]:
         return decode_flags(self.flags[joint])
@@ -422,19 +423,19 @@ class ArmDriver:
         q = self.units.ticks_to_rad([i.actual_position for i in self._inputs])
         velocity = self.units.rpm_to_rad_s([i.actual_velocity for i in self._inputs])
         effort = self.units.ma_to_nm([i.actual_current for i in self._inputs])
+        controller = self._controller  # first: its torque is judged after the requests and the drives' checks
+        torque = None if controller is None else controller.command(
+            CycleInputs(read_time, now, q, velocity, effort, fresh))
         self._handle_requests()
         if fresh:
             self._check_drives()
-        controller = self._controller
-        torque = None if controller is None else controller.command(
-            CycleInputs(read_time, now, q, velocity, effort, fresh))
         installed = None if torque is None else self._command_in_cycle(torque, now)
         if fresh or self._sequence is None:  # a sequence (start-up, calibration) acts on fresh inputs only
             self._outputs = self._decide(now, q)
         if installed is not None and self._active.setpoint is installed:  # not replaced by a later command
             with self._lock:
                 self._latencies.append(time.perf_counter() - read_time)
-        state = self._publish(now, q, velocity, effort, fresh)
+        state = self._publish(now, q, velocity, effort, fresh, read_time)
         if controller is not None:
             controller.after_outputs()
         return state
@@ -751,14 +752,16 @@ class ArmDriver:
             command, self._pending = self._pending, None
         return command
 
-    def _publish(self, now: float, q: Array, velocity: Array, effort: Array, fresh: bool) -> DriverState:
+    def _publish(self, now: float, q: Array, velocity: Array, effort: Array, fresh: bool,
+                 read_time: float) -> DriverState:
         inputs = self._inputs
         state = DriverState(
             sequence=self.statistics.cycles, time=now, position=q, velocity=velocity, effort=effort,
             ticks=tuple(i.actual_position for i in inputs), current_ma=tuple(i.actual_current for i in inputs),
             rpm=tuple(i.actual_velocity for i in inputs), flags=tuple(i.error_flags for i in inputs),
             modes=tuple(o.mode for o in self._outputs), phase=self._phase, enabled=self._enabled,
-            interface=self._active.interface, calibrated=self._calibrated, faults=self._faults, fresh=fresh)
+            interface=self._active.interface, calibrated=self._calibrated, faults=self._faults, fresh=fresh,
+            read_time=read_time)
         with self._changed:
             self._state = state
             self._changed.notify_all()

@@ -96,8 +96,10 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
 * reports its timing on ``/diagnostics`` every ``diagnostics_period`` s (and in
   :attr:`ControllerNode.last_report`): achieved rate, jitter, missed cycles (period > 1.5 x
   nominal, :class:`~youbot_dynamics.timing.LoopStatistics`), the *latency* from the arrival of the
-  joint state a cycle used to the publication of its torque (median, p99, max) and the compute
-  time of a cycle (median, p99).
+  joint state a cycle used to the publication of its torque (median, p99, max), the *state age*
+  at that publication by the state's stamp (``state_age_*``: the transport from the arm included;
+  on the wall clock, so meaningful for states stamped on it, not on a simulated clock) and the
+  compute time of a cycle (median, p99).
 
 **Threads.** All callbacks are in the node's default (mutually exclusive) callback group: the
 law, the guard and the references are only touched by one thread at a time, with any executor.
@@ -343,6 +345,7 @@ class _Step:
     state: tuple[float, Array, Array, Array | None] | None  # the joint state used
     tau: Array
     publish: bool  # the torque goes out (else nothing is commanded)
+    header: float | None  # [s] the state's stamp (None: unstamped)
     end: float = 0.0  # [s, perf_counter] the torque went out
 
 
@@ -444,6 +447,8 @@ class ControllerNode(Node):
         self._timing_lock = threading.Lock()
         self._latencies: list[float] = []
         self._costs: list[float] = []
+        self._ages: list[float] = []  # age of the state by its stamp when its torque went out (wall clock)
+        self._wall_offset = time.time() - time.perf_counter()  # wall clock = steady clock + this
         self.last_report: dict[str, float] = {}
 
         self._create_observer(model_file)
@@ -561,7 +566,8 @@ class ControllerNode(Node):
         self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
                            if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
-        self._header_stamp: Time | None = None  # the same as a message (None for the arrival time)
+        self._stamped = False  # the newest joint state had a stamp
+        self._header_stamp: Time | None = None  # the same as a message (None: not from a message, or unstamped)
         observer_torque = self._param('observer_torque')
         if observer_torque not in OBSERVER_TORQUES:
             raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{observer_torque}'")
@@ -678,19 +684,20 @@ class ControllerNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignoring joint state: {exc}", throttle_duration_sec=self._throttle)
             return
-        self._take_state(arrival, msg.header.stamp, q, dq, effort)
+        self._take_state(arrival, stamp_seconds(msg.header.stamp), msg.header.stamp, q, dq, effort)
         if self._watchdog:
             self._timer.reset()
             if arrival - self._last_cycle >= 0.5 * self._period:
                 self._cycle()
 
-    def _take_state(self, arrival: float, header_stamp: Time, q: Array, dq: Array, effort: Array | None) -> None:
-        """A new joint state (``arrival`` on the steady clock, ``header_stamp`` its measurement instant on
-        the ROS clock, zero if unknown): judged by the plausibility check, its velocity estimated, kept
-        as the newest state."""
-        stamp = stamp_seconds(header_stamp)
-        self._stamp = stamp if stamp > 0.0 else arrival
-        self._header_stamp = header_stamp if stamp > 0.0 else None
+    def _take_state(self, arrival: float, stamp: float, header_stamp: Time | None, q: Array, dq: Array,
+                    effort: Array | None) -> None:
+        """A new joint state (``arrival`` on the steady clock, ``stamp`` [s] its measurement instant on
+        the ROS clock, zero if unknown; ``header_stamp`` the same as its message, if it came as one):
+        judged by the plausibility check, its velocity estimated, kept as the newest state."""
+        self._stamped = stamp > 0.0
+        self._stamp = stamp if self._stamped else arrival
+        self._header_stamp = header_stamp if self._stamped else None
         problem = self._monitor.check(self._stamp, q)
         if problem is not None:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
@@ -782,15 +789,15 @@ class ControllerNode(Node):
             step.end = time.perf_counter()
             self._finish(step)
 
-    def host_command(self, arrival: float, header_stamp: Time | None, q: Array, dq: Array,
+    def host_command(self, arrival: float, stamp: float | None, q: Array | None, dq: Array | None,
                      effort: Array | None) -> Array | None:
         """In the bus cycle (module docstring): the state the host just read (``arrival`` its read on
-        the steady clock, ``header_stamp`` its stamp as the host publishes it; ``header_stamp`` None:
-        no fresh state this cycle, ``q``, ``dq``, ``effort`` are ignored) and a cycle on it; the torque
-        for this cycle's outputs, or None (nothing commanded). :meth:`host_after_outputs` must follow."""
+        the steady clock, ``stamp`` [s] its stamp as the host publishes it; ``stamp`` None: no fresh
+        state this cycle, ``q``, ``dq``, ``effort`` are ignored) and a cycle on it; the torque for this
+        cycle's outputs, or None (nothing commanded). :meth:`host_after_outputs` must follow."""
         with self.cycle_lock:
-            if header_stamp is not None:
-                self._take_state(arrival, header_stamp, q, dq, effort)
+            if stamp is not None:
+                self._take_state(arrival, stamp, None, q, dq, effort)
             step = self._decide(time.perf_counter())
             if step is None:
                 return None
@@ -855,7 +862,7 @@ class ControllerNode(Node):
                 self._zero_cycles = max(self._zero_cycles - 1, 0)
             elif self._releases:  # a fault with zero effort: let go as a disable does
                 publish = self._holding_arm
-        return _Step(start, state, tau, publish)
+        return _Step(start, state, tau, publish, self._stamp if self._stamped else None)
 
     def _let_go(self, step: _Step) -> bool:
         """Right after a zero effort went out while the arm was ours: the release (the arm falls until
@@ -871,6 +878,8 @@ class ControllerNode(Node):
             with self._timing_lock:
                 self._latencies.append(end - stamp)
                 self._costs.append(end - start)
+                if step.header is not None:
+                    self._ages.append(end + self._wall_offset - step.header)
         if self.external is not None and state is not None:  # after the torque: not in the latency
             self._observe(state, tau if publish and tau is not self._zero else None)
         if self.guard.state is not self._last_guard_state:
@@ -1020,10 +1029,12 @@ class ControllerNode(Node):
 
     def timing_report(self) -> dict[str, float]:
         """Rate, jitter and missed cycles of the control timer, latency (joint state arrival to
-        torque publication) and compute time per cycle, since the previous report."""
+        torque publication), state age at the torque's publication (module docstring) and compute
+        time per cycle, since the previous report."""
         with self._timing_lock:
             latencies, self._latencies = self._latencies, []
             costs, self._costs = self._costs, []
+            ages, self._ages = self._ages, []
         report = self.statistics.report()
         report.update({
             "missed_cycles": round(report["missed_fraction"] * report["cycles"]),
@@ -1034,6 +1045,9 @@ class ControllerNode(Node):
             "latency_median_ms": 1e3 * _percentile(latencies, 50.0),
             "latency_p99_ms": 1e3 * _percentile(latencies, 99.0),
             "latency_max_ms": 1e3 * max(latencies, default=0.0),
+            "state_age_median_ms": 1e3 * _percentile(ages, 50.0),
+            "state_age_p99_ms": 1e3 * _percentile(ages, 99.0),
+            "state_age_max_ms": 1e3 * max(ages, default=0.0),
             "compute_median_us": 1e6 * _percentile(costs, 50.0),
             "compute_p99_us": 1e6 * _percentile(costs, 99.0),
         })

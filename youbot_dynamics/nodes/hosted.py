@@ -22,7 +22,6 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from rclpy.context import Context
 from rclpy.parameter import Parameter, parameter_dict_from_yaml_file
 
@@ -119,7 +118,7 @@ class DriverHost:
     # -- CycleController --------------------------------------------------------------------------
 
     def command(self, inputs: CycleInputs) -> Array | None:
-        stamp = self._node.state_stamp(inputs.time) if inputs.fresh else None
+        stamp = self._node.state_stamp(inputs.time, inputs.read_time) if inputs.fresh else None
         return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
 
     def after_outputs(self) -> None:
@@ -176,10 +175,10 @@ class SimHost:
         except CommandError as exc:
             self._node.get_logger().warning(f"zero effort at shutdown refused: {exc}")
 
-    def cycle(self, read_time: float, stamp: Time | None, q: Array | None, dq: Array | None,
+    def cycle(self, read_time: float, stamp: float | None, q: Array | None, dq: Array | None,
               effort: Array | None) -> None:
-        """One controller cycle in the loop: on the state read at ``read_time`` (``stamp`` None: none
-        fresh), its torque to the simulator, then the rest of the controller's cycle."""
+        """One controller cycle in the loop: on the state read at ``read_time``, stamped ``stamp`` [s]
+        (None: none fresh), its torque to the simulator, then the rest of the controller's cycle."""
         tau = self.controller.host_command(read_time, stamp, q, dq, effort)
         if tau is not None:
             try:

@@ -311,7 +311,8 @@ class SimNode(Node):
                             stamp = (_stamp(m.time) if self._publish_clock
                                      else self._state_stamp(m.time, deadline if wall_step > 0.0 else None))
                             if self.host is not None:
-                                self.host.cycle(read_time, stamp, m.position, m.velocity, m.effort)
+                                self.host.cycle(read_time, stamp.sec + 1e-9 * stamp.nanosec, m.position, m.velocity,
+                                                m.effort)
                             self._publish_state(m, stamp)
                     self.statistics.tick(time.perf_counter())
                 if self._diagnostics_period > 0.0 and time.perf_counter() >= diagnostics_due:

@@ -283,12 +283,15 @@ class YoubotDriverNode(Node):
             self.controller = None
         super().destroy_node()
 
-    def state_stamp(self, driver_time: float) -> Any:
-        """The stamp of a joint state read at ``driver_time`` (driver clock): the virtual time with
-        ``publish_clock``, else now on the node's clock (as the publisher stamps them)."""
+    def state_stamp(self, driver_time: float, read_time: float) -> float:
+        """The stamp [s] of a joint state read at ``driver_time`` (driver clock), ``read_time`` (steady
+        clock): the virtual time with ``publish_clock``, else the instant of the read on the system
+        clock (the ROS clock of a node without ``use_sim_time``): its measurement instant, not its
+        later publication, so that the age of a state at a controller includes the wait for the
+        publisher thread. Cheap (no ROS clock call): the controller in the bus cycle gets it too."""
         if self._publish_clock:
-            return RosTime(nanoseconds=round(driver_time * 1e9)).to_msg()
-        return self.get_clock().now().to_msg()
+            return driver_time
+        return time.time() - (time.perf_counter() - read_time)
 
     def _publish_states(self) -> None:
         seen = next_publish = 0
@@ -301,7 +304,7 @@ class YoubotDriverNode(Node):
                 continue
             next_publish = seen + self._publish_every
             msg = self._state_msg
-            msg.header.stamp = self.state_stamp(state.time)
+            msg.header.stamp = RosTime(nanoseconds=round(1e9 * self.state_stamp(state.time, state.read_time))).to_msg()
             msg.position = state.position.tolist()
             msg.velocity = state.velocity.tolist()
             msg.effort = state.effort.tolist()
