@@ -2,7 +2,7 @@
 ``youbot_driver`` on the virtual drives with computed torque tracking a trajectory, the controller
 either inside the driver's bus cycle (``hosted``) or as its own process over DDS (``dds``).
 
-    python bench/bus_cycle.py hosted|dds SECONDS OUT.json
+    python bench/bus_cycle.py hosted|dds|floor SECONDS OUT.json
 
 The driver runs as its executable does (:func:`~youbot_dynamics.nodes.common.run_node`: events
 executor, frozen heap, 20 us switch interval, SCHED_FIFO 50 when allowed), with a tester node in
@@ -18,11 +18,16 @@ writes the figures and ends the process with SIGINT (the driver's normal shutdow
   figure measures.
 * ``missed_fraction``: the bus loop's missed cycles (a period over 1.5 ms,
   :class:`~youbot_dynamics.timing.LoopStatistics`) over the tracking window.
+* ``floor``: the machine's own floor, no ROS, no driver: one thread at the bus's SCHED_FIFO priority
+  that burns :data:`FLOOR_WORK` of CPU (the bus cycle's median cost with the controller in it) every
+  millisecond, paced like the bus loop; its ``missed_fraction`` is what this machine (its other
+  tenants, the hypervisor) leaves to any 1 kHz loop with that much work, under the same load.
 * ``tracking_rms_mrad``: the controller's RMS tracking error per joint over the window (from its
   ``~/state``, 1 in 10 cycles), to show that both cases control the same motion.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -42,14 +47,16 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.contract import POSITION_COMMANDS
 from youbot_dynamics.driver import VirtualBus
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import save_model
-from youbot_dynamics.nodes.common import background_priority, run_node
+from youbot_dynamics.nodes.common import REALTIME_PRIORITY, background_priority, run_node, set_realtime_priority
 from youbot_dynamics.nodes.conversions import trajectory_message
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode
 from youbot_dynamics.paths import config_path
+from youbot_dynamics.timing import LoopStatistics
 
 ARM = default_arm()
 CT = "computed_torque_controller"
@@ -57,6 +64,7 @@ Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 AMPLITUDE = np.array([0.4, -0.3, 0.3, -0.4, 0.5])  # [rad] out and back from Q_START
 SEGMENT = 1.2  # [s] each way, rest to rest (peak speed 1.875 x amplitude / segment: at most 0.78 rad/s)
 HOLD = 0.2  # [s] at Q_START between two strokes
+FLOOR_WORK = 0.46e-3  # [s] CPU per cycle of the floor loop: the hosted bus cycle's median (virtual drives' physics included)
 STARTUP_ALLOWANCE = 15.0  # [s] the driver's start-up, the drive to the start pose and the enable ramp
 
 
@@ -80,7 +88,7 @@ class Tester:
         self.driver_node, self.mode, self.seconds, self.out = node, mode, seconds, out
         self.process = controller_process
         self.node = rclpy.create_node("bus_cycle_bench", context=node.context)
-        self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        self.position = self.node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
         self.trajectory = self.node.create_publisher(JointTrajectory, f"/{CT}/trajectory", 10)
         self.enable = self.node.create_client(SetBool, f"/{CT}/enable")
         self.states: list[np.ndarray] = []
@@ -166,10 +174,36 @@ class Tester:
         return figures
 
 
+def floor(seconds: float, period: float = 1e-3) -> dict[str, float]:
+    """The ``floor`` case (module docstring): missed cycles of a bare loop paced as
+    :class:`~youbot_dynamics.driver.loop.CyclicLoop` with :data:`FLOOR_WORK` of busy CPU per cycle."""
+    if set_realtime_priority(REALTIME_PRIORITY) is not None:
+        raise RuntimeError("the floor needs SCHED_FIFO (root or CAP_SYS_NICE), as the bus loop has it")
+    gc.collect()
+    gc.freeze()
+    timing = LoopStatistics(period)
+    deadline = time.perf_counter()
+    end = deadline + seconds
+    while deadline < end:
+        busy = time.perf_counter() + FLOOR_WORK
+        while time.perf_counter() < busy:
+            pass
+        now = time.perf_counter()
+        timing.tick(now)
+        deadline += period
+        if deadline > now:
+            time.sleep(deadline - now)
+    return {"seconds": seconds, "bus_cycles": float(timing.total_cycles), "bus_missed": float(timing.total_missed),
+            "missed_fraction": timing.total_missed / max(timing.total_cycles, 1)}
+
+
 def main(argv: list[str]) -> int:
     mode, seconds, out = argv[0], float(argv[1]), Path(argv[2])
-    if mode not in ("hosted", "dds"):
-        raise SystemExit(f"mode must be hosted or dds, got {mode!r}")
+    if mode not in ("hosted", "dds", "floor"):
+        raise SystemExit(f"mode must be hosted, dds or floor, got {mode!r}")
+    if mode == "floor":
+        out.write_text(json.dumps(floor(seconds), indent=2))
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="bus_cycle_"))
     # over DDS the controller's first timing report covers its first SECONDS + start-up: the window
     params = controller_file(folder, 0.0 if mode == "hosted" else seconds + STARTUP_ALLOWANCE)

@@ -10,7 +10,8 @@ the controller and of the arm). The bus-cycle comparison (:func:`bench_bus_cycle
 ``youbot_driver`` on the virtual drives with computed torque tracking a trajectory, the controller
 in the driver's bus cycle or as its own process over DDS, each ``BUS_CYCLE_SECONDS`` (60) s, on the
 quiet machine and with two ``yes > /dev/null`` started and killed by the bench) is judged against
-p99 state-to-torque latency <= 0.2 ms and < 0.01 % missed bus cycles in the bus cycle. Results are
+p99 state-to-torque latency <= 0.2 ms and < 0.01 % missed bus cycles in the bus cycle; next to them
+the machine's floor under the same load (a bare loop with the bus cycle's CPU work, ``floor``). Results are
 printed and written to ``out/bench.json``; the exit status is 1 when a goal is missed.
 """
 from __future__ import annotations
@@ -197,7 +198,7 @@ def bench_bus_cycle(seconds: float = BUS_CYCLE_SECONDS) -> dict:
         hogs = ([subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(HOGS)] if load == "loaded"
                 else [])
         try:
-            for mode in ("hosted", "dds"):
+            for mode in ("hosted", "dds", "floor"):
                 with tempfile.TemporaryDirectory() as folder:
                     out = Path(folder) / "figures.json"
                     subprocess.run([sys.executable, str(script), mode, str(seconds), str(out)], check=True,

@@ -1,5 +1,6 @@
-"""Shared test helpers: a private, localhost-only ROS 2 domain per test module, and the arm's
-limits kept by every test.
+"""Shared test helpers: a private, localhost-only ROS 2 domain per test module (one table for the
+suite: :func:`ros_domain_id`; the ``ros_domain`` fixture), and the arm's limits kept by every test.
+The nodes under test and the tester node run in :class:`ros_harness.RosHarness`.
 
 Every simulator a test starts, in this process or in a subprocess (which inherits the
 environment), appends each limit excursion of its arm (a joint faster than 1.1 x its velocity
@@ -22,6 +23,20 @@ import pytest
 from youbot_dynamics.sim.limits import LIMIT_LOG_VARIABLE
 
 _ROS_VARIABLES = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")
+_TEST_DIR = Path(__file__).resolve().parent
+#: the test modules that use ROS, in a fixed order: module i owns domains FIRST + i x PER .. + PER - 1
+_ROS_MODULES = sorted(p.stem for p in _TEST_DIR.glob("test_*.py")
+                      if any(word in p.read_text(encoding="utf-8") for word in ("rclpy", "ros_domain")))
+_FIRST_DOMAIN, _DOMAINS_PER_MODULE = 1, 5
+
+
+def ros_domain_id(module: str, k: int = 0) -> str:
+    """DDS domain ``k`` (0 to 4) of the test module ``module`` (its ``__file__`` or name): no two
+    modules share a domain, so nodes a module left behind (or runs in a subprocess) never meet
+    another module's; a module uses its ``k`` for nodes of the same name that must not meet."""
+    if not 0 <= k < _DOMAINS_PER_MODULE:
+        raise ValueError(f"a test module has {_DOMAINS_PER_MODULE} domains, asked for number {k}")
+    return str(_FIRST_DOMAIN + _DOMAINS_PER_MODULE * _ROS_MODULES.index(Path(module).stem) + k)
 
 
 @contextmanager
@@ -38,6 +53,14 @@ def local_ros_domain(domain_id: str) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def ros_domain(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The module's first domain (:func:`ros_domain_id`), localhost only, for the whole module."""
+    domain = ros_domain_id(request.module.__file__)
+    with local_ros_domain(domain):
+        yield domain
 
 
 @pytest.fixture(scope="session", autouse=True)

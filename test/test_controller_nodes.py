@@ -8,13 +8,13 @@ a tester node share one executor spun by the test thread (plus the simulator's p
 """
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -39,17 +39,18 @@ from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.kinematics import forward_kinematics  # noqa: E402
 from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode  # noqa: E402
-from youbot_dynamics.nodes.common import SWITCH_INTERVAL, create_executor  # noqa: E402
+from youbot_dynamics.nodes.common import create_executor, realtime_interpreter  # noqa: E402
 from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.conversions import JointStateReader, matrix_to_pose  # noqa: E402
 from youbot_dynamics.nodes.float_controller import FloatControllerNode  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
+from conftest import ros_domain_id  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
-DOMAIN_ID = "65"
-SUBPROCESS_DOMAIN_ID = "66"
+DOMAIN_ID = ros_domain_id(__file__)
+SUBPROCESS_DOMAIN_ID = ros_domain_id(__file__, 1)
 Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])  # inside the limits, arm leaning forward
 COMMANDS = "/arm_effort_controller/commands"
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,10 +84,8 @@ class Harness:
         self.executor = create_executor(events=True, context=self.context)  # as the executables
         self.executor.add_node(self.sim)
         self.executor.add_node(self.tester)
-        gc.collect()
-        gc.freeze()  # as the executables do: a full collection of the heap stalls for 30-100 ms
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL)  # as the executables do
+        self._interpreter = ExitStack()
+        self._interpreter.enter_context(realtime_interpreter())  # as the executables do
         forward_kinematics(self.arm, Q_START)  # compile before any controller runs
         self.sim.start()
 
@@ -96,8 +95,7 @@ class Harness:
         self.sim.destroy_node()
         self.tester.destroy_node()
         rclpy.shutdown(context=self.context)
-        gc.unfreeze()
-        sys.setswitchinterval(self._switch_interval)
+        self._interpreter.close()
 
     # -- spinning -------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from youbot_dynamics.control.safety import STALL_VELOCITY, GuardState, SafetyCon
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.sim import ArmSimulator, Realism
+from conftest import ros_domain_id
 
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
 # 2.3 rad on joints 1, 3 and 5 (the step), less where the limits are closer
@@ -378,7 +379,7 @@ def test_guard_fault_from_outside_only_while_enabled(arm, true_model):
 # ---------------------------------------------------------------------------------------------
 # Over DDS: the PD controller node against sim_node (in-process, domain 160)
 
-ROS_DOMAIN = "160"
+ROS_DOMAIN = ros_domain_id(__file__)
 
 
 @pytest.fixture(scope="module")

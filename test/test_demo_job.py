@@ -19,8 +19,9 @@ import pytest
 
 from youbot_dynamics.control.evaluation import (combine_timing, format_table, plot_runs, regulation_metrics, split_state,
                                                 tracking_metrics)
+from conftest import ros_domain_id
 
-DOMAIN_ID = "69"
+DOMAIN_ID = ros_domain_id(__file__)
 
 
 def test_regulation_metrics_on_an_exponential_decay():

@@ -46,7 +46,7 @@ from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerate
                                  test_trajectory_is_followed_to_its_last_point,
                                  test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request,
                                  test_velocity_command_moves_at_the_velocity)
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, Phase, PysoemBus
 from youbot_dynamics.driver.emulator import EmulatorProcess, VethPair
 
@@ -174,7 +174,7 @@ def test_driver_node_with_the_pysoem_backend_runs_the_emulated_arm_and_stops_on_
     # commutation); the ideal arm falls, like an unpowered youBot without its friction, into its limits
     emulator = EmulatorProcess(veth.slave, wall_clock=True, initial_positions=virtual.Q_START)
     received: list[np.ndarray] = []
-    with local_ros_domain("203"):
+    with local_ros_domain(ros_domain_id(__file__)):
         context = Context()
         rclpy.init(context=context)
         node = rclpy.create_node("ethercat_test_client", context=context)

@@ -1,8 +1,8 @@
 """The youbot_driver node with the virtual backend over real DDS (in-process, and the executable).
 
-Domains 70-72, localhost discovery only, a private rclpy Context per harness. The driver's bus
-thread runs paced to real time on the virtual drives (in-process: on the bus' time, with /clock;
-the executable: on the wall clock); a tester node publishes commands, calls the
+The module's localhost-only domains (conftest), a private rclpy Context per harness (ros_harness).
+The driver's bus thread runs paced to real time on the virtual drives (in-process: on the bus'
+time, with /clock; the executable: on the wall clock); a tester node publishes commands, calls the
 services and records /joint_states and /diagnostics. The ground truth is the MuJoCo arm behind the
 virtual drives (``node.bus.sim``).
 """
@@ -17,15 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 
 rclpy = pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -36,6 +33,7 @@ from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, Phase  # noqa: E402
 from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
+from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -44,20 +42,18 @@ Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 NEAR_STOPS = np.array([0.12, 0.1, -0.1, 0.12, 0.2])
 
 
-class Harness:
+class Harness(RosHarness):
     """A driver node (virtual backend, bus thread running) and a tester node on one executor."""
 
     def __init__(self, **overrides) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        super().__init__("driver_tester", wait_timeout=10.0)
         # publish_clock: the virtual arm runs on the bus' time, so a pause of this (big, shared) test
         # process, e.g. a full garbage collection, cannot trip the drives' 100 ms timeout; the wall-clock
         # mode is tested in test_driver_virtual.py
         params = {"backend": "virtual", "virtual_initial_positions": Q_START.tolist(), "diagnostics_period": 0.3,
                   "publish_clock": True, **overrides}
-        self.node = YoubotDriverNode(context=self.context,
-                                     parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        self.tester = rclpy.create_node("driver_tester", context=self.context)
+        self.node = self.add_node(YoubotDriverNode(
+            context=self.context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
         self.states: list[JointState] = []
         self.diagnostics: list[DiagnosticArray] = []
         t = self.tester
@@ -68,16 +64,7 @@ class Harness:
         self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: t.create_client(Trigger, f"/youbot_driver/{name}")
                         for name in ("motors_on", "motors_off", "calibrate", "reconnect", "reset")}
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.tester)
         self.node.start()
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.tester.destroy_node()
-        rclpy.shutdown(context=self.context)
 
     @property
     def driver(self):
@@ -85,19 +72,6 @@ class Harness:
 
     def true_q(self) -> np.ndarray:
         return self.node.bus.sim.data.qpos.copy()
-
-    def spin_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_until(self, predicate, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
 
     def wait_ready(self) -> None:
         assert self.spin_until(lambda: all(p.get_subscription_count() > 0 for p in self.pubs.values())
@@ -124,16 +98,12 @@ class Harness:
                         and np.max(np.abs(self.node.bus.sim.data.qvel)) < 0.02)
 
     def call(self, name: str) -> Trigger.Response:
-        client = self.clients[name]
-        assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done, timeout=60.0)
-        return future.result()
+        return self.request(self.clients[name], Trigger.Request())
 
 
 @pytest.fixture(scope="module")
 def harness():
-    with local_ros_domain("70"):
+    with local_ros_domain(ros_domain_id(__file__)):
         h = Harness()
         try:
             h.wait_ready()
@@ -289,7 +259,7 @@ def test_reset_service_puts_the_virtual_arm_back(harness):
 
 
 def test_calibrate_service_zeroes_the_virtual_drives_and_clock_is_published():  # publish_clock: the default here
-    with local_ros_domain("71"):
+    with local_ros_domain(ros_domain_id(__file__, 1)):
         h = Harness(virtual_initial_positions=NEAR_STOPS.tolist(), virtual_calibrated=False,
                     calibration_velocity=0.3)
         clocks = []
@@ -322,7 +292,7 @@ def _command(name: str) -> list[str]:
 
 
 def test_executable_runs_virtual_and_stops_on_sigint(tmp_path):
-    with local_ros_domain("72"):
+    with local_ros_domain(ros_domain_id(__file__, 2)):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(_command("youbot_driver") + ["--ros-args", "-p", "backend:=virtual"], env=env,
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -347,7 +317,7 @@ def test_executable_runs_virtual_and_stops_on_sigint(tmp_path):
     (["-p", "backend:=virtual", "-p", "firmware:=v3"], "firmware must be one of"),
 ])
 def test_executable_refuses_to_start_with_a_clear_reason(tmp_path, args, message):
-    with local_ros_domain("72"):
+    with local_ros_domain(ros_domain_id(__file__, 3)):
         out = subprocess.run(_command("youbot_driver") + ["--ros-args"] + args, env=dict(os.environ),
                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert out.returncode == 1, out.stdout + out.stderr

@@ -6,7 +6,7 @@
   excitation speed; the horizons, one after the other, reproduce the excitation; executed by the
   simulator core (which splices each new message onto its current reference), the arm follows
   the excitation as it did from one long message, and stops by itself when the messages stop.
-* Over DDS (domain 180; localhost discovery only): the simulator node runs in this process
+* Over DDS (the module's first domain; localhost discovery only): the simulator node runs in this process
   (physics and executor in their own threads, ``/clock``), the identification node as its own
   process on ``use_sim_time``. ``kill -9`` during the
   excitation: the arm, measured on ``/joint_states``, comes to rest within
@@ -15,7 +15,7 @@
   only printed: the simulator times each message from its receipt, so a message that arrives
   later or earlier than the previous one warps the splice (up to 2.4 rad/s measured on a loaded
   machine) until it honours ``header.stamp`` as ros2_control's trajectory controller does.
-* Signals (domain 182): SIGTERM or SIGINT two or three times in quick succession end an
+* Signals (its second domain): SIGTERM or SIGINT two or three times in quick succession end an
   executable with exit 0 and no traceback.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.identification.excitation.limits import verification_times
@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ARM = default_arm()
 EXCITATION = load_trajectory(ROOT / "config" / "excitation_default.yaml", ARM.joint_names).trajectory
 Q_START = EXCITATION.evaluate(0.0)[0]
-DOMAIN_ID = "180"
-SIGNAL_DOMAIN_ID = "182"
+DOMAIN_ID = ros_domain_id(__file__)
+SIGNAL_DOMAIN_ID = ros_domain_id(__file__, 1)
 REST_AFTER_KILL = 1.5  # [s] of simulated time from kill -9 to rest (bound: horizon 0.5 + tail 0.54 + settling)
 REST_SPEED = 0.02  # [rad/s] a joint slower than this is at rest (the velocity quantum is 0.0007 rad/s)
 SPEED_MARGIN = 1.1  # no measured joint velocity above SPEED_MARGIN x velocity_max

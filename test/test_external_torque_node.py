@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -29,7 +29,7 @@ from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.nodes.external_torque_observer import ExternalTorqueNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 
-DOMAIN_ID = "94"
+DOMAIN_ID = ros_domain_id(__file__)
 Q_HOLD = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 # the seed's friction structure (no Stribeck, asymmetric or load-dependent friction), which the
 # true-parameter model below holds exactly; the effort's noise, gain error and offset stay

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -178,7 +178,7 @@ def driver(tmp_path_factory):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    with local_ros_domain("190"):
+    with local_ros_domain(ros_domain_id(__file__)):
         h = Harness(make, DRIVER_TOPICS)
         h.recorder = Recorder(h.node)
         h.node.driver.attach_controller(h.recorder)
@@ -332,7 +332,7 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    with local_ros_domain("193"):  # not the module's driver's domain: its controller has the same name
+    with local_ros_domain(ros_domain_id(__file__, 3)):  # not the module's driver's domain: its controller has the same name
         h = Harness(make, DRIVER_TOPICS)
         try:
             h.recorder = Recorder(h.node)
@@ -359,7 +359,7 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
 def test_the_executable_hosts_the_controller_and_releases_on_sigint(tmp_path):
     params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
                           enabled_on_start=True, state_timeout=0.5)
-    env = dict(os.environ, ROS_DOMAIN_ID="192", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     args = [sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args", "-p", "backend:=virtual",
             "-p", "enable_on_start:=true", "-p", f"virtual_initial_positions:={Q_START.tolist()}",
             "-p", "controller:=computed_torque", "-p", f"controller_params_file:={params}",
@@ -407,7 +407,7 @@ def sim(tmp_path_factory):
                      "controller_params_file": str(params)}
         return SimNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
 
-    with local_ros_domain("191"):
+    with local_ros_domain(ros_domain_id(__file__, 1)):
         h = Harness(make, SIM_TOPICS)
         h.sim_clients = {name: h.tester.create_client(Trigger, f"/sim_node/{name}") for name in ("pause", "resume")}
         h.node.start()

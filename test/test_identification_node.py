@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 import yaml
 
 from youbot_dynamics.arm import default_arm
@@ -51,9 +51,9 @@ EXCITATION_FILE = ROOT / "config" / "excitation_default.yaml"
 EXCITATION = load_trajectory(EXCITATION_FILE, ARM.joint_names).trajectory
 Q_START = EXCITATION.evaluate(0.0)[0]
 OFFSET = np.array([0.1, -0.1, 0.15, -0.1, 0.15])  # where the DDS tests leave the arm before ~/start
-DOMAIN_ID = "67"
-CLOCK_DOMAIN_ID = 184  # a domain without any /clock publisher
-SUBPROCESS_DOMAIN_ID = "68"
+DOMAIN_ID = ros_domain_id(__file__)
+CLOCK_DOMAIN_ID = int(ros_domain_id(__file__, 1))  # a domain without any /clock publisher
+SUBPROCESS_DOMAIN_ID = ros_domain_id(__file__, 2)
 # held-out relative torque errors in the simulator, whose true robot has friction beyond every
 # structure identify fits (Stribeck, asymmetric, load-dependent on the link-side torque, issue 13):
 # measured overall 4.07 %, joints 3.5-6.5 %, moving rows 2.9 %, 14x better than the nominal model

@@ -33,11 +33,12 @@ from youbot_dynamics.kinematics import forward_kinematics, link_frames  # noqa: 
 from youbot_dynamics.nodes.conversions import matrix_to_pose, pose_to_matrix  # noqa: E402
 from youbot_dynamics.nodes.kinematics_node import KinematicsNode  # noqa: E402
 from youbot_dynamics.transforms import quaternion_to_rotation, rot_x  # noqa: E402
+from conftest import ros_domain_id  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parent.parent
-DOMAIN_ID = "61"
+DOMAIN_ID = ros_domain_id(__file__)
 WAIT = 5.0  # every wait is bounded by this [s]
 ARM = default_arm()
 Q0 = np.array([4.4, 0.28, -1.09, 0.45, 3.89])  # inside the limits, three IK solutions in the limits

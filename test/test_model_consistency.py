@@ -4,7 +4,7 @@ Each bad model file is derived from the shipped nominal model through the model-
 (``load_model`` / ``save_model``) and must be refused, with the same one-line reason, by the
 core check (:func:`check_model`), by the control laws (so notebook users are protected), by
 ``youbot-dynamics predict`` (exit 2, no traceback) and by both controller nodes at start-up
-(in-process in ROS_DOMAIN_ID 150, the executable in 151). The nominal model and identified models
+(in-process in the module's first ROS domain, the executable in its second). The nominal model and identified models
 pass; ``identify`` says loudly when its estimate fails the check.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_
 from youbot_dynamics.identification.io.dataset import write_csv_dataset
 from youbot_dynamics.paths import config_path
 
-from conftest import local_ros_domain
+from conftest import local_ros_domain, ros_domain_id
 from identification_benchmark import recordings
 from synthetic import fourier_trajectory, synthetic_dataset
 
@@ -281,7 +281,7 @@ def test_controller_nodes_refuse_to_start(bad_files, name):
     from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode
     from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode
 
-    with local_ros_domain("150"):
+    with local_ros_domain(ros_domain_id(__file__)):
         context = Context()
         rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
         try:
@@ -299,7 +299,7 @@ def test_controller_nodes_refuse_to_start(bad_files, name):
 def test_controller_executables_exit_1_with_the_reason(bad_files, module):
     pytest.importorskip("rclpy")
     path = bad_files["negative_coulomb_friction"]
-    env = dict(os.environ, ROS_DOMAIN_ID="151", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     params = ROOT / "config" / f"{module}.yaml"
     proc = subprocess.run([sys.executable, "-m", f"youbot_dynamics.nodes.{module}", "--ros-args", "--params-file",
                            str(params), "-p", f"model_file:={path}"], env=env, capture_output=True, text=True,

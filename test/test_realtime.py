@@ -4,7 +4,7 @@ executor the loop nodes spin (the events executor, or the single-threaded one by
 controller executable's watchdog with either.
 
 Each case runs in a subprocess (a SCHED_FIFO pytest would outrank everything else on the machine),
-on DDS domain 64, localhost only. Where the system refuses SCHED_FIFO (no root, no CAP_SYS_NICE),
+on the module's DDS domain (conftest), localhost only. Where the system refuses SCHED_FIFO (no root, no CAP_SYS_NICE),
 the refusal path is what gets checked.
 """
 from __future__ import annotations
@@ -30,10 +30,11 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from youbot_dynamics.arm import load_arm  # noqa: E402
 from youbot_dynamics.nodes.common import EXECUTOR_VARIABLE, create_executor  # noqa: E402
+from conftest import ros_domain_id  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
-ENV = dict(os.environ, ROS_DOMAIN_ID="64", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+ENV = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
 FIFO_ALLOWED = hasattr(os, "sched_setscheduler") and os.geteuid() == 0
 
 
@@ -162,6 +163,40 @@ def test_create_executor_events_when_asked_unless_told_otherwise(context, monkey
     monkeypatch.setenv(EXECUTOR_VARIABLE, "multi")
     with pytest.raises(ValueError, match=f"{EXECUTOR_VARIABLE} must be one of"):
         create_executor(True, context)
+
+
+def test_realtime_interpreter_collects_cycles_only_in_its_own_thread_and_restores_the_interpreter():
+    """The automatic collector is off inside (it would pause whichever thread allocates), the start-up
+    heap frozen, the switch interval short; reference cycles are still freed, by the collector
+    thread, within a period; on exit everything is as before."""
+    import gc
+    import threading
+    import weakref
+
+    from youbot_dynamics.nodes.common import SWITCH_INTERVAL, realtime_interpreter
+
+    class Node:
+        pass
+
+    before = (gc.isenabled(), sys.getswitchinterval(), gc.get_freeze_count())
+    freed = threading.Event()
+    with realtime_interpreter(gc_period=0.05):
+        assert not gc.isenabled() and sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) and gc.get_freeze_count() > 0
+        cycle = Node()
+        cycle.self = cycle  # garbage only a collection frees
+        weakref.finalize(cycle, freed.set)
+        del cycle
+        garbage = [[] for _ in range(5000)]  # far beyond the automatic threshold: nothing may run
+        for a, b in zip(garbage, garbage[1:]):
+            a.append(b)
+            b.append(a)
+        del garbage
+        assert not freed.is_set()
+        names = {t.name for t in threading.enumerate()}
+        assert "gc_collector" in names
+        assert freed.wait(5.0), "the collector thread did not free the cycle"
+    assert (gc.isenabled(), sys.getswitchinterval(), gc.get_freeze_count()) == before
+    assert "gc_collector" not in {t.name for t in threading.enumerate()}
 
 
 def test_executable_refuses_an_unknown_executor():

@@ -1,6 +1,6 @@
 """The simulator node over real DDS (in-process, and the ``sim_node`` executable as a subprocess).
 
-Domain 62, localhost discovery only, a private rclpy Context for this module. The node runs its
+The module's localhost-only domain (conftest), a private rclpy Context (ros_harness). The node runs its
 physics thread in real time; a tester node publishes commands and records ``/joint_states``.
 """
 from __future__ import annotations
@@ -14,16 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import local_ros_domain
+from conftest import ros_domain_id
 
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration  # noqa: E402
 from geometry_msgs.msg import Vector3, Wrench, WrenchStamped  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -33,26 +30,24 @@ from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
+from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
 ROOT = Path(__file__).resolve().parent.parent
-DOMAIN_ID = "62"
 ARM = default_arm()
 Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])  # inside the limits, arm leaning forward
 LOADED = np.array([2.95, 1.6, -2.0, 1.8, 2.9])  # leaning further: larger gravity torques
 
 
-class Harness:
+class Harness(RosHarness):
     """A simulator node (physics thread running) and a tester node on one executor thread."""
 
     def __init__(self, **overrides) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        super().__init__("sim_tester")
         params = [Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.5)]
         params += [Parameter(k, value=v) for k, v in overrides.items()]
-        self.node = SimNode(context=self.context, parameter_overrides=params)
-        self.tester = rclpy.create_node("sim_tester", context=self.context)
+        self.node = self.add_node(SimNode(context=self.context, parameter_overrides=params))
         self.states: list[tuple[float, JointState]] = []
         t = self.tester
         t.create_subscription(JointState, "/joint_states", lambda m: self.states.append((time.perf_counter(), m)), 1000)
@@ -60,30 +55,11 @@ class Harness:
                      for kind in ("effort", "position", "velocity")}
         self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
         self.clients = {name: t.create_client(Trigger, f"/sim_node/{name}") for name in ("reset", "pause", "resume")}
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.tester)
         self.node.start()
 
     def close(self) -> None:
         self.node.stop()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.tester.destroy_node()
-        rclpy.shutdown(context=self.context)
-
-    def spin_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_until(self, predicate, timeout: float = 5.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
+        super().close()
 
     def wait_for_subscribers(self) -> None:
         assert self.spin_until(lambda: all(p.get_subscription_count() > 0 for p in self.pubs.values())
@@ -110,21 +86,11 @@ class Harness:
             self.spin_for(period)
 
     def call(self, name: str) -> Trigger.Response:
-        client = self.clients[name]
-        assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done)
-        return future.result()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros_environment():
-    with local_ros_domain(DOMAIN_ID):
-        yield
+        return self.request(self.clients[name], Trigger.Request(), timeout=5.0)
 
 
 @pytest.fixture(scope="module")
-def harness(ros_environment):
+def harness(ros_domain):
     h = Harness()
     h.wait_for_subscribers()
     yield h
@@ -315,7 +281,7 @@ def test_pause_resume_and_reset(reset):
     h.node.set_parameters([Parameter("initial_positions", value=Q_START.tolist())])
 
 
-def test_inactive_interface_is_rejected(ros_environment):
+def test_inactive_interface_is_rejected(ros_domain):
     h = Harness(command_interfaces=["effort"], joint_states_topic="/joint_states")
     try:
         h.wait_for_subscribers()
@@ -327,8 +293,8 @@ def test_inactive_interface_is_rejected(ros_environment):
         h.close()
 
 
-def test_executable_runs_and_stops_on_sigint(ros_environment, tmp_path):
-    env = dict(os.environ, ROS_DOMAIN_ID="63", PYTHONUNBUFFERED="1")
+def test_executable_runs_and_stops_on_sigint(ros_domain, tmp_path):
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1), PYTHONUNBUFFERED="1")
     exe = Path(sys.executable).with_name("sim_node")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "youbot_dynamics.nodes.sim_node"]
     proc = subprocess.Popen(cmd + ["--ros-args", "-p", "publish_rate:=100.0"], env=env, cwd=tmp_path,
@@ -345,8 +311,8 @@ def test_executable_runs_and_stops_on_sigint(ros_environment, tmp_path):
     assert "simulated 'youbot_arm'" in out
 
 
-def test_executable_refuses_bad_parameters(ros_environment, tmp_path):
-    env = dict(os.environ, ROS_DOMAIN_ID="63")
+def test_executable_refuses_bad_parameters(ros_domain, tmp_path):
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1))
     bad = tmp_path / "sim.yaml"
     bad.write_text("sim: {timestep: -1}\n")
     exe = Path(sys.executable).with_name("sim_node")
@@ -365,40 +331,28 @@ def test_stamps_of_simulated_time_never_jump_back():
         assert (stamp.sec, stamp.nanosec) == expected
 
 
-def test_jittered_300_hz_joint_states_and_a_payload_set_at_run_time(ros_environment):
+def test_jittered_300_hz_joint_states_and_a_payload_set_at_run_time(ros_domain):
     """Issue 13 item 6: ``publish_rate`` 300 Hz with ``publish_jitter`` 0.5 ms (not a divisor of the
     1 kHz physics): the simulated-time stamps come 3.33 ms apart on average, irregularly; a payload
     on ``~/payload`` (geometry_msgs/Inertia) changes the simulated arm, a NaN or negative mass is
     refused with an error and changes nothing. Its own node (namespace ``realism``, its own joint
     state topic) next to the module's."""
     from geometry_msgs.msg import Inertia, Vector3
-    context = Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = SimNode(context=context, namespace="realism", parameter_overrides=[
+    h = RosHarness("realism_tester", wait_timeout=10.0)
+    node = h.add_node(SimNode(context=h.context, namespace="realism", parameter_overrides=[
         Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.0),
         Parameter("publish_rate", value=300.0), Parameter("publish_jitter", value=5e-4),
-        Parameter("publish_clock", value=True), Parameter("joint_states_topic", value="/realism/joint_states")])
-    tester = rclpy.create_node("realism_tester", context=context)
+        Parameter("publish_clock", value=True), Parameter("joint_states_topic", value="/realism/joint_states")]))
     stamps: list[float] = []
-    tester.create_subscription(JointState, "/realism/joint_states",
-                               lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), 1000)
-    payload_pub = tester.create_publisher(Inertia, "/realism/sim_node/payload", 10)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(tester)
+    h.tester.create_subscription(JointState, "/realism/joint_states",
+                                 lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), 1000)
+    payload_pub = h.tester.create_publisher(Inertia, "/realism/sim_node/payload", 10)
     errors: list[str] = []
     logger = node.get_logger()
     original_error = logger.error
     logger.error = lambda message, **kw: (errors.append(message), original_error(message, **kw))[1]
     node.start()
-
-    def spin_until(predicate, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            executor.spin_once(timeout_sec=0.01)
-        return True
+    spin_until = h.spin_until
 
     try:
         assert spin_until(lambda: len(stamps) > 400 and payload_pub.get_subscription_count() > 0)
@@ -419,10 +373,7 @@ def test_jittered_300_hz_joint_states_and_a_payload_set_at_run_time(ros_environm
             assert node.sim.payload.mass == 0.3
     finally:
         node.stop()
-        executor.shutdown()
-        node.destroy_node()
-        tester.destroy_node()
-        rclpy.shutdown(context=context)
+        h.close()
 
 
 class WrenchIO:

@@ -23,6 +23,7 @@ from youbot_dynamics.control.trajectory import (LINE_IK_RATE, MAX_TRAJECTORY_POI
 from youbot_dynamics.kinematics import forward_kinematics
 from youbot_dynamics.trajectory_start import START_TOLERANCE, StartPointError, drop_start_point
 from youbot_dynamics.transforms import quaternion_to_rotation, rot_x, rot_z, rotation_to_quaternion
+from conftest import ros_domain_id
 
 ARM = load_arm(None)
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
@@ -225,8 +226,8 @@ def test_serialized_trajectory_is_judged_before_deserializing(monkeypatch):
 # Over DDS, executables: a maximal trajectory does not hold up the control loop (domain 170)
 
 ROOT = Path(__file__).resolve().parent.parent
-EXECUTABLE_DOMAIN = "170"
-HARNESS_DOMAIN = "171"
+EXECUTABLE_DOMAIN = ros_domain_id(__file__)
+HARNESS_DOMAIN = ros_domain_id(__file__, 1)
 STATE_TIMEOUT = 0.1  # [s] of the controller under test: generous on a shared machine
 
 

@@ -7,7 +7,8 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Callable, Iterator, Sequence
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
@@ -17,11 +18,13 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "REALTIME_PRIORITY", "STOP_SIGNALS", "SWITCH_INTERVAL",
-           "background_priority", "background_worker", "create_executor", "parameter_descriptor",
-           "realtime_priority_parameter", "run_node", "set_realtime_priority"]
+__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY", "STOP_SIGNALS",
+           "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor", "parameter_descriptor",
+           "realtime_interpreter", "realtime_priority_parameter", "run_node",
+           "set_realtime_priority"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
+GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
 REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50)
 BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
@@ -93,6 +96,42 @@ def background_worker(name: str) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=background_priority)
 
 
+@contextmanager
+def realtime_interpreter(gc_period: float = GC_PERIOD) -> Iterator[None]:
+    """The interpreter set up for a loop that must not stall (the executables' ``realtime``; restored
+    on exit): the start-up heap (numpy, MuJoCo, the model) moved out of the garbage collector with
+    ``gc.freeze()`` (a full collection of it stalls the process for 30-100 ms); the thread switch
+    interval shortened to :data:`SWITCH_INTERVAL`, so that a helper thread cannot hold the
+    interpreter for the default 5 ms against the loop; and the automatic collector off: it ran a
+    young collection (50-500 us) about 18 times a second and a middle one (0.3-2 ms, whoever holds
+    the interpreter waits) once a second, on whichever thread allocated, the bus cycle included,
+    and found no garbage (the nodes' steady state makes almost no reference cycles: 7 objects in
+    10 s of computed torque in the bus cycle). Instead a helper thread collects every ``gc_period``
+    seconds (one pause of about 1 ms), so cycles made by a long run are still freed."""
+    switch_interval = sys.getswitchinterval()
+    done = threading.Event()
+
+    def collect() -> None:
+        while not done.wait(gc_period):
+            background_priority()  # the process may have gone real-time after this thread started
+            gc.collect()
+
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    collector = threading.Thread(target=collect, name="gc_collector", daemon=True)
+    collector.start()
+    try:
+        yield
+    finally:
+        done.set()
+        collector.join()
+        sys.setswitchinterval(switch_interval)
+        gc.enable()
+        gc.unfreeze()
+
+
 def create_executor(events: bool, context: Context | None = None) -> Executor:
     """The executor of a node: with ``events`` rclpy's ``EventsExecutor`` (``rclpy.experimental``,
     ROS 2 Kilted and later), else - and where it is missing - the ``SingleThreadedExecutor``. The
@@ -160,12 +199,9 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     lets ``create`` finish, then the node shuts down without spinning.
 
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
-    move the start-up heap (numpy, MuJoCo, the model) out of Python's garbage collector with
-    ``gc.freeze()`` - a full collection of it stalls the process for 30-100 ms - and shorten the
-    interpreter's thread switch interval to :data:`SWITCH_INTERVAL`, so that a helper thread cannot
-    hold the interpreter for the default 5 ms against the loop; and, if the node has a
-    ``realtime_priority`` parameter above 0 (:func:`realtime_priority_parameter`),
-    :func:`set_realtime_priority` (a warning if refused).
+    spin inside :func:`realtime_interpreter` and, if the node has a ``realtime_priority`` parameter
+    above 0 (:func:`realtime_priority_parameter`), :func:`set_realtime_priority` (a warning if
+    refused).
     """
     stop = _StopRequest()
     for signum in STOP_SIGNALS:
@@ -187,17 +223,15 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
         executor.add_node(node)
         for other in hosted(node) if hosted is not None else ():
             executor.add_node(other)
-        if realtime:
-            gc.collect()
-            gc.freeze()
-            sys.setswitchinterval(SWITCH_INTERVAL)
-            _apply_realtime_priority(node)
-        if before_spin is not None:
-            before_spin(node)
-        while executor.context.ok() and stop.signum is None:
-            # a signal is handled when this thread is back in Python: wake up now and then even
-            # if the node has no timer (rclpy's own handler is off; see above)
-            executor.spin_once(timeout_sec=SIGNAL_WAKEUP)
+        with realtime_interpreter() if realtime else nullcontext():
+            if realtime:
+                _apply_realtime_priority(node)
+            if before_spin is not None:
+                before_spin(node)
+            while executor.context.ok() and stop.signum is None:
+                # a signal is handled when this thread is back in Python: wake up now and then even
+                # if the node has no timer (rclpy's own handler is off; see above)
+                executor.spin_once(timeout_sec=SIGNAL_WAKEUP)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
