@@ -33,6 +33,7 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
+from youbot_dynamics.contract import EFFORT_COMMANDS, POSITION_COMMANDS  # noqa: E402
 from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
@@ -52,7 +53,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 DOMAIN_ID = ros_domain_id(__file__)
 SUBPROCESS_DOMAIN_ID = ros_domain_id(__file__, 1)
 Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])  # inside the limits, arm leaning forward
-COMMANDS = "/arm_effort_controller/commands"
+COMMANDS = EFFORT_COMMANDS
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -161,7 +162,7 @@ class Harness:
     def hold_with_drives(self, q, seconds: float = 0.5) -> None:
         """Let the drives' position control hold ``q`` (commands every 20 ms, then none): the arm is
         at rest with the drives carrying gravity when a torque controller takes over."""
-        pub = self.publisher(Float64MultiArray, "/arm_position_controller/commands")
+        pub = self.publisher(Float64MultiArray, POSITION_COMMANDS)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             pub.publish(Float64MultiArray(data=[float(v) for v in q]))

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control import JointStateMonitor
 from youbot_dynamics.control.laws import GOAL_VELOCITY_FRACTION, PDGravityController
 from youbot_dynamics.control.safety import STALL_VELOCITY, GuardState, SafetyConfig, SafetyGuard
@@ -474,7 +475,7 @@ def test_second_joint_state_publisher_on_the_graph_refuses_enable_and_faults(pd_
     enable(c)  # one publisher (the simulator): enabled
     import rclpy
     second = rclpy.create_node("second_arm_driver", context=h.context)  # publishes nothing: it is there
-    publisher = second.create_publisher(JointState, "/joint_states", 10)
+    publisher = second.create_publisher(JointState, JOINT_STATES, 10)
     c.status.clear()
     reason = c.wait_status("fault", timeout=5.0)
     print(f"\nsecond publisher appears while enabled: {reason}")
@@ -504,7 +505,7 @@ def test_second_joint_state_publisher_faults_with_the_reason(pd_node):
     from std_msgs.msg import Float64MultiArray, Header
     from test_controller_nodes import COMMANDS, enable
     c, h = pd_node, pd_node.h
-    second = h.publisher(JointState, "/joint_states")  # before enabling: creating it stalls this process
+    second = h.publisher(JointState, JOINT_STATES)  # before enabling: creating it stalls this process
     commands = h.record(Float64MultiArray, COMMANDS)
     names = list(h.arm.joint_names)
 
@@ -608,7 +609,7 @@ def test_letting_go_hands_the_arm_to_the_drives(pd_node, how):
     moved, peak = _let_go_and_watch(c, h, actions[how])
     status = c.wait_status("released to the drives on")
     print(f"\n{how}: {status}; the arm moved {1e3 * moved:.2f} mrad, peak |q'| {np.round(peak, 3).tolist()} rad/s")
-    assert "/arm_trajectory_controller/joint_trajectory" in status
+    assert TRAJECTORY in status
     assert h.sim.sim.mode == "trajectory"  # the drives hold it (no timeout)
     assert moved < 5e-3 and np.all(peak < 0.2)
     assert not np.any(commands[-1][1].data)  # the last effort command was zero

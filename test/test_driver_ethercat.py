@@ -47,6 +47,7 @@ from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerate
                                  test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request,
                                  test_velocity_command_moves_at_the_velocity)
 from conftest import local_ros_domain, ros_domain_id
+from youbot_dynamics.contract import JOINT_STATES, POSITION_COMMANDS
 from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, Phase, PysoemBus
 from youbot_dynamics.driver.emulator import EmulatorProcess, VethPair
 
@@ -180,8 +181,8 @@ def test_driver_node_with_the_pysoem_backend_runs_the_emulated_arm_and_stops_on_
         node = rclpy.create_node("ethercat_test_client", context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        node.create_subscription(JointState, "/joint_states", lambda m: received.append(np.array(m.position)), 10)
-        command = node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        node.create_subscription(JointState, JOINT_STATES, lambda m: received.append(np.array(m.position)), 10)
+        command = node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
         proc = subprocess.Popen([sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args",
                                  "-p", "backend:=pysoem", "-p", f"interface:={veth.master}",
                                  "-p", "enable_on_start:=true"],

@@ -30,6 +30,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, Phase  # noqa: E402
 from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
@@ -57,11 +58,11 @@ class Harness(RosHarness):
         self.states: list[JointState] = []
         self.diagnostics: list[DiagnosticArray] = []
         t = self.tester
-        t.create_subscription(JointState, "/joint_states", self.states.append, 1000)
+        t.create_subscription(JointState, JOINT_STATES, self.states.append, 1000)
         t.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self.pubs = {kind: t.create_publisher(Float64MultiArray, f"/arm_{kind}_controller/commands", 10)
                      for kind in ("effort", "position", "velocity")}
-        self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
+        self.traj_pub = t.create_publisher(JointTrajectory, TRAJECTORY, 10)
         self.clients = {name: t.create_client(Trigger, f"/youbot_driver/{name}")
                         for name in ("motors_on", "motors_off", "calibrate", "reconnect", "reset")}
         self.node.start()

@@ -33,6 +33,7 @@ import pytest
 from conftest import local_ros_domain, ros_domain_id
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.identification.excitation.limits import verification_times
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, JointSample, Phase,
                                                                SessionConfig)
@@ -259,10 +260,10 @@ class SimHarness:
         self.tester = rclpy.create_node("supervision_tester", context=self.context)
         self.states: list[tuple[float, np.ndarray]] = []
         self.progress: list = []
-        self.tester.create_subscription(JointState, "/joint_states", self._on_state, 1000)
+        self.tester.create_subscription(JointState, JOINT_STATES, self._on_state, 1000)
         self.tester.create_subscription(DiagnosticStatus, "/identification_node/progress", self.progress.append, 100)
         self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
-                                                           "/arm_trajectory_controller/joint_trajectory", 10)
+                                                           TRAJECTORY, 10)
         self.start_client = self.tester.create_client(Trigger, "/identification_node/start")
         self.sim_executor = SingleThreadedExecutor(context=self.context)
         self.sim_executor.add_node(self.sim)

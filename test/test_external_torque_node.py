@@ -23,6 +23,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
+from youbot_dynamics.contract import TRAJECTORY  # noqa: E402
 from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
@@ -83,7 +84,7 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
     tester.create_subscription(JointState, "/external_torque_observer/external_torque", estimates.append, 5000)
     tester.create_subscription(JointState, "/sim_node/external_torque_true", truth.append, 5000)
     tester.create_subscription(String, "/external_torque_observer/status", status.append, 10)
-    move = tester.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
+    move = tester.create_publisher(JointTrajectory, TRAJECTORY, 10)
     push = tester.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
     # joint 2 out by 0.5 rad and back (3 s each way: about 0.25 rad/s), the others still
     trajectory = JointTrajectory(joint_names=list(sim.arm.joint_names))

@@ -27,6 +27,7 @@ from test_urdf import (
 )
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main as cli_main
+from youbot_dynamics.contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
 from youbot_dynamics.kinematics import forward_kinematics
 from youbot_dynamics.ros2_control import (
     BASE_INERTIAL_LINK,
@@ -51,16 +52,16 @@ FLOAT_ARRAY = "std_msgs/msg/Float64MultiArray"
 # What the MuJoCo simulation node offers (youbot_dynamics/nodes/sim_node.py):
 # topic -> (message type, joint command interface its messages set).
 TOPIC_CONTRACT = {
-    "/joint_states": ("sensor_msgs/msg/JointState", None),
-    "/arm_effort_controller/commands": (FLOAT_ARRAY, "effort"),
-    "/arm_position_controller/commands": (FLOAT_ARRAY, "position"),
-    "/arm_velocity_controller/commands": (FLOAT_ARRAY, "velocity"),
-    "/arm_trajectory_controller/joint_trajectory": ("trajectory_msgs/msg/JointTrajectory", "position"),
+    JOINT_STATES: ("sensor_msgs/msg/JointState", None),
+    EFFORT_COMMANDS: (FLOAT_ARRAY, "effort"),
+    POSITION_COMMANDS: (FLOAT_ARRAY, "position"),
+    VELOCITY_COMMANDS: (FLOAT_ARRAY, "velocity"),
+    TRAJECTORY: ("trajectory_msgs/msg/JointTrajectory", "position"),
 }
 # Controller types used here -> (topic of a controller named {name}, message type, command interface it
 # claims; the trajectory controller's comes from its parameters, the broadcaster claims none).
 CONTROLLER_TYPES = {
-    "joint_state_broadcaster/JointStateBroadcaster": ("/joint_states", "sensor_msgs/msg/JointState", None),
+    "joint_state_broadcaster/JointStateBroadcaster": (JOINT_STATES, "sensor_msgs/msg/JointState", None),
     "effort_controllers/JointGroupEffortController": ("/{name}/commands", FLOAT_ARRAY, "effort"),
     "position_controllers/JointGroupPositionController": ("/{name}/commands", FLOAT_ARRAY, "position"),
     "velocity_controllers/JointGroupVelocityController": ("/{name}/commands", FLOAT_ARRAY, "velocity"),

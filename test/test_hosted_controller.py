@@ -35,6 +35,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS  # noqa: E402
 from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, VirtualBus  # noqa: E402
 from youbot_dynamics.driver.driver import CycleInputs  # noqa: E402
@@ -158,7 +159,7 @@ class Harness:
 
 # -- youbot_driver (virtual drives) --------------------------------------------------------------
 
-DRIVER_TOPICS = {"/arm_position_controller/commands": Float64MultiArray, f"/{CT}/trajectory": JointTrajectory}
+DRIVER_TOPICS = {POSITION_COMMANDS: Float64MultiArray, f"/{CT}/trajectory": JointTrajectory}
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +200,7 @@ def true_q(h: Harness) -> np.ndarray:
 def hold_with_drives(h: Harness, q: np.ndarray, timeout: float = 30.0) -> None:
     """The drives' position control brings the arm to ``q`` and holds it (commands every 20 ms)."""
     def there() -> bool:
-        h.pubs["/arm_position_controller/commands"].publish(Float64MultiArray(data=[float(v) for v in q]))
+        h.pubs[POSITION_COMMANDS].publish(Float64MultiArray(data=[float(v) for v in q]))
         h.spin_for(0.02)
         sim = h.node.bus.sim
         return np.max(np.abs(true_q(h) - q)) < 5e-3 and np.max(np.abs(sim.data.qvel)) < 0.02
@@ -229,9 +230,9 @@ def test_the_hosted_controller_is_the_stand_alone_node_without_its_dds_loop(driv
     services = dict(h.tester.get_service_names_and_types_by_node(CT, "/"))
     assert f"/{CT}/enable" in services
     topics = {name for name, _ in h.tester.get_subscriber_names_and_types_by_node(CT, "/")}
-    assert f"/{CT}/trajectory" in topics and f"/{CT}/line" in topics and "/joint_states" not in topics
+    assert f"/{CT}/trajectory" in topics and f"/{CT}/line" in topics and JOINT_STATES not in topics
     published = {name for name, _ in h.tester.get_publisher_names_and_types_by_node(CT, "/")}
-    assert f"/{CT}/state" in published and "/arm_effort_controller/commands" not in published
+    assert f"/{CT}/state" in published and EFFORT_COMMANDS not in published
     # its parameters are the file's, not the driver's
     assert h.controller.get_parameter("state_loss_timeout").value == 0.06
     assert h.controller.get_parameter("diagnostics_period").value == 0.0

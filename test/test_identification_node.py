@@ -35,6 +35,7 @@ from conftest import local_ros_domain, ros_domain_id
 import yaml
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, reference_models
@@ -405,7 +406,7 @@ class Harness:
         self.payloads: list = []
         self.tester.create_subscription(Inertia, "/identification_node/payload_estimate", self.payloads.append, 10)
         self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
-                                                           "/arm_trajectory_controller/joint_trajectory", 10)
+                                                           TRAJECTORY, 10)
         self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
                         for name in ("start", "abort", "recalibrate")}
         self.sim_executor = SingleThreadedExecutor(context=self.context)
@@ -879,7 +880,7 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(arm)
     try:
-        pub = arm.create_publisher(JointState, "/joint_states", 100)
+        pub = arm.create_publisher(JointState, JOINT_STATES, 100)
         client = arm.create_client(Trigger, "/identification_node/start")
 
         def publish(seconds):

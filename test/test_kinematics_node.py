@@ -28,6 +28,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
 from youbot_dynamics.ik import inverse_kinematics  # noqa: E402
 from youbot_dynamics.kinematics import forward_kinematics, link_frames  # noqa: E402
 from youbot_dynamics.nodes.conversions import matrix_to_pose, pose_to_matrix  # noqa: E402
@@ -65,7 +66,7 @@ class Harness:
         self.solutions: list[JointTrajectory] = []
         self.fresh_solutions: list[JointTrajectory] = []
         t = self.tester
-        self.js_pub = t.create_publisher(JointState, "/joint_states", 10)
+        self.js_pub = t.create_publisher(JointState, JOINT_STATES, 10)
         self.target_pub = t.create_publisher(PoseStamped, "/kinematics_node/ik/target", 10)
         self.fresh_target_pub = t.create_publisher(PoseStamped, "/fresh/kinematics_node/ik/target", 10)
         t.create_subscription(PoseStamped, "/kinematics_node/end_effector_pose", self.poses.append, 10)

@@ -16,6 +16,7 @@ pytest.importorskip("rosbags")
 from identification_benchmark import recordings  # noqa: E402
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.cli import main  # noqa: E402
+from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
 from youbot_dynamics.dataio import DataFileError  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
 from youbot_dynamics.identification.experiment.recording import JointStateRecorder  # noqa: E402
@@ -67,7 +68,7 @@ def check_bag(folder, count):
     assert meta["storage_identifier"] == "mcap" and meta["version"] == 8
     assert meta["message_count"] == count
     (topic,) = meta["topics_with_message_count"]
-    assert topic["topic_metadata"]["name"] == "/joint_states" and topic["topic_metadata"]["type"] == JOINT_STATE
+    assert topic["topic_metadata"]["name"] == JOINT_STATES and topic["topic_metadata"]["type"] == JOINT_STATE
     assert topic["message_count"] == count
     (name,) = meta["relative_file_paths"]
     records = mcap_records((folder / name).read_bytes())
@@ -144,7 +145,7 @@ def test_sqlite3_bags_are_read(tmp_path, data):
 
     store = typestore()
     with Writer(tmp_path / "db", version=8, storage_plugin=StoragePlugin.SQLITE3) as writer:
-        conn = writer.add_connection("/joint_states", JOINT_STATE, typestore=store)
+        conn = writer.add_connection(JOINT_STATES, JOINT_STATE, typestore=store)
         for k in range(data.n_samples):
             stamp = T0_NS + int(round(data.t[k] * 1e9))
             msg = joint_state_message(store, stamp, NAMES, data.q[k], [], data.tau[k])

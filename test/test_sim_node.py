@@ -27,6 +27,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
@@ -50,10 +51,10 @@ class Harness(RosHarness):
         self.node = self.add_node(SimNode(context=self.context, parameter_overrides=params))
         self.states: list[tuple[float, JointState]] = []
         t = self.tester
-        t.create_subscription(JointState, "/joint_states", lambda m: self.states.append((time.perf_counter(), m)), 1000)
+        t.create_subscription(JointState, JOINT_STATES, lambda m: self.states.append((time.perf_counter(), m)), 1000)
         self.pubs = {kind: t.create_publisher(Float64MultiArray, f"/arm_{kind}_controller/commands", 10)
                      for kind in ("effort", "position", "velocity")}
-        self.traj_pub = t.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
+        self.traj_pub = t.create_publisher(JointTrajectory, TRAJECTORY, 10)
         self.clients = {name: t.create_client(Trigger, f"/sim_node/{name}") for name in ("reset", "pause", "resume")}
         self.node.start()
 
@@ -282,7 +283,7 @@ def test_pause_resume_and_reset(reset):
 
 
 def test_inactive_interface_is_rejected(ros_domain):
-    h = Harness(command_interfaces=["effort"], joint_states_topic="/joint_states")
+    h = Harness(command_interfaces=["effort"], joint_states_topic=JOINT_STATES)
     try:
         h.wait_for_subscribers()
         h.hold("position", Q_START + 0.2, 0.3)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from youbot_dynamics.arm import load_arm
+from youbot_dynamics.contract import POSITION_COMMANDS
 from youbot_dynamics.control.trajectory import (LINE_IK_RATE, MAX_TRAJECTORY_POINTS, JointTrajectory, TrajectoryError,
                                                 cartesian_line)
 from youbot_dynamics.kinematics import forward_kinematics
@@ -295,7 +296,7 @@ def test_a_maximal_trajectory_is_planned_without_stalling_the_loop(tmp_path):
         tester.create_subscription(String, "/computed_torque_controller/status", lambda m: status.append(m.data), 100)
         tester.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
         pub = tester.create_publisher(JointTrajectoryMsg, "/computed_torque_controller/trajectory", 10)
-        drives = tester.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        drives = tester.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
         enable = tester.create_client(SetBool, "/computed_torque_controller/enable")
         spinning = True
 

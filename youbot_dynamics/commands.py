@@ -13,8 +13,9 @@ from numpy.typing import NDArray
 from .arm import ArmDescription
 from .interpolation import HermiteSpline
 from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
+from .validation import joint_values
 
-__all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp"]
+__all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp", "path_from"]
 
 Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
@@ -39,17 +40,7 @@ class CommandChecker:
 
     def values(self, values: Any, name: str, rows: int | None = None) -> Array:
         """Finite values of shape (n,) (``rows is None``) or (rows, n)."""
-        n = self.arm.n_joints
-        shape = (n,) if rows is None else (rows, n)
-        try:
-            arr = np.array(values, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(f"{name}: expected numbers ({exc})") from None
-        if arr.shape != shape:
-            raise CommandError(f"{name}: expected shape {shape} ({n} joint values per row), got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise CommandError(f"{name}: contains NaN or infinite values: {arr.tolist()}")
-        return arr
+        return joint_values(values, self.arm.n_joints, name, CommandError, rows)
 
     def limits(self, q: Array, name: str) -> None:
         """Positions inside ``[position_min, position_max]``."""
@@ -124,6 +115,18 @@ class CommandChecker:
             raise CommandError(f"trajectory: {self.arm.joint_names[j]} would move at {peak[j]:.3g} rad/s at "
                                f"t = {at[j]:.3f} s, above its velocity_max {self.arm.velocity_max[j]:.4g} rad/s "
                                "(give the waypoints more time)")
+
+
+def path_from(start_q: Array, start_dq: Array, trajectory: Trajectory, hold_time: float,
+              interpolation: str) -> HermiteSpline:
+    """The path an executor (the simulator, the driver) follows: from its start state (the running
+    reference, else the measured position at rest) through the checked waypoints of
+    :meth:`CommandChecker.trajectory`, interpolated per ``interpolation``; no waypoint left (only
+    the start point was given): hold ``start_q``, reached after ``hold_time`` [s] (one step)."""
+    times, positions, velocities, accelerations = trajectory
+    if times.size == 0:
+        times, positions, velocities, accelerations = np.array([hold_time]), start_q[None, :], None, None
+    return HermiteSpline.from_state(start_q, start_dq, times, positions, velocities, accelerations, interpolation)
 
 
 def from_stamp(times: Array, positions: Array, velocities: Array | None, accelerations: Array | None,

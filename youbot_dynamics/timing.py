@@ -8,12 +8,40 @@ report and starts a new window. A cycle counts as *missed* when its period excee
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoopStatistics", "MISSED_FACTOR"]
+__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR"]
 
 MISSED_FACTOR = 1.5
+
+
+class LoopThread:
+    """The daemon thread of a loop (the driver's bus cycle, the simulator's physics): ``target``
+    runs while :attr:`running` is true; :meth:`start` is idempotent, :meth:`stop` clears the flag
+    and joins (the loop ends its current pass)."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        self.running = False
+        self._target, self._name = target, name
+        self._thread: threading.Thread | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self.running = True
+            self._thread = threading.Thread(target=self._target, name=self._name, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self.running = False
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 class LoopStatistics:

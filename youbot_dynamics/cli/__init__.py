@@ -33,6 +33,7 @@ import numpy as np
 
 from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from ..arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
+from ..contract import JOINT_STATES
 from ..dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
 from ..fileio import check_output
 from ..identification.estimation.processing import MAX_FILTER_ORDER
@@ -402,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--decimate", type=positive_int, metavar="K", help="--recording: keep every K-th sample")
     predict.add_argument("--coulomb-threshold", type=nonnegative_float, metavar="RAD_S",
                          help="--recording: rows slower than this count as at rest")
-    predict.add_argument("--topic", default="/joint_states", help="--recording: JointState topic in bags")
+    predict.add_argument("--topic", default=JOINT_STATES, help="--recording: JointState topic in bags")
     predict.add_argument("--allow-inconsistent-model", action="store_true",
                          help="use a model that fails the consistency check against the arm description (mass "
                          "matrix not positive definite, negative friction or mass, another chain or gravity) with "

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
+from ..contract import JOINT_STATES
 from ..identification.estimation.processing import MAX_FILTER_ORDER
 
 __all__ = ["add_parser", "cmd_calibrate"]
@@ -43,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cutoff", type=positive_float, metavar="HZ", help="filter cutoff (default: the model file's)")
     p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), help="Butterworth order")
     p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample")
-    p.add_argument("--topic", default="/joint_states", help="JointState topic in bags (default /joint_states)")
+    p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
     p.set_defaults(func=cmd_calibrate, inputs=("data", "params"), outputs=("out",), folder_outputs=("report",))
     return p
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
 from ..arm import default_arm, load_arm
+from ..contract import JOINT_STATES
 from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
 from ..fileio import output_group
 from ..identification.estimation.friction_fit import EPS_CANDIDATES
@@ -99,7 +100,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="leave out rows of joints slower than this (default 0.05 rad/s)")
     p.add_argument("--period", type=positive_float, metavar="S",
                    help="average the identification data over periods of S s")
-    p.add_argument("--topic", default="/joint_states", help="JointState topic in bags (default /joint_states)")
+    p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
     p.set_defaults(func=cmd_identify, inputs=("data", "validate"), outputs=("out",),
                    folder_outputs=("report",))
     return p

@@ -46,6 +46,7 @@ from ..ik import BRANCHES, solve_ik_batch
 from ..kinematics import forward_kinematics
 from ..interpolation import HermiteSpline, waypoint_velocities
 from ..transforms import quaternion_to_rotation, rotation_to_quaternion
+from ..validation import joint_values
 
 __all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp", "MAX_TRAJECTORY_POINTS",
            "LINE_IK_RATE"]
@@ -66,16 +67,7 @@ class TrajectoryError(ValueError):
 
 def _rows(values: Any, n: int, name: str, rows: int | None = None) -> Array:
     """Finite joint values of shape (n,) (``rows is None``) or (rows, n), else :class:`TrajectoryError`."""
-    shape = (n,) if rows is None else (rows, n)
-    try:
-        arr = np.array(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TrajectoryError(f"{name}: expected numbers ({exc})") from None
-    if arr.shape != shape:
-        raise TrajectoryError(f"{name}: expected shape {shape} (one value per joint), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise TrajectoryError(f"{name}: contains NaN or infinite values")
-    return arr
+    return joint_values(values, n, name, TrajectoryError, rows)
 
 
 def _check_range(arm: ArmDescription, low: Array, high: Array, what: str, t_low: Any = None,

@@ -79,7 +79,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError
+from ..commands import CommandChecker, CommandError, path_from
+from ..contract import COMMAND_INTERFACES as INTERFACES, STREAMED_INTERFACES
 from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
@@ -93,10 +94,9 @@ Array = NDArray[np.float64]
 Outputs = list[DriveOutput]
 
 JOINT_SLAVE_NAMES = ("TMCM-KR-841", "TMCM-1610")
-INTERFACES = ("effort", "position", "velocity", "trajectory")
 REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
 FIRMWARES = ("1.48", "2.00")
-_STREAMED = ("effort", "position", "velocity")
+_STREAMED = STREAMED_INTERFACES
 LATENCY_WINDOW = 1 << 17  # read-to-output latencies kept until taken: 131 s at 1 kHz (a bench run's 60 s fit)
 
 
@@ -318,7 +318,7 @@ class ArmDriver:
         times, positions, velocities, accelerations = self._commands.trajectory(
             np.ravel(times), positions, velocities, accelerations, allow_empty=True, start=start_q)
         if times.size and start_q is not None:  # the path from where the arm is now, as the cycle will build it
-            self._commands.spline(self._spline(start_q, start_dq, times, positions, velocities, accelerations))
+            self._commands.spline(self._path(start_q, start_dq, (times, positions, velocities, accelerations)))
         self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
 
     def _reference_now(self) -> tuple[Array | None, Array | None]:
@@ -329,9 +329,9 @@ class ArmDriver:
             return active.spline.evaluate(self._clock() - active.started)
         return (None, None) if state is None else (state.position.copy(), np.zeros(self.n))
 
-    def _spline(self, start_q: Array, start_dq: Array, *waypoints: Array | None) -> HermiteSpline:
-        """The path from the start state through the waypoints (per ``trajectory_interpolation``)."""
-        return HermiteSpline.from_state(start_q, start_dq, *waypoints, self.config.trajectory_interpolation)
+    def _path(self, start_q: Array, start_dq: Array, trajectory: tuple) -> HermiteSpline:
+        """The path from the start state through the waypoints (:func:`~youbot_dynamics.commands.path_from`)."""
+        return path_from(start_q, start_dq, trajectory, self.config.cycle_period, self.config.trajectory_interpolation)
 
     def run_in_cycle(self, function: Callable[[], str]) -> Future:
         """Run ``function()`` on the cycle's thread before the next cycle's decision (e.g. reset the
@@ -520,14 +520,11 @@ class ArmDriver:
         if command.interface != "trajectory":
             self._active = _Active(command.interface, command.values, command.time)
             return
-        times, positions, velocities, accelerations = command.values
         if active.interface == "trajectory" and active.reference is not None:
             start_q, start_dq = active.spline.evaluate(now - active.started)
         else:
             start_q, start_dq = q, np.zeros(self.n)
-        if times.size == 0:  # hold here
-            times, positions = np.array([self.config.cycle_period]), start_q[None, :]
-        spline = self._spline(start_q, start_dq, times, positions, velocities, accelerations)
+        spline = self._path(start_q, start_dq, command.values)
         self._active = _Active("trajectory", None, command.time, spline, start_q, now)
 
     # -- internals: sequences -------------------------------------------------------------------

@@ -8,10 +8,9 @@ An exception in a cycle stops the loop and is kept in ``error`` (the node report
 """
 from __future__ import annotations
 
-import threading
 import time
 
-from ..timing import LoopStatistics
+from ..timing import LoopStatistics, LoopThread
 from .driver import ArmDriver
 
 __all__ = ["CyclicLoop"]
@@ -25,33 +24,25 @@ class CyclicLoop:
         self.period = driver.config.cycle_period
         self.timing = LoopStatistics(self.period)
         self.error: BaseException | None = None
-        self._name = name
-        self._running = False
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread(self._run, name)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread.alive
 
     def start(self) -> None:
         """Start the thread (idempotent); the driver must be connected."""
-        if self._thread is None:
-            self._running = True
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-            self._thread.start()
+        self._thread.start()
 
     def stop(self) -> None:
         """Stop and join the thread, then stop the motors and close the bus."""
-        self._running = False
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._thread.stop()
         self.driver.shutdown()
 
     def _run(self) -> None:
         deadline = time.perf_counter()
         try:
-            while self._running:
+            while self._thread.running:
                 self.driver.cycle()
                 now = time.perf_counter()
                 self.timing.tick(now)

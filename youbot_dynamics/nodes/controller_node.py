@@ -157,6 +157,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compile_kernels
+from ..contract import EFFORT_COMMANDS, JOINT_STATES, TRAJECTORY
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN
 from ..control.release import release_waypoints
@@ -219,14 +220,14 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
         "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
         "is up to one period old).", _S)),
-    'joint_states_topic': ('/joint_states', descriptor(
+    'joint_states_topic': (JOINT_STATES, descriptor(
         "sensor_msgs/JointState input (arm joints by name; position and velocity required).", _S)),
     'joint_state_publishers_max': (1, descriptor(
         "At most this many nodes may publish on joint_states_topic (checked on the ROS graph at ~/enable and "
         "every 0.2 s): more (a second simulator or driver in the domain, whose states would be taken for the "
         "arm's) refuses ~/enable and is a fault while enabled, naming the publishers; raise it where other "
         "nodes share the topic (e.g. a base driver), 0 = not checked.", _I, int_range=(0, 1000))),
-    'command_topic': ('/arm_effort_controller/commands', descriptor(
+    'command_topic': (EFFORT_COMMANDS, descriptor(
         "std_msgs/Float64MultiArray output: joint torques [N m] in the arm's joint order "
         "(ros2_control effort group controller).", _S)),
     'kp': (_UNSET_ARRAY, descriptor(
@@ -257,7 +258,7 @@ COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "most 10 mrad (an arm in motion faults at state_timeout). 0.5 s: holding under ros2 launch on a "
         "2-core VM with two CPU hogs, the simulator's joint states stopped 32 times in 180 s for 50-93 ms, once for "
         "more than 250 ms.", _D, range_=(1e-4, 10.0))),
-    'release_topic': ('/arm_trajectory_controller/joint_trajectory', descriptor(
+    'release_topic': (TRAJECTORY, descriptor(
         "trajectory_msgs/JointTrajectory input of the drives' position control (the trajectory interface of the "
         "simulator and the driver, which holds its last point). When the controller lets go of the arm (disable, "
         "shutdown, a fault with fault_behaviour 'zero'), one zero-effort command and 2 ms later it sends there a "

@@ -54,6 +54,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm import ArmDescription
+from ..contract import JOINT_STATES, POSITION_COMMANDS
 from ..control.evaluation import combine_timing, format_table, plot_runs, regulation_metrics, split_state, \
     tracking_metrics
 from ..driver.emulator import EmulatorProcess, VethPair
@@ -128,8 +129,8 @@ class _Client:
         self.q: np.ndarray | None = None
         self.dq: np.ndarray | None = None
         self._reader = JointStateReader(arm.joint_names, require_velocity=False)
-        self.node.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
-        self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
+        self.node.create_subscription(JointState, JOINT_STATES, self._on_joint_state, 1)
+        self.position = self.node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
         self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
         self.run: ControlRun | None = None
         self.progress: DiagnosticStatus | None = None

@@ -27,6 +27,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm import ArmDescription
+from ..contract import JOINT_STATES, POSITION_COMMANDS, TRAJECTORY
 
 __all__ = ["NodeProcess", "run_sim_demo"]
 
@@ -76,10 +77,10 @@ class _Client:
     def __init__(self, context: Context) -> None:
         self.node = rclpy.create_node("youbot_dynamics_demo", context=context)
         self.states: list[tuple[float, JointState]] = []
-        self.node.create_subscription(JointState, "/joint_states",
+        self.node.create_subscription(JointState, JOINT_STATES,
                                       lambda m: self.states.append((time.perf_counter(), m)), 1000)
-        self.position = self.node.create_publisher(Float64MultiArray, "/arm_position_controller/commands", 10)
-        self.trajectory = self.node.create_publisher(JointTrajectory, "/arm_trajectory_controller/joint_trajectory", 10)
+        self.position = self.node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
+        self.trajectory = self.node.create_publisher(JointTrajectory, TRAJECTORY, 10)
         self.reset = self.node.create_client(Trigger, "/sim_node/reset")
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)

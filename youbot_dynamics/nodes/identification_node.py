@@ -90,6 +90,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
+from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY
 from ..control.laws import PDFeedforward
 from ..dataio import DataFileError
 from ..dynamics.consistency import check_model
@@ -164,13 +165,13 @@ class IdentificationNode(Node):
         self.declare_parameter('validation_periods', 1, _descriptor(
             "The last periods, held out for validation (0 = validate on the identification data).", i,
             int_range=(0, 999)))
-        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
             "sensor_msgs/JointState input (position, velocity and effort of the arm joints).", s))
-        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray position command topic (command_interface position).", s))
-        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
             "trajectory_msgs/JointTrajectory topic (command_interface trajectory).", s))
-        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray effort command topic (command_interface effort).", s))
         self.declare_parameter('start_on_launch', False, _descriptor(
             "Start at the first fresh joint state instead of waiting for ~/start.", b))

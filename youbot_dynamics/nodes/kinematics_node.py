@@ -31,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from ..arm import ArmDescriptionError, load_arm
+from ..contract import JOINT_STATES
 from ..ik import IKError, inverse_kinematics, sort_by_distance
 from ..kinematics import forward_kinematics, link_frames
 from .common import parameter_descriptor, run_node
@@ -59,7 +60,7 @@ class KinematicsNode(Node):
             "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s, read_only=True))
         self.declare_parameter('base_frame', 'arm_link_0', _descriptor(
             "Frame of the published poses and markers (DH frame 0); IK targets must be in it.", s, read_only=True))
-        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
             "sensor_msgs/JointState topic to compute forward kinematics from.", s, read_only=True))
         self.declare_parameter('max_pose_rate', 100.0, _descriptor(
             "Maximum rate [Hz] of ~/end_effector_pose and ~/link_frames; 0 = on every joint state.",

@@ -82,10 +82,11 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..commands import from_stamp
+from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
 from ..sim import INTERFACES, ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
 from ..sim.schedule import PublishSchedule
 from ..sim.true_robot import PUBLISH_STREAM, rng_stream
-from ..timing import LoopStatistics
+from ..timing import LoopStatistics, LoopThread
 from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
 from .hosted import CONTROLLERS, SimHost, create_hosted_controller, latency_report
@@ -112,8 +113,7 @@ class SimNode(Node):
     """The MuJoCo arm behind ``/joint_states`` and the controller topics; see the module docstring."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._running = False  # set first: destroy_node() may run on a half-built node
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread(self._loop, "sim_physics")  # first: destroy_node() may run on a half-built node
         self.host: SimHost | None = None
         self.controller = None  # the controller node in the physics loop (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
@@ -136,15 +136,15 @@ class SimNode(Node):
             d, range_=(0.0, 1.0)))
         self.declare_parameter('real_time_factor', 1.0, _descriptor(
             "Simulated seconds per wall-clock second; 0 = as fast as possible.", d, range_=(0.0, 100.0)))
-        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
             "sensor_msgs/JointState output topic.", s))
-        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray effort command topic: joint torques [N m], one per joint.", s))
-        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray position command topic [rad], executed by the drives' PID.", s))
-        self.declare_parameter('velocity_command_topic', '/arm_velocity_controller/commands', _descriptor(
+        self.declare_parameter('velocity_command_topic', VELOCITY_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray velocity command topic [rad/s], executed by the drives' PI.", s))
-        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
             "trajectory_msgs/JointTrajectory topic, interpolated and executed by the drives' position PID.", s))
         self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
             f"Command interfaces that are accepted (of {list(INTERFACES)}); commands on the others "
@@ -255,10 +255,7 @@ class SimNode(Node):
 
     def start(self) -> None:
         """Start the physics thread (idempotent)."""
-        if self._thread is None:
-            self._running = True
-            self._thread = threading.Thread(target=self._loop, name="sim_physics", daemon=True)
-            self._thread.start()
+        self._thread.start()
 
     def hosted_nodes(self) -> list[Node]:
         """The nodes this one runs in its process (the controller in the physics loop), for the executor."""
@@ -271,10 +268,7 @@ class SimNode(Node):
 
     def stop(self) -> None:
         """Stop and join the physics thread."""
-        self._running = False
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._thread.stop()
 
     def destroy_node(self) -> None:
         self.stop()
@@ -291,7 +285,7 @@ class SimNode(Node):
         steps = 0
         deadline = time.perf_counter()
         diagnostics_due = deadline + self._diagnostics_period
-        while self._running and self.context.ok():
+        while self._thread.running and self.context.ok():
             try:
                 if self._paused:
                     time.sleep(0.01)

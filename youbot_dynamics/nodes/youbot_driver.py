@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import threading
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
@@ -55,11 +54,13 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..commands import from_stamp
+from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
 from ..driver import (INTERFACES, ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
                       VirtualBus)
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
+from ..timing import LoopThread
 from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
 from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
 from .hosted import CONTROLLERS, DriverHost, create_hosted_controller, latency_report
@@ -80,8 +81,7 @@ class YoubotDriverNode(Node):
     """The youBot arm driver node; see the module docstring."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._running = False  # set first: destroy_node() may run on a half-built node
-        self._publisher: threading.Thread | None = None
+        self._publisher = LoopThread(self._publish_states, "joint_states")  # first: destroy_node() may run on a half-built node
         self.loop: CyclicLoop | None = None
         self.host: DriverHost | None = None
         self.controller = None  # the controller node in the bus cycle (parameter 'controller'), if any
@@ -138,15 +138,15 @@ class YoubotDriverNode(Node):
             "Accept commands right after start-up (else call ~/motors_on first).", b))
         self.declare_parameter('publish_rate', 1000.0, _descriptor(
             "Joint state rate [Hz]; must divide the cycle rate.", d, range_=(1.0, 10000.0)))
-        self.declare_parameter('joint_states_topic', '/joint_states', _descriptor(
+        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
             "sensor_msgs/JointState output topic.", s))
-        self.declare_parameter('effort_command_topic', '/arm_effort_controller/commands', _descriptor(
+        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray joint torques [N m], sent as currents (drive current mode).", s))
-        self.declare_parameter('position_command_topic', '/arm_position_controller/commands', _descriptor(
+        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray joint positions [rad], executed by the drives' position loop.", s))
-        self.declare_parameter('velocity_command_topic', '/arm_velocity_controller/commands', _descriptor(
+        self.declare_parameter('velocity_command_topic', VELOCITY_COMMANDS, _descriptor(
             "std_msgs/Float64MultiArray joint velocities [rad/s], executed by the drives' velocity loop.", s))
-        self.declare_parameter('trajectory_topic', '/arm_trajectory_controller/joint_trajectory', _descriptor(
+        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
             "trajectory_msgs/JointTrajectory, interpolated by the driver, executed in velocity mode.", s))
         self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
             f"Accepted command interfaces (of {list(INTERFACES)}).", sa))
@@ -253,11 +253,8 @@ class YoubotDriverNode(Node):
 
     def start(self) -> None:
         """Start the bus thread and the joint state publisher (idempotent)."""
-        if self._publisher is None:
-            self._running = True
-            self.loop.start()
-            self._publisher = threading.Thread(target=self._publish_states, name="joint_states", daemon=True)
-            self._publisher.start()
+        self.loop.start()
+        self._publisher.start()
 
     def hosted_nodes(self) -> list[Node]:
         """The nodes this one runs in its process (the controller in the bus cycle), for the executor."""
@@ -268,10 +265,7 @@ class YoubotDriverNode(Node):
         stop (motors stopped, bus closed)."""
         if self.host is not None and self.loop is not None and self.loop.running:
             self.host.let_go()
-        self._running = False
-        if self._publisher is not None:
-            self._publisher.join()
-            self._publisher = None
+        self._publisher.stop()
         if self.loop is not None:
             self.loop.stop()
             self.loop = None
@@ -295,7 +289,7 @@ class YoubotDriverNode(Node):
 
     def _publish_states(self) -> None:
         seen = next_publish = 0
-        while self._running and self.context.ok():
+        while self._publisher.running and self.context.ok():
             state = self.driver.wait_state(seen, timeout=0.1)
             if state is None:
                 continue

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
-from ..fileio import yaml_number
+from ..fileio import load_yaml, yaml_number
 from ..interpolation import INTERPOLATIONS
 from ..paths import config_path
 
@@ -267,12 +266,7 @@ def sim_config_from_dict(doc: Any, arm: ArmDescription | None = None) -> SimConf
 def load_sim_config(path: str | Path | None = None, arm: ArmDescription | None = None) -> SimConfig:
     """Load and validate a simulator configuration (default: the package's ``config/sim.yaml``)."""
     path = Path(path) if path is not None else config_path(SIM_CONFIG_FILE)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SimConfigError(f"cannot read simulator configuration {path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise SimConfigError(f"{path}: malformed YAML: {exc}") from None
+    doc = load_yaml(path, SimConfigError, "simulator configuration")
     if not isinstance(doc, dict) or "sim" not in doc:
         raise SimConfigError(f"{path}: missing top-level key 'sim'")
     return sim_config_from_dict(doc["sim"], arm)

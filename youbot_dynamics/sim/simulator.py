@@ -65,7 +65,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError
+from ..commands import CommandChecker, CommandError, path_from
+from ..contract import COMMAND_INTERFACES as INTERFACES
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
 from ..interpolation import HermiteSpline
@@ -79,7 +80,6 @@ __all__ = ["INTERFACES", "CommandError", "JointMeasurement", "Realism", "ArmSimu
 
 Array = NDArray[np.float64]
 
-INTERFACES = ("effort", "position", "velocity", "trajectory")
 _PID_MODES = ("position", "trajectory")
 
 
@@ -364,10 +364,8 @@ class ArmSimulator:
         start_q, start_dq = self._current_reference()
         times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
                                                                                accelerations, start=start_q)
-        if times.size == 0:  # only the start point: hold it
-            times, positions, velocities, accelerations = np.array([self.timestep]), start_q[None, :], None, None
-        spline = HermiteSpline.from_state(start_q, start_dq, times, positions, velocities, accelerations,
-                                          self.config.trajectory_interpolation)
+        spline = path_from(start_q, start_dq, (times, positions, velocities, accelerations), self.timestep,
+                           self.config.trajectory_interpolation)
         self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays
         self._follow(spline, start_q, start_dq)
 

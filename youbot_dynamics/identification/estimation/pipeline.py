@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...arm import ArmDescription
+from ...contract import JOINT_STATES
 from ...dynamics.consistency import ModelReport, assess_model, check_model, plausibility
 from ...dynamics.friction import FrictionModel
 from ...dynamics.model import DynamicModel
@@ -259,7 +260,7 @@ def cross_validation(observations: Sequence[Observation], method: str, nominal: 
             "mean_relative_error": float(np.mean([f["relative_error"] for f in folds]))}
 
 
-def load_recordings(paths: Sequence[str | Path], arm: ArmDescription, topic: str = "/joint_states"
+def load_recordings(paths: Sequence[str | Path], arm: ArmDescription, topic: str = JOINT_STATES
                     ) -> tuple[list[Dataset], list[dict[str, Any]]]:
     """Real logs as ``identify``, ``calibrate`` and ``predict --recording`` read them
     (:func:`~..io.recordings.load_recording`: CSV whatever its name, or a bag; repeated stamps and stale

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...contract import JOINT_STATES
 from ..io.bagio import IncrementalBagWriter, JointSelector, joint_state_message
 from ..io.dataset import IdentificationError, joint_columns
 
@@ -28,7 +29,7 @@ class JointStateRecorder:
     """Writes joint states of ``joint_names`` to the bag folder ``bag_path`` and to ``csv_path``."""
 
     def __init__(self, bag_path: str | Path, joint_names: Sequence[str], csv_path: str | Path | None = None,
-                 topic: str = "/joint_states", flush_period: float = 1.0,
+                 topic: str = JOINT_STATES, flush_period: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.joint_names = tuple(joint_names)
         self.bag = IncrementalBagWriter(bag_path, topic, custom_data={"writer": "youbot_dynamics recorder",

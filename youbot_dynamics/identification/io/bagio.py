@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from ...contract import JOINT_STATES
 from ...dataio import DataFileError
 from .dataset import Dataset, IdentificationError
 
@@ -100,7 +101,7 @@ class _KeepOpen:
 class IncrementalBagWriter:
     """A rosbag2 MCAP bag of one topic that is valid after every :meth:`flush` (module docstring)."""
 
-    def __init__(self, path: str | Path, topic: str = "/joint_states", msgtype: str = JOINT_STATE,
+    def __init__(self, path: str | Path, topic: str = JOINT_STATES, msgtype: str = JOINT_STATE,
                  custom_data: dict[str, str] | None = None) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
 
@@ -167,7 +168,7 @@ class IncrementalBagWriter:
         self.close()
 
 
-def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = "/joint_states",
+def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = JOINT_STATES,
                       n_joints: int | None = None) -> Dataset:
     """The ``JointState`` messages of ``topic`` in a bag as a :class:`Dataset` (module docstring).
 
@@ -179,7 +180,7 @@ def read_joint_states(path: str | Path, joint_names: Sequence[str] | None = None
 
 
 def read_joint_state_arrays(path: str | Path, joint_names: Sequence[str] | None = None,
-                            topic: str = "/joint_states", n_joints: int | None = None
+                            topic: str = JOINT_STATES, n_joints: int | None = None
                             ) -> tuple[Array, Array, Array, Array | None]:
     """``(t, q, tau, dq or None)`` of every message, in the bag's order, time not checked (what
     :func:`read_joint_states` and the real-log reader :func:`.dataset.read_bag_raw` build on)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from ...contract import JOINT_STATES
 from ..estimation.cleaning import CleanRecording, clean_recording
 from .bagio import read_joint_state_arrays, read_joint_states
 from .dataset import Dataset, RawRecording, read_csv_dataset, read_csv_raw, recording_format
@@ -19,7 +20,7 @@ __all__ = ["load_dataset", "read_bag_raw", "read_recording_raw", "load_recording
 
 
 def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                 topic: str = "/joint_states") -> Dataset:
+                 topic: str = JOINT_STATES) -> Dataset:
     """A CSV file, or a rosbag2 folder / ``.mcap`` / ``.db3`` file with ``sensor_msgs/JointState``.
 
     The rows are taken as they are (a repeated stamp or time going backwards is an error): use
@@ -33,7 +34,7 @@ def load_dataset(path: str | Path, n_joints: int, joint_names: Sequence[str] | N
     return read_joint_states(path, joint_names, topic, n_joints)
 
 
-def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = "/joint_states",
+def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, topic: str = JOINT_STATES,
                  n_joints: int | None = None) -> RawRecording:
     """Every ``JointState`` message of ``topic`` in a bag, in the bag's order, time unchecked
     (:func:`.bagio.read_joint_state_arrays`: the same errors as :func:`.bagio.read_joint_states` for a
@@ -43,7 +44,7 @@ def read_bag_raw(path: str | Path, joint_names: Sequence[str] | None = None, top
 
 
 def read_recording_raw(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                       topic: str = "/joint_states") -> RawRecording:
+                       topic: str = JOINT_STATES) -> RawRecording:
     """Every row of a CSV recording (any file name, :func:`recording_format`) or a bag, uncleaned."""
     if recording_format(path, n_joints) == "csv":
         return read_csv_raw(path, n_joints)
@@ -51,7 +52,7 @@ def read_recording_raw(path: str | Path, n_joints: int, joint_names: Sequence[st
 
 
 def load_recording(path: str | Path, n_joints: int, joint_names: Sequence[str] | None = None,
-                   topic: str = "/joint_states", *, max_gap: float = 5.0,
+                   topic: str = JOINT_STATES, *, max_gap: float = 5.0,
                    min_segment: float = 1.0) -> CleanRecording:
     """A real log, read whatever its name (:func:`read_recording_raw`) and cleaned
     (:func:`.cleaning.clean_recording`: repeated stamps, stale repeated rows and rows going back in
