@@ -1,11 +1,14 @@
 """ament_python / setuptools build script for youbot_dynamics."""
 import os
+import runpy
 from glob import glob
 
 from setuptools import find_packages, setup
 
 package_name = 'youbot_dynamics'
 here = os.path.dirname(os.path.abspath(__file__))
+# the controllers' executables come from their registry (plain data, readable before the install)
+CONTROLLERS = runpy.run_path(os.path.join(here, package_name, 'controller_registry.py'))['CONTROLLERS']
 
 
 def _files(*patterns):
@@ -53,12 +56,10 @@ setup(
             'youbot-dynamics = youbot_dynamics.cli:main',
             'kinematics_node = youbot_dynamics.nodes.kinematics_node:main',
             'sim_node = youbot_dynamics.nodes.sim_node:main',
-            'pd_gravity_controller = youbot_dynamics.nodes.pd_gravity_controller:main',
-            'computed_torque_controller = youbot_dynamics.nodes.computed_torque_controller:main',
-            'float_controller = youbot_dynamics.nodes.float_controller:main',
             'external_torque_observer = youbot_dynamics.nodes.external_torque_observer:main',
             'identification_node = youbot_dynamics.nodes.identification_node:main',
             'youbot_driver = youbot_dynamics.nodes.youbot_driver:main',
+            *(entry.entry_point for entry in CONTROLLERS),
         ],
     },
 )

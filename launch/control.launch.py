@@ -40,39 +40,22 @@ file), ``collision_factor`` (6.0), ``collision_reaction`` (none | stop | float);
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
 
-CONTROLLERS = ['pd_gravity', 'computed_torque', 'float']
-PARAMETER_FILES = {'pd_gravity': 'pd_gravity_controller.yaml', 'computed_torque': 'computed_torque_controller.yaml',
-                   'float': 'float_controller.yaml'}
+from youbot_dynamics.controller_registry import CONTROLLERS
+from youbot_dynamics.launch_pieces import controller_node
 
 
 def _controller(context):
     """The chosen controller node on ``params_file`` or, if '', its package file."""
-    controller = LaunchConfiguration('controller').perform(context)
-    params_file = (LaunchConfiguration('params_file').perform(context)
-                   or f"{FindPackageShare('youbot_dynamics').perform(context)}/config/{PARAMETER_FILES[controller]}")
-    nodes = {
-        'pd_gravity': lambda: Node(
-            package='youbot_dynamics', executable='pd_gravity_controller', name='pd_gravity_controller',
-            parameters=[params_file], output='screen'),
-        'computed_torque': lambda: Node(
-            package='youbot_dynamics', executable='computed_torque_controller', name='computed_torque_controller',
-            parameters=[params_file], output='screen'),
-        'float': lambda: Node(
-            package='youbot_dynamics', executable='float_controller', name='float_controller',
-            parameters=[params_file], output='screen'),
-    }
-    return [nodes[controller]()]
+    return [controller_node(LaunchConfiguration('controller').perform(context),
+                            LaunchConfiguration('params_file').perform(context), context)]
 
 
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument(
-            'controller', default_value='pd_gravity', choices=CONTROLLERS,
-            description='The control law: pd_gravity (regulation to goals), computed_torque (trajectory tracking) '
-                        'or float (hand-guiding)'),
+            'controller', default_value=CONTROLLERS[0].name, choices=[entry.name for entry in CONTROLLERS],
+            description='The control law: ' + ', '.join(f'{entry.name} ({entry.summary})' for entry in CONTROLLERS)),
         DeclareLaunchArgument(
             'params_file', default_value='',
             description="Parameter file of the controller node; '' = the package file of the chosen controller "

@@ -16,29 +16,21 @@ simulator's process, in its physics loop (the simulator's parameters ``controlle
 node name, services and topics). The launch ends when the simulator ends (it is the robot).
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction, Shutdown
-from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+from youbot_dynamics.launch_pieces import controller_arguments, include, place_controller
 
 
 def _nodes(context):
     """The nodes, with ``publish_clock`` overriding the params file only when given, and the chosen
     controller: in the physics loop (``controller_in_bus``) or as its own node (``control.launch.py``)."""
     publish_clock = LaunchConfiguration('publish_clock').perform(context)
-    overrides = {'publish_clock': publish_clock == 'true'} if publish_clock else {}
-    controller = LaunchConfiguration('controller').perform(context)
-    controller_params_file = LaunchConfiguration('controller_params_file').perform(context)
-    in_bus = controller != 'none' and LaunchConfiguration('controller_in_bus').perform(context) == 'true'
-    if in_bus:
-        overrides.update(controller=controller, controller_params_file=controller_params_file)
-    actions = []
-    if controller != 'none' and not in_bus:
-        control = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'launch', 'control.launch.py'])
-        actions.append(GroupAction(scoped=True, actions=[IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(control),
-            launch_arguments={'controller': controller, 'params_file': controller_params_file}.items())]))
+    overrides, actions = place_controller(context)
+    if publish_clock:
+        overrides['publish_clock'] = publish_clock == 'true'
     return [
         Node(
             package='youbot_dynamics',
@@ -47,12 +39,7 @@ def _nodes(context):
             parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
             on_exit=Shutdown(reason='sim_node ended: the simulated arm is gone'),
             output='screen'),
-        Node(
-            package='youbot_dynamics',
-            executable='kinematics_node',
-            name='kinematics_node',
-            parameters=[LaunchConfiguration('kinematics_params_file')],
-            output='screen'),
+        include('kinematics.launch.py', params_file=LaunchConfiguration('kinematics_params_file')),
         *actions,
     ]
 
@@ -69,16 +56,6 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'publish_clock', default_value='', choices=['', 'true', 'false'],
             description="Publish the simulated time on /clock (for use_sim_time); '' = as in params_file"),
-        DeclareLaunchArgument(
-            'controller', default_value='none', choices=['none', 'pd_gravity', 'computed_torque', 'float'],
-            description='Also start a joint-torque controller: none, pd_gravity, computed_torque or float'),
-        DeclareLaunchArgument(
-            'controller_params_file', default_value='',
-            description="Parameter file of the controller; '' = the package file of the chosen controller "
-                        "(config/<controller>_controller.yaml)"),
-        DeclareLaunchArgument(
-            'controller_in_bus', default_value='false', choices=['true', 'false'],
-            description="Run the controller inside the simulator's process, in its physics loop (no DDS "
-                        "between joint state and torque), instead of as its own node"),
+        *controller_arguments("the simulator's process, in its physics loop"),
         OpaqueFunction(function=_nodes),
     ])

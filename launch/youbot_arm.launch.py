@@ -18,17 +18,17 @@ its name, services, topics and parameter file. Do not run a controller and the i
 command the arm. ``backend:=virtual`` runs the same driver on the virtual drives (MuJoCo arm)
 without hardware. ``interface`` and ``backend`` default to '' = the values in the driver's params
 file (eth0 and pysoem in the package's). The launch ends when the driver ends (it is the robot).
-The README ("Real youBot") has the first-run steps.
+doc/driver.md has the first-run steps.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
-from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-CONTROLLERS = ['none', 'pd_gravity', 'computed_torque', 'float']
+from youbot_dynamics.launch_pieces import controller_arguments, include, place_controller
+
 BACKENDS = ['', 'pysoem', 'virtual']
 
 
@@ -37,25 +37,15 @@ def _configured(context):
     chosen controller on ``controller_params_file``: in the driver's bus cycle
     (``controller_in_bus``) or as its own node (``control.launch.py``, scoped)."""
     given = {name: LaunchConfiguration(name).perform(context) for name in ('interface', 'backend')}
-    overrides = {name: value for name, value in given.items() if value}
-    controller = LaunchConfiguration('controller').perform(context)
-    controller_params_file = LaunchConfiguration('controller_params_file').perform(context)
-    in_bus = controller != 'none' and LaunchConfiguration('controller_in_bus').perform(context) == 'true'
-    if in_bus:
-        overrides.update(controller=controller, controller_params_file=controller_params_file)
-    actions = [Node(
+    overrides, actions = place_controller(context)
+    overrides.update({name: value for name, value in given.items() if value})
+    return [Node(
         package='youbot_dynamics',
         executable='youbot_driver',
         name='youbot_driver',
         parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
         on_exit=Shutdown(reason='youbot_driver ended: no arm'),
-        output='screen')]
-    if controller != 'none' and not in_bus:
-        control = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'launch', 'control.launch.py'])
-        actions.append(GroupAction(scoped=True, actions=[IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(control),
-            launch_arguments={'controller': controller, 'params_file': controller_params_file}.items())]))
-    return actions
+        output='screen'), *actions]
 
 
 def generate_launch_description():
@@ -74,17 +64,7 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'kinematics_params_file', default_value=PathJoinSubstitution([config, 'kinematics.yaml']),
             description='Parameter file of the kinematics node'),
-        DeclareLaunchArgument(
-            'controller', default_value='none', choices=CONTROLLERS,
-            description='Also start a joint-torque controller: none, pd_gravity, computed_torque or float'),
-        DeclareLaunchArgument(
-            'controller_params_file', default_value='',
-            description="Parameter file of the controller; '' = the package file of the chosen controller "
-                        "(config/<controller>_controller.yaml)"),
-        DeclareLaunchArgument(
-            'controller_in_bus', default_value='false', choices=['true', 'false'],
-            description="Run the controller inside the driver's process, in its bus cycle (no DDS between "
-                        "joint state and torque), instead of as its own node"),
+        *controller_arguments("the driver's process, in its bus cycle"),
         DeclareLaunchArgument(
             'identification', default_value='false', choices=['true', 'false'],
             description='Also start the identification node'),
@@ -93,12 +73,7 @@ def generate_launch_description():
             default_value=PathJoinSubstitution([config, 'identification_node.yaml']),
             description='Parameter file of the identification node'),
         OpaqueFunction(function=_configured),
-        Node(
-            package='youbot_dynamics',
-            executable='kinematics_node',
-            name='kinematics_node',
-            parameters=[LaunchConfiguration('kinematics_params_file')],
-            output='screen'),
+        include('kinematics.launch.py', params_file=LaunchConfiguration('kinematics_params_file')),
         Node(
             package='youbot_dynamics',
             executable='identification_node',

@@ -25,9 +25,7 @@ rclpy = pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Inertia, PoseStamped, WrenchStamped  # noqa: E402
-from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -47,6 +45,7 @@ from youbot_dynamics.nodes.float_controller import FloatControllerNode  # noqa: 
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
+from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -61,30 +60,26 @@ def duration(seconds: float) -> Duration:
     return Duration(sec=int(seconds), nanosec=int(round((seconds % 1.0) * 1e9)))
 
 
-class Harness:
+class Harness(RosHarness):
     """Simulator and tester nodes on one executor, spun by the test thread; controllers are added
     per test. The test's own work between spins delays the control loop (it shares the thread):
     JIT-compiled functions are warmed up here, and heavy checks run after the arm's motion."""
 
     def __init__(self, model_file: Path, sim_parameters: dict | None = None) -> None:
+        super().__init__("controller_tester", spin_period=0.005, wait_timeout=5.0,
+                         executor=lambda context: create_executor(events=True, context=context))  # as the executables
         self.model_file = model_file
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.sim = SimNode(context=self.context, parameter_overrides=[
+        self.sim = self.add_node(SimNode(context=self.context, parameter_overrides=[
             Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.0),
-            *(Parameter(name, value=value) for name, value in (sim_parameters or {}).items())])
+            *(Parameter(name, value=value) for name, value in (sim_parameters or {}).items())]))
         self.arm = self.sim.arm
         save_model(model_file, DynamicModel.from_standard(DHChain.from_arm(self.arm), self.sim.sim.true_parameters),
                    "the simulator's true parameters (test stand-in for an identified model)",
                    self.sim.sim.true_parameters)
-        self.tester = rclpy.create_node("controller_tester", context=self.context)
         self._recordings: list = []
         self._publishers: list = []
         self.sim_clients = {name: self.tester.create_client(Trigger, f"/sim_node/{name}")
                             for name in ("reset", "pause", "resume")}
-        self.executor = create_executor(events=True, context=self.context)  # as the executables
-        self.executor.add_node(self.sim)
-        self.executor.add_node(self.tester)
         self._interpreter = ExitStack()
         self._interpreter.enter_context(realtime_interpreter())  # as the executables do
         forward_kinematics(self.arm, Q_START)  # compile before any controller runs
@@ -92,26 +87,8 @@ class Harness:
 
     def close(self) -> None:
         self.sim.stop()
-        self.executor.shutdown()
-        self.sim.destroy_node()
-        self.tester.destroy_node()
-        rclpy.shutdown(context=self.context)
+        super().close()
         self._interpreter.close()
-
-    # -- spinning -------------------------------------------------------------------------------
-
-    def spin_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.005)
-
-    def spin_until(self, predicate, timeout: float = 5.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.005)
-        return True
 
     # -- tester helpers -------------------------------------------------------------------------
 
@@ -145,10 +122,7 @@ class Harness:
         return pub
 
     def call(self, client, request):
-        assert client.wait_for_service(timeout_sec=5.0), client.srv_name
-        future = client.call_async(request)
-        assert self.spin_until(future.done)
-        return future.result()
+        return self.request(client, request, timeout=self.wait_timeout)
 
     def sim_call(self, name: str) -> Trigger.Response:
         return self.call(self.sim_clients[name], Trigger.Request())

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import local_ros_domain, ros_domain_id
+from ros_harness import RosHarness
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
@@ -234,30 +235,24 @@ def ros_environment():
         yield
 
 
-class SimHarness:
+class SimHarness(RosHarness):
     """The simulator node (physics and executor threads, /clock, joint states at 500 Hz) and a
     tester node recording /joint_states (stamp, velocity) and the identification node's progress."""
 
     def __init__(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticStatus
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
-        from rclpy.signals import SignalHandlerOptions
         from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
         from youbot_dynamics.nodes.sim_node import SimNode
 
-        self.rclpy, self.Trigger = rclpy, Trigger
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        super().__init__("supervision_tester")
+        self.Trigger = Trigger
         self.sim = SimNode(context=self.context, parameter_overrides=[
             Parameter("initial_positions", value=Q_START.tolist()), Parameter("publish_clock", value=True),
             Parameter("publish_rate", value=500.0), Parameter("diagnostics_period", value=0.0)])
-        self.tester = rclpy.create_node("supervision_tester", context=self.context)
         self.states: list[tuple[float, np.ndarray]] = []
         self.progress: list = []
         self.tester.create_subscription(JointState, JOINT_STATES, self._on_state, 1000)
@@ -265,39 +260,15 @@ class SimHarness:
         self.trajectory_pub = self.tester.create_publisher(JointTrajectory,
                                                            TRAJECTORY, 10)
         self.start_client = self.tester.create_client(Trigger, "/identification_node/start")
-        self.sim_executor = SingleThreadedExecutor(context=self.context)
-        self.sim_executor.add_node(self.sim)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.tester)
-        self._running = True
-        self._sim_thread = threading.Thread(target=self._spin_sim, daemon=True)
-        self._sim_thread.start()
+        self.spin_in_thread(self.sim)
         self.sim.start()
 
     def _on_state(self, msg) -> None:
         self.states.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, np.array(msg.velocity)))
 
-    def _spin_sim(self) -> None:
-        while self._running:
-            self.sim_executor.spin_once(timeout_sec=0.05)
-
     def close(self) -> None:
         self.sim.stop()
-        self._running = False
-        self._sim_thread.join()
-        self.executor.shutdown()
-        self.sim_executor.shutdown()
-        for node in (self.tester, self.sim):
-            node.destroy_node()
-        self.rclpy.shutdown(context=self.context)
-
-    def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
+        super().close()
 
     def sim_time(self) -> float:
         return self.sim.sim.time
@@ -380,7 +351,7 @@ def test_a_killed_identification_node_leaves_the_arm_at_rest(sim_harness, tmp_pa
             answer = future.result()
             if answer.success or not any(text in answer.message for text in ("no /clock yet", "no joint state")):
                 break
-            h.spin_until(lambda: False, 0.1)
+            h.spin_for(0.1)
         assert answer.success, (answer, node.text())
         # 15 %: 1.5 s into the excitation, close to its fastest
         assert h.spin_until(lambda: h.progress_value("phase") == "excite"

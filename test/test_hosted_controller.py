@@ -26,9 +26,7 @@ from conftest import local_ros_domain, ros_domain_id
 rclpy = pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -46,6 +44,7 @@ from youbot_dynamics.nodes.common import create_executor  # noqa: E402
 from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
+from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
@@ -93,19 +92,15 @@ class Recorder:
         self.host.after_outputs()
 
 
-class Harness:
+class Harness(RosHarness):
     """Nodes on one events executor spun by the test thread (the arm's loop in its own thread)."""
 
     def __init__(self, make_node, topics: dict[str, type]) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = make_node(self.context)
-        self.tester = rclpy.create_node("hosted_tester", context=self.context)
-        self.executor = create_executor(events=True, context=self.context)
-        self.executor.add_node(self.node)
-        for hosted in self.node.hosted_nodes():
+        super().__init__("hosted_tester", executor=lambda context: create_executor(events=True, context=context),
+                         wait_timeout=10.0)
+        self.node = self.add_node(make_node(self.context))
+        for hosted in self.node.hosted_nodes():  # destroyed with the node
             self.executor.add_node(hosted)
-        self.executor.add_node(self.tester)
         self.status: list[str] = []
         self.states: list[np.ndarray] = []
         self.diagnostics: list[DiagnosticArray] = []
@@ -118,34 +113,12 @@ class Harness:
         self.enable_client = t.create_client(SetBool, f"/{name}/enable")
         self.pubs = {topic: t.create_publisher(msg_type, topic, 10) for topic, msg_type in topics.items()}
 
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.tester.destroy_node()
-        rclpy.shutdown(context=self.context)
-
     @property
     def controller(self):
         return self.node.controller
 
-    def spin_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_until(self, predicate, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
-
     def set_enabled(self, value: bool) -> SetBool.Response:
-        assert self.enable_client.wait_for_service(timeout_sec=5.0)
-        future = self.enable_client.call_async(SetBool.Request(data=value))
-        assert self.spin_until(future.done, timeout=20.0)
-        return future.result()
+        return self.request(self.enable_client, SetBool.Request(data=value), timeout=20.0)
 
     def wait_status(self, text: str, timeout: float = 10.0) -> str:
         assert self.spin_until(lambda: any(text in s for s in self.status), timeout), \
@@ -422,11 +395,7 @@ def sim(tmp_path_factory):
 
 
 def _sim_call(h: Harness, name: str) -> Trigger.Response:
-    client = h.sim_clients[name]
-    assert client.wait_for_service(timeout_sec=5.0)
-    future = client.call_async(Trigger.Request())
-    assert h.spin_until(future.done)
-    return future.result()
+    return h.request(h.sim_clients[name], Trigger.Request(), timeout=h.wait_timeout)
 
 
 def _sim_enable(h: Harness) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import local_ros_domain, ros_domain_id
+from ros_harness import RosHarness
 import yaml
 
 from youbot_dynamics.arm import default_arm
@@ -368,28 +369,22 @@ def ros_environment():
         yield
 
 
-class Harness:
+class Harness(RosHarness):
     """The simulator (physics and executor threads), the identification node and a tester node
     (executor in the test's thread); see the module docstring."""
 
     def __init__(self, output: Path, **overrides) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticStatus
         from geometry_msgs.msg import Inertia
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
-        from rclpy.signals import SignalHandlerOptions
-        from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
         from youbot_dynamics.nodes.identification_node import IdentificationNode
         from youbot_dynamics.nodes.sim_node import SimNode
 
-        self.rclpy, self.Trigger, self.JointState = rclpy, Trigger, JointState
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        super().__init__("identification_tester")
+        self.Trigger = Trigger
         self.sim = SimNode(context=self.context, parameter_overrides=[
             Parameter("initial_positions", value=(Q_START + OFFSET).tolist()), Parameter("publish_clock", value=True),
             Parameter("publish_rate", value=500.0), Parameter("diagnostics_period", value=0.0)])
@@ -400,7 +395,6 @@ class Harness:
                   "settle_time": 0.5, "hold_time": 0.5, "state_timeout": 1.0, **overrides}
         self.node = IdentificationNode(context=self.context,
                                        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        self.tester = rclpy.create_node("identification_tester", context=self.context)
         self.progress: list = []
         self.tester.create_subscription(DiagnosticStatus, "/identification_node/progress", self.progress.append, 100)
         self.payloads: list = []
@@ -409,45 +403,17 @@ class Harness:
                                                            TRAJECTORY, 10)
         self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
                         for name in ("start", "abort", "recalibrate")}
-        self.sim_executor = SingleThreadedExecutor(context=self.context)
-        self.sim_executor.add_node(self.sim)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.tester)
-        self._running = True
-        self._sim_thread = threading.Thread(target=self._spin_sim, daemon=True)
-        self._sim_thread.start()
+        self.spin_in_thread(self.sim)
+        self.add_node(self.node)
         self.sim.start()
-
-    def _spin_sim(self) -> None:
-        while self._running:
-            self.sim_executor.spin_once(timeout_sec=0.05)
 
     def close(self) -> None:
         self.node.shutdown()
         self.sim.stop()
-        self._running = False
-        self._sim_thread.join()
-        self.executor.shutdown()
-        self.sim_executor.shutdown()
-        for node in (self.node, self.tester, self.sim):
-            node.destroy_node()
-        self.rclpy.shutdown(context=self.context)
-
-    def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
+        super().close()
 
     def call(self, name: str):
-        client = self.clients[name]
-        assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(self.Trigger.Request())
-        assert self.spin_until(future.done, 10.0)
-        return future.result()
+        return self.request(self.clients[name], self.Trigger.Request(), timeout=10.0)
 
     def place_arm(self, q) -> None:
         """Reset the simulated arm to rest at ``q`` and hold it there with a one-point trajectory
@@ -647,64 +613,43 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     assert not h.call("abort").success  # nothing moves any more
 
 
-class FakeArm:
+class FakeArm(RosHarness):
     """An identification node in its own namespace and on its own topics, fed with fake joint
     states (no simulator; the harness's node, if alive, has the same name in the root namespace)."""
 
     def __init__(self, output: Path, namespace: str, domain_id: int | None = None, **overrides) -> None:
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
-        from rclpy.signals import SignalHandlerOptions
         from sensor_msgs.msg import JointState
         from std_srvs.srv import Trigger
 
         from youbot_dynamics.nodes.identification_node import IdentificationNode
 
-        self.rclpy, self.JointState, self.Trigger = rclpy, JointState, Trigger
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
+        super().__init__(f"{namespace}_arm", domain_id=domain_id)
+        self.JointState, self.Trigger = JointState, Trigger
         params = {"joint_states_topic": f"/{namespace}_joint_states", "output_directory": str(output),
                   "max_start_distance": 0.3, "trajectory_topic": f"/{namespace}_trajectory", "state_timeout": 0.2,
                   **overrides}
-        self.node = IdentificationNode(context=self.context, namespace=namespace,
-                                       parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        self.tester = rclpy.create_node(f"{namespace}_arm", context=self.context)
+        self.node = self.add_node(IdentificationNode(
+            context=self.context, namespace=namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]))
         self.pub = self.tester.create_publisher(JointState, params["joint_states_topic"], 10)
         self.client = self.tester.create_client(Trigger, f"/{namespace}/identification_node/start")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.tester)
-
-    def spin(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
 
     def publish(self, q, seconds: float = 0.05) -> None:
         deadline = time.monotonic() + seconds
         while True:
             self.pub.publish(self.JointState(name=list(ARM.joint_names), position=list(map(float, q)),
                                              velocity=[0.0] * 5, effort=[0.0] * 5))
-            self.spin(0.01)
+            self.spin_for(0.01)
             if time.monotonic() > deadline:
                 return
 
     def start(self):
-        assert self.client.wait_for_service(timeout_sec=5.0)
-        future = self.client.call_async(self.Trigger.Request())
-        deadline = time.monotonic() + 5.0
-        while not future.done() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
-        return future.result()
+        return self.request(self.client, self.Trigger.Request(), timeout=5.0)
 
     def close(self) -> None:
         self.node.shutdown()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.tester.destroy_node()
-        self.rclpy.shutdown(context=self.context)
+        super().close()
 
 
 @pytest.fixture
@@ -729,7 +674,7 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
     response = arm.start()
     assert not response.success and "no joint state received" in response.message
     arm.publish(Q_START)
-    arm.spin(0.5)  # the arm stopped publishing: 0.5 s > state_timeout 0.2 s
+    arm.spin_for(0.5)  # the arm stopped publishing: 0.5 s > state_timeout 0.2 s
     response = arm.start()
     assert not response.success and "stale" in response.message, response.message
     arm.publish(Q_START + [0.0, 0.0, 0.5, 0.0, 0.0])
@@ -760,12 +705,7 @@ def test_recalibrate_is_refused_without_a_model_it_could_update(fake_arm, tmp_pa
     def recalibrate(arm):
         client = arm.tester.create_client(arm.Trigger, f"/{arm.node.get_namespace().strip('/')}/identification_node/"
                                           f"recalibrate")
-        assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(arm.Trigger.Request())
-        deadline = time.monotonic() + 5.0
-        while not future.done() and time.monotonic() < deadline:
-            arm.executor.spin_once(timeout_sec=0.01)
-        return future.result()
+        return arm.request(client, arm.Trigger.Request(), timeout=5.0)
 
     arms = [fake_arm("nomodel")]
     arms[0].publish(Q_START)
@@ -810,7 +750,7 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
     deadline = time.monotonic() + 10.0
     while arm.node.get_clock().now().nanoseconds == 0 and time.monotonic() < deadline:
         clock_pub.publish(Clock(clock=Stamp(sec=100)))
-        arm.spin(0.02)
+        arm.spin_for(0.02)
     assert arm.node.get_clock().now().nanoseconds == 100 * 10**9
     arm.publish(Q_START, seconds=0.1)
     assert arm.node._latest is not None and arm.node._latest.receive == pytest.approx(100.0)
@@ -838,7 +778,7 @@ def test_the_node_says_what_input_it_waits_for(fake_arm, capfd):
 @pytest.mark.timeout(60)
 def test_start_on_launch(fake_arm, tmp_path):
     far = fake_arm("far", start_on_launch=True)
-    far.spin(0.3)
+    far.spin_for(0.3)
     assert far.node.session is None  # waiting for joint states
     far.publish(Q_START + [0.4, 0.0, 0.0, 0.0, 0.0], seconds=0.3)
     assert far.node.session.phase is Phase.FAILED and "0.400 rad" in far.node.session.reason
@@ -855,9 +795,6 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     """The executable starts, records an experiment (fake joint states at the start pose), and on
     SIGINT stops, closes the recording (bag and CSV valid) and exits with 0; bad parameters exit 1."""
     pytest.importorskip("rclpy")
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
 
@@ -872,13 +809,8 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
-    context = Context()
-    rclpy.init(context=context, domain_id=int(SUBPROCESS_DOMAIN_ID), signal_handler_options=SignalHandlerOptions.NO)
-    arm = rclpy.create_node("fake_arm", context=context)
-    from rclpy.executors import SingleThreadedExecutor
-
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(arm)
+    ros = RosHarness("fake_arm", domain_id=int(SUBPROCESS_DOMAIN_ID), spin_period=0.005)
+    arm = ros.tester
     try:
         pub = arm.create_publisher(JointState, JOINT_STATES, 100)
         client = arm.create_client(Trigger, "/identification_node/start")
@@ -891,7 +823,7 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
                                  effort=[0.1] * 5)
                 msg.header.stamp.sec, msg.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
                 pub.publish(msg)
-                executor.spin_once(timeout_sec=0.005)
+                ros.spin_for(0.005)
 
         deadline = time.monotonic() + 30.0
         while not any("ready:" in line for line in lines) and time.monotonic() < deadline and proc.poll() is None:
@@ -912,9 +844,7 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     finally:
         if proc.poll() is None:
             proc.kill()
-        executor.shutdown()
-        arm.destroy_node()
-        rclpy.shutdown(context=context)
+        ros.close()
     reader.join(timeout=5)
     out = "".join(lines)
     assert proc.returncode == 0, out

@@ -19,10 +19,7 @@ import yaml
 rclpy = pytest.importorskip("rclpy")
 
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
@@ -35,6 +32,7 @@ from youbot_dynamics.nodes.conversions import matrix_to_pose, pose_to_matrix  # 
 from youbot_dynamics.nodes.kinematics_node import KinematicsNode  # noqa: E402
 from youbot_dynamics.transforms import quaternion_to_rotation, rot_x  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
+from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -47,20 +45,16 @@ Q1 = np.array([2.6, 1.2, -2.4, 1.9, 2.5])
 EXPECTED_NAMESPACES = set(ARM.link_names) | {"arm_tool"}
 
 
-class Harness:
+class Harness(RosHarness):
     """The node under test, a 'fresh' node that never gets joint states, and a tester node."""
 
     def __init__(self) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = KinematicsNode(context=self.context,
-                                   parameter_overrides=[Parameter("max_pose_rate", value=0.0)])
-        self.fresh = KinematicsNode(context=self.context, namespace="/fresh",
-                                    parameter_overrides=[Parameter("joint_states_topic", value="/fresh/joint_states")])
-        self.tester = rclpy.create_node("kinematics_tester", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        for n in (self.node, self.fresh, self.tester):
-            self.executor.add_node(n)
+        super().__init__("kinematics_tester", wait_timeout=WAIT)
+        self.node = self.add_node(KinematicsNode(context=self.context,
+                                                 parameter_overrides=[Parameter("max_pose_rate", value=0.0)]))
+        self.fresh = self.add_node(KinematicsNode(
+            context=self.context, namespace="/fresh",
+            parameter_overrides=[Parameter("joint_states_topic", value="/fresh/joint_states")]))
         self.poses: list[PoseStamped] = []
         self.markers: list[MarkerArray] = []
         self.solutions: list[JointTrajectory] = []
@@ -74,25 +68,6 @@ class Harness:
         t.create_subscription(JointTrajectory, "/kinematics_node/ik/solutions", self.solutions.append, 10)
         t.create_subscription(JointTrajectory, "/fresh/kinematics_node/ik/solutions", self.fresh_solutions.append, 10)
         self._stamp = 0
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        for n in (self.node, self.fresh, self.tester):
-            n.destroy_node()
-        rclpy.shutdown(context=self.context)
-
-    def spin_until(self, predicate, timeout: float = WAIT) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
-
-    def spin_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
 
     def joint_state(self, q, *, drop: str | None = None, short: bool = False) -> int:
         """Publish q (arm joints in shuffled order plus a gripper finger); returns the stamp's sec."""

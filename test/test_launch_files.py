@@ -21,19 +21,28 @@ from pathlib import Path
 import pytest
 import yaml
 
+from youbot_dynamics.controller_registry import CONTROLLERS
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "youbot_dynamics"
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
 IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
 CONTROLLER_MANAGER = "controller_manager"  # node name of a ros2_control controller manager
+REGISTRY = "youbot_dynamics.controller_registry"
+CONTROLLER_NODE = ROOT / "youbot_dynamics" / "nodes" / "controller_node.py"  # the controllers' common parameters
+LAUNCH_PIECES = "youbot_dynamics.launch_pieces"  # the registry's controllers, for launch files
 
 
 def console_scripts() -> dict[str, tuple[str, str]]:
-    """``{script: (module, function)}`` from setup.py's console_scripts."""
+    """``{script: (module, function)}`` from setup.py's console_scripts: its literal lines and the
+    controllers' lines it takes from the registry."""
     text = (ROOT / "setup.py").read_text()
     pattern = re.compile(r"""['"]\s*([A-Za-z0-9_.\-]+)\s*=\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_]\w*)\s*['"]""")
-    return {m.group(1): (m.group(2), m.group(3)) for m in pattern.finditer(text)}
+    lines = [m.groups() for m in pattern.finditer(text)]
+    if "entry.entry_point for entry in CONTROLLERS" in text:
+        lines += [pattern.match(f"'{entry.entry_point}'").groups() for entry in CONTROLLERS]
+    return {script: (module, function) for script, module, function in lines}
 
 
 def module_file(module: str) -> Path:
@@ -61,14 +70,38 @@ def launch_info(path: Path) -> dict:
             executables.append((kw.get("package"), kw["executable"]))
         if _call_name(call) == "Node":
             nodes.append({"package": kw.get("package"), "executable": kw.get("executable"), "name": kw.get("name")})
-    files = sorted({s for s in (_const(n) for n in ast.walk(tree)) if s and s.endswith(DATA_SUFFIXES)})
-    return {"executables": executables, "nodes": nodes, "files": files}
+    files = {s for s in (_const(n) for n in ast.walk(tree)) if s and s.endswith(DATA_SUFFIXES)}
+    if any(isinstance(n, ast.ImportFrom) and n.module in (REGISTRY, LAUNCH_PIECES) for n in ast.walk(tree)):
+        # a launch file that starts the controllers of the registry names them through it
+        for entry in CONTROLLERS:
+            executables.append((PACKAGE, entry.node))
+            nodes.append({"package": PACKAGE, "executable": entry.node, "name": entry.node})
+            files.add(entry.params_file)
+    return {"executables": executables, "nodes": nodes, "files": sorted(files)}
+
+
+def _common_controller_parameters() -> set[str]:
+    """The keys of ``COMMON_PARAMETERS`` in nodes/controller_node.py (every controller node's)."""
+    tree = ast.parse(CONTROLLER_NODE.read_text(), filename=str(CONTROLLER_NODE))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "COMMON_PARAMETERS":
+            return {_const(key) for key in node.value.keys}
+    raise AssertionError(f"{CONTROLLER_NODE}: no COMMON_PARAMETERS table")
 
 
 def declared_parameters(path: Path) -> set[str]:
-    """Names given as string literals to ``declare_parameter`` / ``declare_parameters`` in a module."""
+    """Names given as string literals to ``declare_parameter`` / ``declare_parameters`` in a module;
+    for a ``ControllerNode`` subclass also the common parameters (``COMMON_PARAMETERS``) but its
+    ``WITHOUT_COMMON`` ones, which the base class declares for it."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        if any(getattr(base, "id", None) == "ControllerNode" for base in cls.bases):
+            without: set[str] = set()
+            for item in cls.body:
+                if isinstance(item, ast.Assign) and any(getattr(t, "id", None) == "WITHOUT_COMMON" for t in item.targets):
+                    without = {_const(e) for e in item.value.elts}
+            names |= _common_controller_parameters() - without
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         name = _call_name(call)
         if name == "declare_parameter" and call.args and _const(call.args[0]):
@@ -186,16 +219,13 @@ def test_controller_file_is_launched_and_consistent(path):
         assert isinstance(section, dict) and set(section) == {"ros__parameters"}, f"{path.name}: {key}"
 
 
-# node -> (its parameter file, parameters declared without a default that the file may leave unset)
+# node -> (its parameter file, parameters declared without a default that the file may leave unset, as
+# commented-out examples; None: those it documents so)
 NODE_PARAMETER_FILES = {
     "kinematics_node": ("kinematics.yaml", set()),
     "sim_node": ("sim_node.yaml", {"initial_positions"}),
-    "pd_gravity_controller": ("pd_gravity_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping",
-                                                             "collision_thresholds"}),
-    "computed_torque_controller": ("computed_torque_controller.yaml", {"kp", "kd", "torque_limit", "limit_damping",
-                                                                       "collision_thresholds"}),
-    "float_controller": ("float_controller.yaml", {"kd", "rest_torque", "torque_limit", "limit_damping",
-                                                   "collision_thresholds"}),
+    # each controller of the registry: its file; optional = what the file documents commented out
+    **{entry.node: (entry.params_file, None) for entry in CONTROLLERS},
     "external_torque_observer": ("external_torque_observer.yaml", {"collision_thresholds"}),
     "identification_node": ("identification_node.yaml", set()),
     "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
@@ -207,12 +237,14 @@ def test_node_parameter_file_is_complete(node):
     """config/<file> lists every parameter the node declares (but the optional unset ones)."""
     file_name, optional = NODE_PARAMETER_FILES[node]
     module, _ = console_scripts()[node]
-    doc = yaml.safe_load((ROOT / "config" / file_name).read_text())
+    text = (ROOT / "config" / file_name).read_text()
+    doc = yaml.safe_load(text)
     listed = flatten(doc[node]["ros__parameters"])
     declared = declared_parameters(module_file(module))
+    if optional is None:
+        optional = set(re.findall(r"^\s*# (\w+):", text, flags=re.MULTILINE)) & declared
     assert listed <= declared
     assert declared - listed <= optional, f"{file_name} lacks {sorted(declared - listed - optional)}"
-    text = (ROOT / "config" / file_name).read_text()
     for name in optional:  # documented, as a commented-out example
         assert f"# {name}:" in text, f"{file_name} does not document {name}"
 

@@ -51,7 +51,7 @@ from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..control.laws import CT_BANDWIDTH, CT_INTEGRAL_RATE
 from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..trajectory_start import drop_start_point
-from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import _B, _D, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
@@ -68,52 +68,16 @@ class ComputedTorqueControllerNode(ControllerNode):
         super().__init__(NODE_NAME, **kwargs)
 
     def _declare_parameters(self) -> None:
-        c = COMMON_PARAMETERS
-        self.declare_parameter('arm_description', *c['arm_description'])
-        self.declare_parameter('model_file', *c['model_file'])
-        self.declare_parameter('base_frame', *c['base_frame'])
-        self.declare_parameter('rate', *c['rate'])
-        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
-        self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
-        self.declare_parameter('joint_state_publishers_max', *c['joint_state_publishers_max'])
-        self.declare_parameter('command_topic', *c['command_topic'])
-        self.declare_parameter('kp', *c['kp'])
-        self.declare_parameter('kd', *c['kd'])
         self.declare_parameter('bandwidth', CT_BANDWIDTH, descriptor(
             "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", _D,
             range_=(0.1, 1000.0)))
-        self.declare_parameter('damping', *c['damping'])
         self.declare_parameter('integral_rate', CT_INTEGRAL_RATE, descriptor(
             "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
             "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and "
             "with a new payload; 0 = the seed's (4.8) without it.", _D, range_=(0.0, 100.0)))
-        self.declare_parameter('friction_compensation', *c['friction_compensation'])
-        self.declare_parameter('friction_eps', *c['friction_eps'])
-        self.declare_parameter('velocity_source', *c['velocity_source'])
-        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
         self.declare_parameter('model_feedforward', True, descriptor(
             "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
             "inertia, without M(q), C, G, q''_d or friction (a baseline).", _B))
-        self.declare_parameter('state_timeout', *c['state_timeout'])
-        self.declare_parameter('state_loss_timeout', *c['state_loss_timeout'])
-        self.declare_parameter('release_topic', *c['release_topic'])
-        self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
-        self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
-        self.declare_parameter('torque_limit', *c['torque_limit'])
-        self.declare_parameter('limit_margin', *c['limit_margin'])
-        self.declare_parameter('limit_damping', *c['limit_damping'])
-        self.declare_parameter('ramp_time', *c['ramp_time'])
-        self.declare_parameter('bumpless_enable', *c['bumpless_enable'])
-        self.declare_parameter('enabled_on_start', *c['enabled_on_start'])
-        self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
-        self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
-        self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
-        self.declare_parameter('observer_gain', *c['observer_gain'])
-        self.declare_parameter('observer_torque', *c['observer_torque'])
-        self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
-        self.declare_parameter('collision_factor', *c['collision_factor'])
-        self.declare_parameter('collision_reaction', *c['collision_reaction'])
-        self.declare_parameter('realtime_priority', *c['realtime_priority'])
         self.declare_parameter('line_duration', 2.0, descriptor(
             "Duration [s] of a Cartesian straight line on ~/line (rest to rest); a line too fast for the "
             "joint velocity or acceleration limits is refused. At most 50 s: the line is solved at 100 IK samples "

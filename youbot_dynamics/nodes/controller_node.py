@@ -368,10 +368,9 @@ class ControllerNode(Node):
         self._step: _Step | None = None  # hosted: the cycle between host_command and host_after_outputs
         super().__init__(node_name, **kwargs)
         self._declare_parameters()
-        missing = [name for name in COMMON_PARAMETERS
-                   if name not in self.WITHOUT_COMMON and not self.has_parameter(name)]
-        if missing:
-            raise RuntimeError(f"{type(self).__name__} does not declare {missing}")
+        for name, (default, description) in COMMON_PARAMETERS.items():
+            if name not in self.WITHOUT_COMMON and not self.has_parameter(name):
+                self.declare_parameter(name, default, description)
         self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
         self._warm_up()
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
@@ -518,7 +517,9 @@ class ControllerNode(Node):
     # -- hooks of the concrete controllers ------------------------------------------------------
 
     def _declare_parameters(self) -> None:
-        """Declare :data:`COMMON_PARAMETERS` and the controller's own parameters."""
+        """Declare the controller's own parameters; then every name of :data:`COMMON_PARAMETERS` not in
+        :attr:`WITHOUT_COMMON` and not declared here is declared as it is there (a controller
+        declares a common name itself to give it another default or description)."""
         raise NotImplementedError
 
     def _create_law(self) -> Any:

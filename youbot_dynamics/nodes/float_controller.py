@@ -26,7 +26,7 @@ import numpy as np
 
 from ..control import FloatController
 from ..control.laws import FLOAT_DAMPING, FLOAT_REST_VELOCITY
-from .controller_node import _D, _DA, _UNSET_ARRAY, COMMON_PARAMETERS, ControllerNode, descriptor, run
+from .controller_node import _D, _DA, _UNSET_ARRAY, ControllerNode, descriptor, run
 
 __all__ = ["FloatControllerNode", "main"]
 
@@ -44,15 +44,6 @@ class FloatControllerNode(ControllerNode):
         super().__init__(NODE_NAME, **kwargs)
 
     def _declare_parameters(self) -> None:
-        c = COMMON_PARAMETERS
-        self.declare_parameter('arm_description', *c['arm_description'])
-        self.declare_parameter('model_file', *c['model_file'])
-        self.declare_parameter('base_frame', *c['base_frame'])
-        self.declare_parameter('rate', *c['rate'])
-        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
-        self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
-        self.declare_parameter('joint_state_publishers_max', *c['joint_state_publishers_max'])
-        self.declare_parameter('command_topic', *c['command_topic'])
         self.declare_parameter('kd', _UNSET_ARRAY, descriptor(
             f"Damping D [N m s/rad], one per joint or one for all; unset = {FLOAT_DAMPING:g} / s x each joint's "
             "reference inertia (a pushed joint coasts to rest in about 0.2 s).", _DA))
@@ -61,30 +52,6 @@ class FloatControllerNode(ControllerNode):
             "unset = half the model's Coulomb level (at least 0.05 N m); 0 = none.", _DA))
         self.declare_parameter('rest_velocity', FLOAT_REST_VELOCITY, descriptor(
             "Speed [rad/s] below which a joint is held at its rest anchor.", _D, range_=(1e-4, 1.0)))
-        self.declare_parameter('friction_compensation', *c['friction_compensation'])
-        self.declare_parameter('friction_eps', *c['friction_eps'])
-        self.declare_parameter('velocity_source', *c['velocity_source'])
-        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
-        self.declare_parameter('state_timeout', *c['state_timeout'])
-        self.declare_parameter('state_loss_timeout', *c['state_loss_timeout'])
-        self.declare_parameter('release_topic', *c['release_topic'])
-        self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
-        self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
-        self.declare_parameter('torque_limit', *c['torque_limit'])
-        self.declare_parameter('limit_margin', *c['limit_margin'])
-        self.declare_parameter('limit_damping', *c['limit_damping'])
-        self.declare_parameter('ramp_time', *c['ramp_time'])
-        self.declare_parameter('bumpless_enable', *c['bumpless_enable'])
-        self.declare_parameter('enabled_on_start', *c['enabled_on_start'])
-        self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
-        self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
-        self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
-        self.declare_parameter('observer_gain', *c['observer_gain'])
-        self.declare_parameter('observer_torque', *c['observer_torque'])
-        self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
-        self.declare_parameter('collision_factor', *c['collision_factor'])
-        self.declare_parameter('collision_reaction', *c['collision_reaction'])
-        self.declare_parameter('realtime_priority', *c['realtime_priority'])
 
     def _create_law(self) -> FloatController:
         return FloatController(self.model, self.arm, damping=self._optional_array('kd'),

@@ -16,22 +16,21 @@ rate; its ``realtime_priority`` is the host's (one process).
 """
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rclpy.context import Context
 from rclpy.parameter import Parameter, parameter_dict_from_yaml_file
 
+from ..controller_registry import CONTROLLERS as REGISTRY, ControllerEntry
 from ..driver import ArmDriver, CommandError
 from ..driver.driver import LATENCY_WINDOW, CycleInputs
 from ..paths import config_path
-from .computed_torque_controller import ComputedTorqueControllerNode
 from .controller_node import ControllerHost, ControllerNode
-from .float_controller import FloatControllerNode
-from .pd_gravity_controller import PDGravityControllerNode
 
 if TYPE_CHECKING:
     from .sim_node import SimNode
@@ -42,12 +41,8 @@ __all__ = ["CONTROLLERS", "DriverHost", "SimHost", "controller_parameters", "cre
 
 Array = np.ndarray
 
-#: ``controller`` parameter value -> (node name, node class)
-CONTROLLERS: dict[str, tuple[str, Callable[..., ControllerNode]]] = {
-    "pd_gravity": ("pd_gravity_controller", PDGravityControllerNode),
-    "computed_torque": ("computed_torque_controller", ComputedTorqueControllerNode),
-    "float": ("float_controller", FloatControllerNode),
-}
+#: ``controller`` parameter value -> its entry in the registry (:mod:`youbot_dynamics.controller_registry`)
+CONTROLLERS: dict[str, ControllerEntry] = {entry.name: entry for entry in REGISTRY}
 RELEASE_WAIT_MAX = 2.0  # [s] longest wait at shutdown for the release trajectory to bring the arm to rest
 AT_REST = 0.01  # [rad/s] every joint slower than this: the arm is at rest
 
@@ -69,9 +64,10 @@ def create_hosted_controller(kind: str, params_file: str, host: ControllerHost, 
     """The controller node ``kind`` (a key of :data:`CONTROLLERS`) running in ``host``'s loop."""
     if kind not in CONTROLLERS:
         raise ValueError(f"controller must be '' or one of {sorted(CONTROLLERS)}, got '{kind}'")
-    node_name, node_class = CONTROLLERS[kind]
+    entry = CONTROLLERS[kind]
+    node_class = getattr(importlib.import_module(f"youbot_dynamics.nodes.{entry.module}"), entry.node_class)
     return node_class(host=host, context=context, namespace=namespace, use_global_arguments=False,
-                      parameter_overrides=controller_parameters(node_name, params_file, namespace))
+                      parameter_overrides=controller_parameters(entry.node, params_file, namespace))
 
 
 def latency_report(latencies: list[float]) -> dict[str, float]:

@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState
 from ..control import PDGravityController
 from ..control.laws import GOAL_VELOCITY_FRACTION, PD_BANDWIDTH, STATIC_ACCURACY
 from ..ik import inverse_kinematics, sort_by_distance
-from .controller_node import _B, _D, COMMON_PARAMETERS, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import _B, _D, QOS_DEPTH, ControllerNode, descriptor, run
 from .conversions import joint_positions_from_state, pose_to_matrix
 
 __all__ = ["PDGravityControllerNode", "main"]
@@ -53,53 +53,17 @@ class PDGravityControllerNode(ControllerNode):
         super().__init__(NODE_NAME, **kwargs)
 
     def _declare_parameters(self) -> None:
-        c = COMMON_PARAMETERS
-        self.declare_parameter('arm_description', *c['arm_description'])
-        self.declare_parameter('model_file', *c['model_file'])
-        self.declare_parameter('base_frame', *c['base_frame'])
-        self.declare_parameter('rate', *c['rate'])
-        self.declare_parameter('cycle_trigger', *c['cycle_trigger'])
-        self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
-        self.declare_parameter('joint_state_publishers_max', *c['joint_state_publishers_max'])
-        self.declare_parameter('command_topic', *c['command_topic'])
-        self.declare_parameter('kp', *c['kp'])
-        self.declare_parameter('kd', *c['kd'])
         self.declare_parameter('bandwidth', PD_BANDWIDTH, descriptor(
             "Natural frequency [rad/s] of the designed gains on each joint's reference inertia.", _D,
             range_=(0.1, 1000.0)))
-        self.declare_parameter('damping', *c['damping'])
         self.declare_parameter('static_accuracy', STATIC_ACCURACY, descriptor(
             "Designed gains: Kp at least fc / static_accuracy [rad], so that static friction can hold a "
             "joint at most this far from the goal.", _D, range_=(1e-6, 1.0)))
-        self.declare_parameter('friction_compensation', *c['friction_compensation'])
-        self.declare_parameter('friction_eps', *c['friction_eps'])
-        self.declare_parameter('velocity_source', *c['velocity_source'])
-        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
         self.declare_parameter('gravity_compensation', True, descriptor(
             "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", _B))
         self.declare_parameter('goal_velocity_fraction', GOAL_VELOCITY_FRACTION, descriptor(
             "Peak speed of the shaped profile to a new goal, as a fraction of velocity_max (the safety guard "
             "damps joints beyond 0.9 x velocity_max).", _D, range_=(0.05, 0.9)))
-        self.declare_parameter('state_timeout', *c['state_timeout'])
-        self.declare_parameter('state_loss_timeout', *c['state_loss_timeout'])
-        self.declare_parameter('release_topic', *c['release_topic'])
-        self.declare_parameter('fault_behaviour', *c['fault_behaviour'])
-        self.declare_parameter('hold_bandwidth', *c['hold_bandwidth'])
-        self.declare_parameter('torque_limit', *c['torque_limit'])
-        self.declare_parameter('limit_margin', *c['limit_margin'])
-        self.declare_parameter('limit_damping', *c['limit_damping'])
-        self.declare_parameter('ramp_time', *c['ramp_time'])
-        self.declare_parameter('bumpless_enable', *c['bumpless_enable'])
-        self.declare_parameter('enabled_on_start', *c['enabled_on_start'])
-        self.declare_parameter('state_publish_decimation', *c['state_publish_decimation'])
-        self.declare_parameter('diagnostics_period', *c['diagnostics_period'])
-        self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
-        self.declare_parameter('observer_gain', *c['observer_gain'])
-        self.declare_parameter('observer_torque', *c['observer_torque'])
-        self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
-        self.declare_parameter('collision_factor', *c['collision_factor'])
-        self.declare_parameter('collision_reaction', *c['collision_reaction'])
-        self.declare_parameter('realtime_priority', *c['realtime_priority'])
 
     def _create_law(self) -> PDGravityController:
         return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),

@@ -1,6 +1,6 @@
 """The arm's limits, watched on the simulated arm: every excursion the package must never cause.
 
-The package's safety rule (README, "Safety") is that nothing it commands drives a joint
+The package's safety rule (doc/safety.md) is that nothing it commands drives a joint
 
 * faster than ``velocity_factor`` (1.1) times ``velocity_max``,
 * beyond ``[position_min, position_max]`` by more than ``position_tolerance`` (1 mrad: the hard

@@ -1,0 +1,63 @@
+"""The joint-torque controllers of the package, in one table: what the launch files offer
+(``controller:=<name>``), the executables ``setup.py`` installs, the controllers ``youbot_driver``
+and ``sim_node`` can run in their loop (``controller`` parameter) and the tests' list all come from
+:data:`CONTROLLERS`. Adding a controller: ``doc/adding_a_controller.md``.
+
+Plain data without imports of the package (``setup.py`` reads it before anything is installed,
+launch files read it without numpy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CONTROLLERS", "ControllerEntry", "controller", "controller_names"]
+
+
+@dataclass(frozen=True)
+class ControllerEntry:
+    """One controller. ``name``: the value of the launch argument and of the hosts' ``controller``
+    parameter; ``node``: its node name, which is also its executable and its parameter file
+    ``config/<node>.yaml``; ``module``: ``youbot_dynamics.nodes.<module>``, with ``main()`` and
+    ``node_class``; ``law``: the control law it runs (``module:Class``, documentation); ``summary``:
+    one line for launch descriptions and docs."""
+
+    name: str
+    node: str
+    module: str
+    node_class: str
+    law: str
+    summary: str
+
+    @property
+    def params_file(self) -> str:
+        """Its parameter file in the package's ``config/``."""
+        return f"{self.node}.yaml"
+
+    @property
+    def entry_point(self) -> str:
+        """Its ``console_scripts`` line."""
+        return f"{self.node} = youbot_dynamics.nodes.{self.module}:main"
+
+
+CONTROLLERS: tuple[ControllerEntry, ...] = (
+    ControllerEntry("pd_gravity", "pd_gravity_controller", "pd_gravity_controller", "PDGravityControllerNode",
+                    "youbot_dynamics.control.laws:PDGravityController", "PD + gravity regulation to goals"),
+    ControllerEntry("computed_torque", "computed_torque_controller", "computed_torque_controller",
+                    "ComputedTorqueControllerNode", "youbot_dynamics.control.laws:ComputedTorqueController",
+                    "computed-torque tracking of trajectories and Cartesian lines"),
+    ControllerEntry("float", "float_controller", "float_controller", "FloatControllerNode",
+                    "youbot_dynamics.control.laws:FloatController", "gravity and friction compensation: hand-guiding"),
+)
+
+
+def controller_names() -> list[str]:
+    """The names, in the table's order."""
+    return [entry.name for entry in CONTROLLERS]
+
+
+def controller(name: str) -> ControllerEntry:
+    """The entry called ``name``; ``ValueError`` naming the known ones otherwise."""
+    for entry in CONTROLLERS:
+        if entry.name == name:
+            return entry
+    raise ValueError(f"unknown controller '{name}'; known: {controller_names()}")
