@@ -64,7 +64,8 @@ Q_START = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 AMPLITUDE = np.array([0.4, -0.3, 0.3, -0.4, 0.5])  # [rad] out and back from Q_START
 SEGMENT = 1.2  # [s] each way, rest to rest (peak speed 1.875 x amplitude / segment: at most 0.78 rad/s)
 HOLD = 0.2  # [s] at Q_START between two strokes
-FLOOR_WORK = 0.46e-3  # [s] CPU per cycle of the floor loop: the hosted bus cycle's median (virtual drives' physics included)
+# [s] CPU per cycle of the floor loop: the hosted bus cycle's median (virtual drives' physics included)
+FLOOR_WORK = 0.46e-3
 STARTUP_ALLOWANCE = 15.0  # [s] the driver's start-up, the drive to the start pose and the enable ramp
 
 

@@ -238,7 +238,8 @@ def main() -> int:
         "condition_number": ident["wls_noisy"]["condition_number"],
     }, "closed_loop": bench_closed_loop(), "bus_cycle": bench_bus_cycle()}
     goals = [
-        ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0, "vectorised FK at least 5x faster than the Pinocchio loop"),
+        ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0,
+         "vectorised FK at least 5x faster than the Pinocchio loop"),
         ("kinematics", "ik_poses_per_s", ">=", 500_000.0, "IK above 500,000 poses/s (all branches, limits checked)"),
         ("dynamics", "base_regressor_speedup_vs_pinocchio_loop", ">=", 3.0,
          "base regressor of 10,000 samples at least 3x faster than Pinocchio's per-sample loop"),
@@ -257,7 +258,8 @@ def main() -> int:
     ]
     for prefix, name in (("pd", "PD + gravity"), ("ct", "computed torque")):
         goals += [
-            ("closed_loop", f"{prefix}_latency_p99_ms", "<=", 0.5, f"{name}: p99 latency joint state -> torque <= 0.5 ms"),
+            ("closed_loop", f"{prefix}_latency_p99_ms", "<=", 0.5,
+             f"{name}: p99 latency joint state -> torque <= 0.5 ms"),
             ("closed_loop", f"{prefix}_missed_fraction", "<=", 0.001, f"{name}: < 0.1 % missed control cycles"),
             ("closed_loop", f"{prefix}_arm_missed_fraction", "<=", 0.001, f"{name}: the arm < 0.1 % missed cycles"),
         ]

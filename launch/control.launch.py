@@ -27,7 +27,8 @@ Node parameters (all read-only, read at start-up; each documented in the paramet
 ``release_topic`` (/arm_trajectory_controller/joint_trajectory), ``kp``, ``kd`` (unset = designed gains),
 ``bandwidth`` (60.0 rad/s PD, 40.0 rad/s computed torque), ``damping`` (1.0),
 ``static_accuracy`` (PD only, 5e-4 rad), ``friction_compensation`` (true), ``friction_eps``
-(0.01 rad/s), ``velocity_source`` (positions | reported), ``velocity_filter_time`` (0.001 s), ``state_timeout`` (0.05 s), ``state_loss_timeout`` (0.5 s), ``fault_behaviour`` (zero | hold), ``hold_bandwidth``
+(0.01 rad/s), ``velocity_source`` (positions | reported), ``velocity_filter_time`` (0.001 s),
+``state_timeout`` (0.05 s), ``state_loss_timeout`` (0.5 s), ``fault_behaviour`` (zero | hold), ``hold_bandwidth``
 (10.0 rad/s), ``torque_limit`` (unset = min(effort_max, drive limit)), ``limit_margin`` (0.05 rad),
 ``limit_damping`` (unset = torque_limit / velocity_max), ``ramp_time`` (0.5 s),
 ``bumpless_enable`` (true), ``enabled_on_start`` (false), ``state_publish_decimation`` (10),

@@ -520,9 +520,10 @@ def test_disabled_gives_nothing(guard):
     assert guard.state is GuardState.DISABLED
 
 
-@pytest.mark.parametrize("stamp, q, reason", [(0.0, HOME, "stale: 51.0 ms old (timeout 50 ms; no good state since enable"),
-                                              (None, None, "no joint state"),
-                                              (0.051, np.r_[np.nan, HOME[1:]], "NaN")])
+@pytest.mark.parametrize("stamp, q, reason",
+                         [(0.0, HOME, "stale: 51.0 ms old (timeout 50 ms; no good state since enable"),
+                          (None, None, "no joint state"),
+                          (0.051, np.r_[np.nan, HOME[1:]], "NaN")])
 def test_state_faults_are_latched(guard, stamp, q, reason):
     guard.enable(0.0)  # the default state_timeout: 50 ms
     assert guard.command(0.051, stamp, q, np.zeros(5), constant(np.ones(5))) is None

@@ -345,7 +345,7 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     goal = c.node.law.goal + np.array([0.3, -0.3, 0.3, -0.3, 0.3])
     c.node.timing_report()  # start a timing window
     c.publish("goal", JointState(name=list(reversed(h.arm.joint_names)),
-                                             position=goal[::-1].tolist()))  # by name, any order
+                                 position=goal[::-1].tolist()))  # by name, any order
     assert "goal accepted" in c.wait_status("goal accepted")
     h.spin_for(2.25)
     rows = c.rows_from_now(25)  # 0.25 s at the default state_publish_decimation (100 Hz)

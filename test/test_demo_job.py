@@ -17,8 +17,8 @@ import sys
 import numpy as np
 import pytest
 
-from youbot_dynamics.control.evaluation import (combine_timing, format_table, plot_runs, regulation_metrics, split_state,
-                                                tracking_metrics)
+from youbot_dynamics.control.evaluation import (combine_timing, format_table, plot_runs, regulation_metrics,
+                                                split_state, tracking_metrics)
 from conftest import ros_domain_id
 
 DOMAIN_ID = ros_domain_id(__file__)

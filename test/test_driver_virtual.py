@@ -289,7 +289,7 @@ def test_command_timeout_stops_the_motors():
 
 def test_currents_are_clipped_to_the_limits_of_the_arm_description():
     bus, driver = make(DriverConfig(current_limit_scale=0.5))
-    state = hold(driver, "effort", np.array([100.0, 0.0, 0.0, 0.0, -100.0]), 3)
+    hold(driver, "effort", np.array([100.0, 0.0, 0.0, 0.0, -100.0]), 3)
     sent = [bus._drives[j].value for j in range(N)]  # what the drives received
     assert sent[0] == -2884 and sent[4] == 875  # 0.5 x 5768 mA (inverse joint), 0.5 x 1750 mA
     assert driver.statistics.current_clamps > 0
@@ -334,7 +334,8 @@ def test_drive_error_stops_everything_until_cleared():
     assert driver.state().phase == Phase.RUNNING and driver.state().enabled
 
 
-@pytest.mark.limits_exempt("an i2t trip stops the drive at full current: joint 1 accelerates, then the arm falls, as the hardware's would")
+@pytest.mark.limits_exempt("an i2t trip stops the drive at full current: joint 1 accelerates, then the arm falls, "
+                           "as the hardware's would")
 def test_i2t_trips_and_is_cleared_by_motors_on():
     bus, driver = make(config=VirtualDriveConfig(i2t_capacity=0.02))
     state = hold(driver, "effort", np.array([25.0, 0, 0, 0, 0]), 200, refused_ok=True)

@@ -2,7 +2,8 @@
 parameter ``controller``, over real DDS for everything but the control loop itself.
 
 Domains 190 (the driver, in-process), 191 (the simulator, in-process), 192 (the driver's
-executable) and 193 (the driver's shutdown), localhost discovery only, a private rclpy Context per harness. The controllers get a
+executable) and 193 (the driver's shutdown), localhost discovery only, a private rclpy Context per
+harness. The controllers get a
 model file of the simulated arm's true parameters (the stand-in for an identified model). What the
 controller commands is checked where it goes out: a recorder between the driver and the controller
 (:class:`Recorder`) keeps, per bus cycle, the instant the state was read and the currents decided
@@ -306,7 +307,8 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    with local_ros_domain(ros_domain_id(__file__, 3)):  # not the module's driver's domain: its controller has the same name
+    # not the module's driver's domain: its controller has the same name
+    with local_ros_domain(ros_domain_id(__file__, 3)):
         h = Harness(make, DRIVER_TOPICS)
         try:
             h.recorder = Recorder(h.node)
@@ -333,7 +335,8 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
 def test_the_executable_hosts_the_controller_and_releases_on_sigint(tmp_path):
     params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
                           enabled_on_start=True, state_timeout=0.5)
-    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONUNBUFFERED="1")
     args = [sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args", "-p", "backend:=virtual",
             "-p", "enable_on_start:=true", "-p", f"virtual_initial_positions:={Q_START.tolist()}",
             "-p", "controller:=computed_torque", "-p", f"controller_params_file:={params}",

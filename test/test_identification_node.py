@@ -135,7 +135,8 @@ def test_phases_progress_and_segments():
     assert activities[Phase.SETTLE][0] == "holding the start pose while the arm settles (0.5 s)"
     periods = [a.split(",")[0] for a in activities[Phase.EXCITE]]
     assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
-                                    "excitation period 2 of 3 (identification)", "excitation period 3 of 3 (validation)"]
+                                    "excitation period 2 of 3 (identification)",
+                                    "excitation period 3 of 3 (validation)"]
     assert activities[Phase.HOLD][0].startswith("holding the final pose")
     assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)
@@ -238,7 +239,8 @@ def test_excitations_the_arm_could_not_stop_from_are_rejected_up_front():
     with pytest.raises(ValueError, match="stream_period"):
         SessionConfig(stream_horizon=0.1, stream_period=0.1)
     session = ExcitationSession(ARM, EXCITATION)
-    assert 0.4 < session.max_tail < 0.7 and session.stop_time_bound() == pytest.approx(session.config.stream_horizon + session.max_tail)
+    assert (0.4 < session.max_tail < 0.7
+            and session.stop_time_bound() == pytest.approx(session.config.stream_horizon + session.max_tail))
 
 
 def test_an_arm_resting_on_a_stop_may_start_and_move_away():
@@ -543,8 +545,8 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
     run, summary = h.node.run_directory, h.node.result_summary
     assert h.node.session.config.periods == 2 and h.node.last_model == run / "parameters.yaml"
     print(f"\nrecalibration on a {mass} kg payload: found {summary['payload_mass_kg']:+.3f} kg, update "
-          f"'{summary['update']}'; held-out moving rows {100 * summary['previous_relative_error']:.2f} % (old model) -> "
-          f"{100 * summary['relative_error']:.2f} % (new)")
+          f"'{summary['update']}'; held-out moving rows {100 * summary['previous_relative_error']:.2f} % "
+          f"(old model) -> {100 * summary['relative_error']:.2f} % (new)")
     assert summary["payload_mass_kg"] == pytest.approx(mass, abs=0.1)
     assert summary["relative_error"] < 0.7 * summary["previous_relative_error"]
     new = load_model(run / "parameters.yaml")
@@ -804,7 +806,7 @@ def test_executable_records_and_exits_cleanly_on_sigint(ros_environment, tmp_pat
     exe = Path(sys.executable).with_name("identification_node")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "youbot_dynamics.nodes.identification_node"]
     proc = subprocess.Popen(cmd + ["--ros-args", "-p", f"output_directory:={tmp_path}", "-p", "settle_time:=5.0",
-                                  "-p", "state_timeout:=1.0"],  # the fake arm below publishes irregularly when busy
+                                   "-p", "state_timeout:=1.0"],  # the fake arm below publishes irregularly when busy
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)

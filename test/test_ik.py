@@ -27,7 +27,7 @@ from youbot_dynamics.ik import (
     solve_ik_batch,
 )
 from youbot_dynamics.kinematics import forward_kinematics, link_frames
-from youbot_dynamics.transforms import rot_x, rot_z, rotation_angle, rpy_to_rotation, transform
+from youbot_dynamics.transforms import rot_z, rotation_angle, rpy_to_rotation, transform
 
 SEED = 1234
 N_ROUND_TRIP = 10_000

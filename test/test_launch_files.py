@@ -30,7 +30,8 @@ DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
 IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
 CONTROLLER_MANAGER = "controller_manager"  # node name of a ros2_control controller manager
 REGISTRY = "youbot_dynamics.controller_registry"
-CONTROLLER_NODE = ROOT / "youbot_dynamics" / "nodes" / "controller_node.py"  # the controllers' common parameters
+# the controllers' common parameters
+COMMON_PARAMETERS_FILE = ROOT / "youbot_dynamics" / "nodes" / "controller_params.py"
 LAUNCH_PIECES = "youbot_dynamics.launch_pieces"  # the registry's controllers, for launch files
 
 
@@ -81,12 +82,12 @@ def launch_info(path: Path) -> dict:
 
 
 def _common_controller_parameters() -> set[str]:
-    """The keys of ``COMMON_PARAMETERS`` in nodes/controller_node.py (every controller node's)."""
-    tree = ast.parse(CONTROLLER_NODE.read_text(), filename=str(CONTROLLER_NODE))
+    """The keys of ``COMMON_PARAMETERS`` in nodes/controller_params.py (every controller node's)."""
+    tree = ast.parse(COMMON_PARAMETERS_FILE.read_text(), filename=str(COMMON_PARAMETERS_FILE))
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "COMMON_PARAMETERS":
             return {_const(key) for key in node.value.keys}
-    raise AssertionError(f"{CONTROLLER_NODE}: no COMMON_PARAMETERS table")
+    raise AssertionError(f"{COMMON_PARAMETERS_FILE}: no COMMON_PARAMETERS table")
 
 
 def declared_parameters(path: Path) -> set[str]:
@@ -99,7 +100,8 @@ def declared_parameters(path: Path) -> set[str]:
         if any(getattr(base, "id", None) == "ControllerNode" for base in cls.bases):
             without: set[str] = set()
             for item in cls.body:
-                if isinstance(item, ast.Assign) and any(getattr(t, "id", None) == "WITHOUT_COMMON" for t in item.targets):
+                if isinstance(item, ast.Assign) and any(getattr(t, "id", None) == "WITHOUT_COMMON"
+                                                        for t in item.targets):
                     without = {_const(e) for e in item.value.elts}
             names |= _common_controller_parameters() - without
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
@@ -194,7 +196,8 @@ def test_parameter_file_matches_launched_nodes(path):
         if key == "/**":
             continue
         node_name = key.rstrip("/").rsplit("/", 1)[-1]
-        matches = [n for n in launched if n["name"] == node_name or (n["name"] is None and n["executable"] == node_name)]
+        matches = [n for n in launched
+                   if n["name"] == node_name or (n["name"] is None and n["executable"] == node_name)]
         if not matches and node_name in scripts:  # named like its executable
             matches = [{"executable": node_name}]
         assert matches, f"{path.name}: node '{key}' is not started by any launch file"
@@ -313,7 +316,7 @@ def started_nodes(name: str, **arguments: str) -> dict[str, dict]:
                 nodes[entity.node_executable] = {
                     "parameters": [p if isinstance(p, dict) else Path(p).name for p in parameters],
                     "required": any(isinstance(a, Shutdown) for a in (on_exit if isinstance(on_exit, list)
-                                                                       else [on_exit]))}
+                                                                      else [on_exit]))}
             return
         for sub in entity.visit(context) or []:
             walk(sub)
@@ -356,7 +359,7 @@ def test_launch_defaults_leave_the_parameter_files_alone(package_prefix):
     for controller in ("pd_gravity", "computed_torque"):
         nodes = started_nodes("control.launch.py", controller=controller)
         assert nodes == {f"{controller}_controller": {"parameters": [f"{controller}_controller.yaml"],
-                                                     "required": False}}
+                                                      "required": False}}
     assert started_nodes("sim.launch.py")["sim_node"]["parameters"] == ["sim_node.yaml"]
 
 
@@ -407,3 +410,22 @@ def test_show_args_is_readable(path):
     for argument in get_launch_description_from_python_launch_file(str(path)).get_launch_arguments():
         shown = " + ".join(s.describe() for s in argument.default_value or [])
         assert "object at 0x" not in shown, f"{argument.name}: {shown}"
+
+
+@pytest.mark.parametrize("node", [entry.node for entry in CONTROLLERS])
+def test_controller_file_states_the_common_defaults(node):
+    """A controller's package file gives every common parameter the value the nodes declare (whose
+    safety defaults are the core's SafetyConfig): one default, stated where users read it."""
+    pytest.importorskip("rclpy")
+    from youbot_dynamics.control.safety import SafetyConfig
+    from youbot_dynamics.nodes.controller_params import COMMON_PARAMETERS
+
+    file_name, _ = NODE_PARAMETER_FILES[node]
+    listed = yaml.safe_load((ROOT / "config" / file_name).read_text())[node]["ros__parameters"]
+    common = {name: value for name, value in listed.items() if name in COMMON_PARAMETERS}
+    assert common, f"{file_name} lists no common parameter"
+    assert common == {name: COMMON_PARAMETERS[name][0] for name in common}
+    safety = SafetyConfig()
+    for name in ("state_timeout", "state_loss_timeout", "fault_behaviour", "hold_bandwidth", "limit_margin",
+                 "ramp_time"):
+        assert COMMON_PARAMETERS[name][0] == getattr(safety, name)

@@ -190,7 +190,6 @@ def test_two_link_closed_forms():
     ia = [0.07, 0.03]
     q = sp.symbols("q1:3")
     dq = sp.symbols("dq1:3")
-    ddq = sp.symbols("ddq1:3")
     t = sp.eye(4)
     kinetic, potential = 0, 0
     for i in range(2):
@@ -201,7 +200,8 @@ def test_two_link_closed_forms():
         rdot = sum((r.diff(q[j]) * dq[j] for j in range(2)), sp.zeros(3, 3))
         wsk = r.T * rdot  # [w]x in frame i
         w = sp.Matrix([wsk[2, 1], wsk[0, 2], wsk[1, 0]])
-        kinetic += sp.Rational(1, 2) * masses[i] * (vc.T * vc)[0] + sp.Rational(1, 2) * (w.T * sp.Matrix(inertias[i]) * w)[0]
+        kinetic += (sp.Rational(1, 2) * masses[i] * (vc.T * vc)[0]
+                    + sp.Rational(1, 2) * (w.T * sp.Matrix(inertias[i]) * w)[0])
         potential += -masses[i] * (gvec.T * pc)[0]
     d_mat = sp.Matrix(2, 2, lambda i, j: sp.diff(kinetic, dq[i], dq[j]))
     g_vec = sp.Matrix([sp.diff(potential, qi) for qi in q])

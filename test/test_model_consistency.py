@@ -308,4 +308,3 @@ def test_controller_executables_exit_1_with_the_reason(bad_files, module):
     assert proc.returncode == 1, text
     assert f"cannot start: model file {path}: fc4 = -50 N m: Coulomb friction must not be negative" in text, text
     assert "Traceback" not in text
-

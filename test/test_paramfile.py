@@ -67,7 +67,8 @@ def test_round_trip(saved, identified_like):
 
 def test_shipped_nominal_model_is_current(nominal):
     model, _ = nominal
-    regen = "config/youbot_nominal_model.yaml is stale: regenerate with `python -m youbot_dynamics nominal-model --write`"
+    regen = ("config/youbot_nominal_model.yaml is stale: regenerate with "
+             "`python -m youbot_dynamics nominal-model --write`")
     shipped = load_model(config_path(NOMINAL_MODEL_FILE))
     assert shipped.base.names == model.base.names, regen
     np.testing.assert_allclose(shipped.beta, model.beta, rtol=0, atol=1e-12, err_msg=regen)
@@ -77,7 +78,8 @@ def test_shipped_nominal_model_is_current(nominal):
     doc = yaml.safe_load(config_path(NOMINAL_MODEL_FILE).read_text())["youbot_dynamics_model"]
     # expressions are documentation: compare them up to whitespace
     squash = lambda text: " ".join(str(text).split())  # noqa: E731
-    assert [squash(e["expression"]) for e in doc["base_parameters"]] == [squash(e) for e in model.base.expressions], regen
+    expressions = [squash(e["expression"]) for e in doc["base_parameters"]]
+    assert expressions == [squash(e) for e in model.base.expressions], regen
 
 
 # -- malformed files ----------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_set_model_keeps_the_reference_and_checks_the_model(arm):
     np.testing.assert_array_equal(law.reference(1.0)[0], HOME)
     assert np.abs(law.gravity(HOME + 0.3) - before).max() > 0.5
     heavy = model.with_parameters(model.parameters - 10.0 * (with_payload(model, Payload.of(1.0), arm.tool).parameters
-                                                              - model.parameters))  # a last link of -10 kg
+                                                             - model.parameters))  # a last link of -10 kg
     with pytest.raises(ValueError):
         law.set_model(heavy)
     np.testing.assert_allclose(law.gravity(HOME + 0.3), law.terms.gravity(HOME + 0.3))

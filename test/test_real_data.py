@@ -22,7 +22,8 @@ from youbot_dynamics.identification.estimation.pipeline import identify, load_re
 
 ARM = default_arm()
 # beside the repository (../shared/data/youbot_real), or where YOUBOT_REAL_DATA says
-FOLDER = Path(os.environ.get("YOUBOT_REAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "youbot_real"))
+FOLDER = Path(os.environ.get("YOUBOT_REAL_DATA",
+                             Path(__file__).resolve().parents[2] / "shared" / "data" / "youbot_real"))
 RUNS = sorted(FOLDER.glob("real_*.csv"))
 pytestmark = pytest.mark.skipif(len(RUNS) < 5, reason=f"the real youBot runs are not in {FOLDER}")
 

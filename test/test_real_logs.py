@@ -268,7 +268,7 @@ def test_in_memory_datasets_and_bad_options():
     data = Dataset(rows[:, 0], rows[:, 1 : N + 1], rows[:, 1 + 2 * N :], source="mem")
     result = clean_recording(data)
     assert result.segments[0].source == "mem" and result.log["velocity"] == {"recorded": False, "quantum": None,
-                                                                            "quantised": None}
+                                                                             "quantised": None}
     with pytest.raises(ValueError, match="max_gap"):
         clean_recording(data, max_gap=1.0)
     with pytest.raises(ValueError, match="min_segment"):

@@ -34,7 +34,8 @@ from conftest import ros_domain_id  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
-ENV = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+ENV = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+           PYTHONUNBUFFERED="1")
 FIFO_ALLOWED = hasattr(os, "sched_setscheduler") and os.geteuid() == 0
 
 
@@ -181,7 +182,8 @@ def test_realtime_interpreter_collects_cycles_only_in_its_own_thread_and_restore
     before = (gc.isenabled(), sys.getswitchinterval(), gc.get_freeze_count())
     freed = threading.Event()
     with realtime_interpreter(gc_period=0.05):
-        assert not gc.isenabled() and sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL) and gc.get_freeze_count() > 0
+        assert (not gc.isenabled() and sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+                and gc.get_freeze_count() > 0)
         cycle = Node()
         cycle.self = cycle  # garbage only a collection frees
         weakref.finalize(cycle, freed.set)

@@ -48,7 +48,8 @@ def random_chi(rng: np.random.Generator, n: int, drives: bool = True) -> np.ndar
         assert eig[0] > 0 and eig[0] + eig[1] > eig[2]
         chi[i, :10] = inertial_to_standard(link)
         if drives:
-            chi[i, 10:] = [rng.uniform(0.01, 0.5), rng.uniform(0.01, 1.0), rng.uniform(0.01, 1.0), rng.uniform(-0.5, 0.5)]
+            chi[i, 10:] = [rng.uniform(0.01, 0.5), rng.uniform(0.01, 1.0), rng.uniform(0.01, 1.0),
+                           rng.uniform(-0.5, 0.5)]
     return chi.ravel()
 
 

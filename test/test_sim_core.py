@@ -555,7 +555,6 @@ def test_a_start_point_at_time_zero_is_dropped(arm, config):
     np.testing.assert_allclose(sim.measure().position[0], here[0] + 0.05, atol=5e-3)
 
 
-
 def test_disabled_interface_is_rejected(arm, config):
     sim = ArmSimulator(arm, config, enabled_interfaces=("effort",))
     with pytest.raises(CommandError, match="not enabled"):
@@ -687,8 +686,9 @@ def test_limit_monitor_bounds_and_log(arm, tmp_path, monkeypatch):
     assert monitor.excursions[1].limit == arm.position_min[2]
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["kind"], e["joint"]) for e in lines] == [("velocity", "arm_joint_2"), ("position", "arm_joint_3"),
-                                                       ("torque", "arm_joint_5")]
-    assert lines[0]["pid"] == os.getpid() and "arm_joint_2 velocity -1.7436 rad/s beyond its limit -1.7279" in lines[0]["message"]
+                                                        ("torque", "arm_joint_5")]
+    assert (lines[0]["pid"] == os.getpid()
+            and "arm_joint_2 velocity -1.7436 rad/s beyond its limit -1.7279" in lines[0]["message"])
     assert "(drives: motors off)" in lines[1]["message"]
     # back within the limits, then beyond again (after a reset, say): a new excursion, logged again
     monitor.observe(4.0, inside, np.zeros(5), "effort")

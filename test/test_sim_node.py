@@ -222,7 +222,8 @@ def test_bad_commands_are_rejected_and_change_nothing(reset, monkeypatch):
     too_long.points = [JointTrajectoryPoint(positions=Q_START.tolist(), time_from_start=Duration(sec=1 + k))
                        for k in range(MAX_TRAJECTORY_POINTS + 1)]
     bad = [("position", np.full(4, 2.0), "expected shape"), ("position", np.r_[Q_START[:4], np.nan], "NaN"),
-           ("position", ARM.position_max + 0.5, "outside the joint limits"), ("velocity", np.full(5, 3.0), "velocity_max"),
+           ("position", ARM.position_max + 0.5, "outside the joint limits"),
+           ("velocity", np.full(5, 3.0), "velocity_max"),
            ("effort", np.full(6, 0.0), "expected shape"), ("trajectory", short, "arm_joint_5"),
            ("trajectory", fast, "velocity_max"), ("trajectory", too_long, "5001 points, at most 5000")]
     for kind, values, reason in bad:

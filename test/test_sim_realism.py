@@ -81,7 +81,8 @@ def test_friction_grows_with_the_load_the_gearbox_carries(arm, config):
         extra.append(float(np.mean(effort[:, 1] - seed[:, 1])))
         load.append(float(np.mean(np.abs(rnea.inverse_dynamics(chain, links(sim.true_parameters), q, dq, zero)[:, 1]))))
     print(f"\njoint 2 at 0.2 rad/s: |L| = {np.round(load, 3)} N m, friction beyond the seed's "
-          f"{np.round(extra, 3)} N m; slope {(extra[0] - extra[1]) / (load[0] - load[1]):.4f} (fl = {config.load_friction[1]})")
+          f"{np.round(extra, 3)} N m; slope {(extra[0] - extra[1]) / (load[0] - load[1]):.4f} "
+          f"(fl = {config.load_friction[1]})")
     assert load[0] - load[1] > 2.0
     fl, fa = config.load_friction[1], config.coulomb_asymmetry[1]
     assert (extra[0] - extra[1]) / (load[0] - load[1]) == pytest.approx(fl, rel=0.02)
@@ -285,7 +286,8 @@ def test_payload_changed_at_run_time_changes_the_gravity_torque_at_rest_by_m_g_l
     p = tool[:3, :3] @ position + tool[:3, 3]
     expected = np.array([mass * arm.gravity * arm.direction[i] * np.cross(frames[i, :3, 2], p - frames[i, :3, 3])[2]
                          for i in range(arm.n_joints)])
-    print(f"\npayload {mass} kg: held torque changed by {np.round(after - before, 4)} N m, m g lever {np.round(expected, 4)}")
+    print(f"\npayload {mass} kg: held torque changed by {np.round(after - before, 4)} N m, "
+          f"m g lever {np.round(expected, 4)}")
     assert np.abs(sim.data.qpos - BENT).max() < 1e-6
     np.testing.assert_allclose(after - before, expected, atol=2e-4)
     assert abs(expected[1]) > 0.5

@@ -318,7 +318,8 @@ def test_regressor_single_is_fast(arm):
 FIRST_CALL = ("import time, numpy as np; t = time.perf_counter(); "
               "from youbot_dynamics.dynamics import generated_youbot as g; t1 = time.perf_counter(); "
               "g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 70))); "
-              "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.arange(70), np.zeros((2, 5, 70))); "
+              "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.arange(70), "
+              "np.zeros((2, 5, 70))); "
               "print(t1 - t, time.perf_counter() - t1)")
 
 
@@ -346,7 +347,8 @@ def test_import_without_a_cache_location_warns_instead_of_failing():
     ok = subprocess.run([sys.executable, "-W", "ignore", "-c", code.replace("warnings.simplefilter('error'); ", "") +
                          "; import numpy as np; out = np.zeros((5, 70)); "
                          "generated_youbot.regressor_single(np.ones(5), np.ones(5), np.ones(5), out); "
-                         "print(float(np.abs(out - generated_youbot.regressor(np.ones(5), np.ones(5), np.ones(5))).max()))"],
+                         "print(float(np.abs(out - generated_youbot.regressor(np.ones(5), np.ones(5), "
+                         "np.ones(5))).max()))"],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert float(ok.stdout) < 1e-12

@@ -364,7 +364,8 @@ def test_a_maximal_trajectory_is_planned_without_stalling_the_loop(tmp_path):
     period_max = max(float(r["period_max_ms"]) for r in during)
     stalls = float(during[-1]["stalls"]) - float(before[-1]["stalls"])
     print(f"\n{status}\nrefused {1e3 * (refused - start):.0f} ms after sending {MAX_TRAJECTORY_POINTS + 1} points; "
-          f"{MAX_TRAJECTORY_POINTS} points accepted {accepted - sent:.2f} s after sending; the controller's longest time "
+          f"{MAX_TRAJECTORY_POINTS} points accepted {accepted - sent:.2f} s after sending; "
+          "the controller's longest time "
           f"between cycles meanwhile {period_max:.1f} ms (before: {max(float(r['period_max_ms']) for r in before):.1f} "
           f"ms), stalls {stalls:.0f} (state_timeout {1e3 * STATE_TIMEOUT:.0f} ms)")
     refusal = next(s for s in status if s.startswith("trajectory refused"))

@@ -36,4 +36,3 @@ def test_when_every_waypoint_is_past_the_last_is_held():
 def test_a_stamp_from_another_clock_is_refused(elapsed):
     with pytest.raises(CommandError, match="use_sim_time on one side only"):
         from_stamp(TIMES, POS, None, None, elapsed, 0.001)
-

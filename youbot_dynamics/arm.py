@@ -223,7 +223,8 @@ def arm_from_dict(doc: Any, source: str = "<memory>") -> ArmDescription:
     pmin = _vector(joints, "position_min", "joints", n)
     pmax = _vector(joints, "position_max", "joints", n)
     if np.any(pmin >= pmax):
-        raise ArmDescriptionError(f"joints.position_min: must be below position_max (min {list(pmin)}, max {list(pmax)})")
+        raise ArmDescriptionError("joints.position_min: must be below position_max "
+                                  f"(min {list(pmin)}, max {list(pmax)})")
 
     drives = _get(doc, "drives", "arm")
     inverse = _get(drives, "inverse_direction", "drives")

@@ -15,7 +15,8 @@ from .interpolation import HermiteSpline
 from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
 from .validation import joint_values
 
-__all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp", "path_from"]
+__all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp",
+           "path_from"]
 
 Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
@@ -149,4 +150,3 @@ def from_stamp(times: Array, positions: Array, velocities: Array | None, acceler
         return np.array([hold_time]), positions[-1:], None, None
     return (times[ahead] - elapsed, positions[ahead], None if velocities is None else velocities[ahead],
             None if accelerations is None else accelerations[ahead])
-

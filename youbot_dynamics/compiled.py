@@ -33,7 +33,8 @@ def cache_location() -> str:
 
 def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, float]:
     """Call every compiled kernel the controllers use once (single samples: FK, IK, Cartesian line,
-    inverse dynamics, ``M, C q', G``, the guard's stall bound) and with ``batches`` those of the CLI and the identification
+    inverse dynamics, ``M, C q', G``, the guard's stall bound)
+    and with ``batches`` those of the CLI and the identification
     (stacked samples, serial and on all cores); the seconds each group took (compiling, or loading
     the cache)."""
     seconds: dict[str, float] = {}

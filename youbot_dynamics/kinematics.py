@@ -157,7 +157,7 @@ def forward_kinematics(arm: ArmDescription, q: Any) -> Array:
     out = np.empty((theta.shape[0], 4, 4))
     kernel = _tool_pose_parallel if theta.shape[0] >= PARALLEL_BATCH else _tool_pose_serial
     kernel(theta, arm.dh_a, np.cos(arm.dh_alpha), np.sin(arm.dh_alpha), arm.dh_d,
-                      np.ascontiguousarray(arm.tool), out)
+           np.ascontiguousarray(arm.tool), out)
     return out.reshape(q.shape[:-1] + (4, 4))
 
 

@@ -127,7 +127,8 @@ def _if_hardware(value: str) -> str:
 def _header_lines(arm: ArmDescription) -> list[str]:
     # An XML comment cannot contain "--" (see urdf._header_lines).
     lines = [
-        f"GENERATED FILE - do not edit. ros2_control / Gazebo (gz sim) description of '{arm.name.replace('--', '- -')}'",
+        ("GENERATED FILE - do not edit. ros2_control / Gazebo (gz sim) description of "
+         f"'{arm.name.replace('--', '- -')}'"),
         "generated from the arm description (config/youbot_arm.yaml) by youbot_dynamics/ros2_control.py.",
         f"To regenerate it (and {URDF_FILE_NAME}), run",
         f"  {REGENERATE_COMMAND.replace(' --write', '')}",

@@ -10,7 +10,8 @@ from numpy.typing import NDArray
 __all__ = ["joint_values"]
 
 
-def joint_values(values: Any, n: int, name: str, error: type[Exception], rows: int | None = None) -> NDArray[np.float64]:
+def joint_values(values: Any, n: int, name: str, error: type[Exception],
+                 rows: int | None = None) -> NDArray[np.float64]:
     """``values`` as finite floats of shape ``(n,)`` (``rows`` None) or ``(rows, n)``; else ``error``
     with ``name`` and the reason (not numbers, the shape, NaN or infinity)."""
     shape = (n,) if rows is None else (rows, n)

@@ -378,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     upstream = sub.add_parser("import-upstream-inertials",
                               help="convert the youbot_description inertials into the DH link frames")
-    upstream.add_argument("--upstream", help="upstream description YAML (default config/youbot_description_upstream.yaml)")
+    upstream.add_argument("--upstream",
+                          help="upstream description YAML (default config/youbot_description_upstream.yaml)")
     upstream.add_argument("--write", action="store_true", help="replace the links block of the arm description")
     upstream.set_defaults(func=cmd_import_upstream, inputs=("upstream",))
 

@@ -10,7 +10,8 @@ recognised by its header) or rosbag2 folders / ``.mcap`` files with ``sensor_msg
 repeated rows dropped and counted, split at gaps; the counts go to ``report.json``
 ``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all
 files are stacked and solved (:mod:`.estimation`; default ``consistent``, with the friction model
-``--friction`` (default ``load``) and its Coulomb shape ``--eps`` (default ``auto``), :mod:`.pipeline`). ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
+``--friction`` (default ``load``) and its Coulomb shape ``--eps`` (default ``auto``), :mod:`.pipeline`).
+``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
 identification data themselves; the nominal model is the baseline. ``--report DIR`` writes
@@ -63,6 +64,7 @@ def eps_choice(text: str) -> float | str:
     if value > 10.0:
         raise argparse.ArgumentTypeError(f"expected at most 10 rad/s (the Coulomb shape's velocity scale), got {text}")
     return value
+
 
 __all__ = ["add_parser", "cmd_identify"]
 

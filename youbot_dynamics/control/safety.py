@@ -98,7 +98,8 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    the joints clipped in the last cycle.
 
 Steps 5-7 (:meth:`SafetyGuard._bounded`; the limit and velocity guards are evaluated only inside
-their zones, the stall bound every cycle: one compiled model call) bound every torque that leaves: the law's, the enable ramp's and the fault hold's.
+their zones, the stall bound every cycle: one compiled model call) bound every torque that leaves:
+the law's, the enable ramp's and the fault hold's.
 :meth:`SafetyGuard.fault` latches a fault found elsewhere (e.g. an implausible joint state,
 :mod:`.state_check`).
 

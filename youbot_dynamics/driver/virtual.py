@@ -148,7 +148,8 @@ class VirtualBus:
     ground truth in tests). Time: without ``clock`` every exchange is one step of ``period`` (the
     arm's time is the bus' time, as the simulator's); with ``clock`` (e.g. ``time.monotonic``) the
     arm keeps real time like hardware: an exchange runs the steps since the previous one, the drives
-    holding their set-points, and frames later than the drives' timeout trip it. Test hooks: :meth:`drop_frames`, :meth:`inject`, :meth:`clear_injected`.
+    holding their set-points, and frames later than the drives' timeout trip it.
+    Test hooks: :meth:`drop_frames`, :meth:`inject`, :meth:`clear_injected`.
     """
 
     def __init__(self, arm: ArmDescription | None = None, sim_config: SimConfig | None = None, *,

@@ -178,7 +178,7 @@ class DynamicModel:
             many(q, dq, ddq, self.base.independent, out)
         if self._shaped:  # the Coulomb columns: the friction model's shape instead of sign
             shape = self.friction_model.shape(np.broadcast_to(dq, np.broadcast_shapes(np.shape(q), np.shape(dq),
-                                                                                       np.shape(ddq))).reshape(-1, n))
+                                                                                      np.shape(ddq))).reshape(-1, n))
             out[:, np.arange(n), self._fc_beta] = shape
         return out
 

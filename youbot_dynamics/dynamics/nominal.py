@@ -1,5 +1,6 @@
 """The nominal dynamic model: the arm description's inertials and its drives' reflected rotor
-inertia ``N^2 J`` (:attr:`~..arm.ArmDescription.armature`), friction zero (unknown until identified). Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
+inertia ``N^2 J`` (:attr:`~..arm.ArmDescription.armature`), friction zero (unknown until identified).
+Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
 ``python -m youbot_dynamics nominal-model --write``."""
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ DESCRIPTION = ("Nominal model: inertials of the arm description (youbot_descript
                "(unknown before identification).")
 
 
-def nominal_model(arm: ArmDescription, structure: ModelStructure | str = ModelStructure.FULL) -> tuple[DynamicModel, object]:
+def nominal_model(arm: ArmDescription,
+                  structure: ModelStructure | str = ModelStructure.FULL) -> tuple[DynamicModel, object]:
     """The nominal model and the standard vector it comes from."""
     chi = standard_parameters(arm, rotor_inertia=arm.armature)
     return DynamicModel.from_standard(DHChain.from_arm(arm), chi, structure), chi

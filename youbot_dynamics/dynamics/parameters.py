@@ -96,7 +96,8 @@ def standard_parameters(arm: ArmDescription, rotor_inertia: Sequence[float] | No
                         offset: Sequence[float] | None = None) -> Array:
     """The 14 n standard parameter vector of the arm's nominal inertials plus drive terms (default 0)."""
     n = arm.n_joints
-    drives = [np.zeros(n) if v is None else np.asarray(v, dtype=float) for v in (rotor_inertia, viscous, coulomb, offset)]
+    drives = [np.zeros(n) if v is None else np.asarray(v, dtype=float)
+              for v in (rotor_inertia, viscous, coulomb, offset)]
     for name, v in zip(DRIVE_PARAMETERS, drives):
         if v.shape != (n,):
             raise ValueError(f"{name}: expected {n} values, got shape {v.shape}")

@@ -81,7 +81,8 @@ def model_to_dict(model: DynamicModel, description: str = "", standard: Any = No
     }
     if not model.friction_model.is_seed:
         doc["friction"] = {**model.friction_model.to_dict(), "parameters": [
-            {"name": n, "value": float(v)} for n, v in zip(model.friction_model.extra_names(), model.friction_parameters)]}
+            {"name": n, "value": float(v)}
+            for n, v in zip(model.friction_model.extra_names(), model.friction_parameters)]}
     if relative_std is not None:  # per entry of model.parameters: base parameters, then friction terms
         rel = np.asarray(relative_std, dtype=float)
         count = model.parameters.size
@@ -144,7 +145,8 @@ def load_model(path: str | Path) -> DynamicModel:
     try:
         structure = ModelStructure(doc.get("structure"))
     except ValueError:
-        raise ModelFileError(f"{path}: structure: expected inertial, rotor or full, got {doc.get('structure')!r}") from None
+        raise ModelFileError(f"{path}: structure: expected inertial, rotor or full, "
+                             f"got {doc.get('structure')!r}") from None
     base = compute_base_parameters(chain, structure)
     values = _named_values(doc.get("base_parameters"), f"{path}: base_parameters", base.names,
                            lambda names: f"the names do not match the {structure.value} model of this chain (expected "
@@ -160,7 +162,8 @@ def identification_block(path: str | Path) -> dict:
     """The documentation block ``identification`` of a model file (``{}`` if absent), e.g. the
     processing options ``predict --recording`` reuses."""
     doc = load_yaml(Path(path), ModelFileError, "model file")
-    block = doc.get(ROOT, {}).get("identification") if isinstance(doc, dict) and isinstance(doc.get(ROOT), dict) else None
+    block = (doc.get(ROOT, {}).get("identification") if isinstance(doc, dict) and isinstance(doc.get(ROOT), dict)
+             else None)
     return block if isinstance(block, dict) else {}
 
 

@@ -149,7 +149,8 @@ def home_twists(chain: DHChain) -> Array:
 def _check_chi(chain: DHChain, chi: Any) -> Array:
     chi = np.asarray(chi, dtype=float)
     if chi.shape != (chain.n_joints * PARAMETERS_PER_JOINT,):
-        raise ValueError(f"chi must have {chain.n_joints * PARAMETERS_PER_JOINT} standard parameters, got shape {chi.shape}")
+        raise ValueError(f"chi must have {chain.n_joints * PARAMETERS_PER_JOINT} standard parameters, "
+                         f"got shape {chi.shape}")
     return chi
 
 

@@ -42,7 +42,8 @@ holds ``regressor_single_py(q, dq, ddq, out)`` -- the same CSE'd expressions as 
 (``math.sin`` ...) that write only the structurally nonzero entries of a zero-initialised
 ``out`` -- its numba compilation ``regressor_single``, ``regressor_many`` (a compiled loop over
 stacked states that writes chosen columns, e.g. the base-parameter ones, into ``out``) and
-``regressor_many_parallel`` (the same over blocks of samples on all cores). Compilation is lazy (first call) and cached in
+``regressor_many_parallel`` (the same over blocks of samples on all cores).
+Compilation is lazy (first call) and cached in
 ``__pycache__`` when the module is a file; modules exec'd in memory (:func:`load_generated_module`)
 compile without cache.
 
@@ -161,11 +162,11 @@ def _euler_lagrange(lk: sp.Expr, j: int, theta: Sequence[sp.Symbol], dtheta: Seq
     p = sp.diff(lk, dtheta[j])
     pfree = p.free_symbols
     ddt = sp.Integer(0)
-    for l in range(len(theta)):
-        if theta[l] in pfree:
-            ddt += sp.diff(p, theta[l]) * dtheta[l]
-        if dtheta[l] in pfree:
-            ddt += sp.diff(p, dtheta[l]) * ddtheta[l]
+    for other in range(len(theta)):
+        if theta[other] in pfree:
+            ddt += sp.diff(p, theta[other]) * dtheta[other]
+        if dtheta[other] in pfree:
+            ddt += sp.diff(p, dtheta[other]) * ddtheta[other]
     return ddt - sp.diff(lk, theta[j])
 
 
@@ -338,7 +339,8 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         "",
         "",
         "def regressor_single_py(q, dq, ddq, out):",
-        f'    """One sample: ``q, dq, ddq`` float arrays of shape ``({n},)``, ``out`` of shape ``({n}, {cols})`` filled',
+        (f'    """One sample: ``q, dq, ddq`` float arrays of shape ``({n},)``, '
+         f'``out`` of shape ``({n}, {cols})`` filled'),
         "    in place (returns None).",
         "",
         "    Writes only the structurally nonzero entries (the same ones on every call): ``out`` must be zero",
@@ -376,7 +378,8 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
         "    k = q.shape[0]",
         f"    if (q.shape[1] != {n} or dq.shape != q.shape or ddq.shape != q.shape or out.shape[0] != k",
         f"            or out.shape[1] != {n} or out.shape[2] != columns.shape[0]):",
-        f"        raise ValueError('regressor_many: q, dq, ddq must have shape (k, {n}) and out (k, {n}, len(columns))')",
+        (f"        raise ValueError('regressor_many: q, dq, ddq must have shape (k, {n}) "
+         f"and out (k, {n}, len(columns))')"),
         "    for c in range(columns.shape[0]):",
         f"        if columns[c] < 0 or columns[c] >= {cols}:",
         f"            raise ValueError('regressor_many: columns must lie in [0, {cols})')",

@@ -51,7 +51,8 @@ from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..control.laws import CT_BANDWIDTH, CT_INTEGRAL_RATE
 from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..trajectory_start import drop_start_point
-from .controller_node import _B, _D, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import QOS_DEPTH, ControllerNode, run
+from .controller_params import BOOL, DOUBLE, descriptor
 from .conversions import check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
@@ -69,19 +70,19 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def _declare_parameters(self) -> None:
         self.declare_parameter('bandwidth', CT_BANDWIDTH, descriptor(
-            "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", _D,
+            "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", DOUBLE,
             range_=(0.1, 1000.0)))
         self.declare_parameter('integral_rate', CT_INTEGRAL_RATE, descriptor(
             "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
             "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and "
-            "with a new payload; 0 = the seed's (4.8) without it.", _D, range_=(0.0, 100.0)))
+            "with a new payload; 0 = the seed's (4.8) without it.", DOUBLE, range_=(0.0, 100.0)))
         self.declare_parameter('model_feedforward', True, descriptor(
             "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
-            "inertia, without M(q), C, G, q''_d or friction (a baseline).", _B))
+            "inertia, without M(q), C, G, q''_d or friction (a baseline).", BOOL))
         self.declare_parameter('line_duration', 2.0, descriptor(
             "Duration [s] of a Cartesian straight line on ~/line (rest to rest); a line too fast for the "
             "joint velocity or acceleration limits is refused. At most 50 s: the line is solved at 100 IK samples "
-            "per second, at most 5000 samples (bounded planning time).", _D,
+            "per second, at most 5000 samples (bounded planning time).", DOUBLE,
             range_=(0.01, MAX_TRAJECTORY_POINTS / LINE_IK_RATE)))
 
     def _create_law(self) -> ComputedTorqueController:

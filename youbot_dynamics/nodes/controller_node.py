@@ -63,7 +63,8 @@ and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Ev
     effort for ``ZERO_CYCLES_ON_DISABLE`` cycles, then nothing. On shutdown an enabled node does
     the same (zero effort once, then the release). The release starts from the newest joint state
     the plausibility check accepted (a rejected state also restarts the velocity estimate of
-    ``velocity_source: positions``: no velocity is differentiated against it): after a fault on the states of a second publisher (another
+    ``velocity_source: positions``: no velocity is differentiated against it):
+    after a fault on the states of a second publisher (another
     arm 0.5 rad away) it braked towards that arm's pose, a jump the simulator refused (a real
     trajectory controller would have moved the arm there);
 
@@ -144,11 +145,9 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout, String
@@ -157,9 +156,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compile_kernels
-from ..contract import EFFORT_COMMANDS, JOINT_STATES, TRAJECTORY
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
-from ..control.observer import COLLISION_FACTOR, OBSERVER_GAIN
 from ..control.release import release_waypoints
 from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
 from ..dynamics.model import DynamicModel
@@ -168,12 +165,12 @@ from ..dynamics.paramfile import ModelFileError, load_model
 from ..dynamics.payload import Payload, with_payload
 from ..paths import config_path
 from ..timing import LoopStatistics
-from .common import REALTIME_PRIORITY, background_worker, parameter_descriptor, realtime_priority_parameter, \
-    run_node
+from .common import background_worker, run_node
+from .controller_params import COLLISION_REACTIONS, COMMON_PARAMETERS, CYCLE_TRIGGERS, OBSERVER_TORQUES
 from .conversions import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
 
-__all__ = ["COMMON_PARAMETERS", "ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "descriptor", "run"]
+__all__ = ["ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "run"]
 
 QOS_DEPTH = 10
 # Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
@@ -183,137 +180,10 @@ ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 RELEASE_DELAY = 0.002  # [s] between the zero effort and the release trajectory (delivered in that order)
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
-CYCLE_TRIGGERS = ("joint_states", "timer")
 SLOW_WARM_UP = 2.0  # [s] a warm-up this long compiled the kernels (a first start): said in the log
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
-
-
-def descriptor(description: str, type_: int, **ranges: Any) -> ParameterDescriptor:
-    """A read-only parameter descriptor (every controller parameter is read once at start-up)."""
-    return parameter_descriptor(description, type_, read_only=True, **ranges)
-
-
-_S, _D, _B, _I, _DA = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
-                       ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_DOUBLE_ARRAY)
-_UNSET_ARRAY = Parameter.Type.DOUBLE_ARRAY  # declared without a value: unset until overridden
-
-#: Parameters of both controllers: name -> (default, descriptor). Each node module declares them
-#: by name (``self.declare_parameter('rate', *COMMON_PARAMETERS['rate'])``) next to its own, so
-#: that its module lists every parameter it has; the base class checks that none is missing.
-COMMON_PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
-    'arm_description': ('', descriptor(
-        "Path of the arm description YAML (joint names, limits, drives); '' = config/youbot_arm.yaml.", _S)),
-    'model_file': ('', descriptor(
-        "Dynamic model file (format of youbot_dynamics.dynamics.paramfile, e.g. an identified model); "
-        "'' = the nominal model config/youbot_nominal_model.yaml.", _S)),
-    'base_frame': ('arm_link_0', descriptor(
-        "Frame of Cartesian targets (DH frame 0); a PoseStamped in another frame is refused (no tf2); "
-        "an empty frame_id is taken as this frame.", _S)),
-    'rate': (1000.0, descriptor(
-        "Control rate [Hz] (steady clock): of the timer with cycle_trigger 'timer'; with 'joint_states' the "
-        "nominal rate (set it to the joint-state rate): cycles closer than half a period are skipped, and the "
-        "watchdog timer runs a cycle when no joint state came for 1.5 periods (then every 1.5 periods).", _D,
-        range_=(1.0, 10000.0))),
-    'cycle_trigger': ('joint_states', descriptor(
-        "What starts a control cycle: 'joint_states' = the arrival of a joint state (latency joint state -> "
-        "torque = the compute time; the timer is the watchdog) or 'timer' = the timer alone (the state used "
-        "is up to one period old).", _S)),
-    'joint_states_topic': (JOINT_STATES, descriptor(
-        "sensor_msgs/JointState input (arm joints by name; position and velocity required).", _S)),
-    'joint_state_publishers_max': (1, descriptor(
-        "At most this many nodes may publish on joint_states_topic (checked on the ROS graph at ~/enable and "
-        "every 0.2 s): more (a second simulator or driver in the domain, whose states would be taken for the "
-        "arm's) refuses ~/enable and is a fault while enabled, naming the publishers; raise it where other "
-        "nodes share the topic (e.g. a base driver), 0 = not checked.", _I, int_range=(0, 1000))),
-    'command_topic': (EFFORT_COMMANDS, descriptor(
-        "std_msgs/Float64MultiArray output: joint torques [N m] in the arm's joint order "
-        "(ros2_control effort group controller).", _S)),
-    'kp': (_UNSET_ARRAY, descriptor(
-        "Proportional gains, one per joint or one for all; unset = designed from bandwidth and damping.", _DA)),
-    'kd': (_UNSET_ARRAY, descriptor(
-        "Derivative gains, one per joint or one for all; unset = designed from bandwidth and damping.", _DA)),
-    'damping': (1.0, descriptor("Damping ratio of the designed gains.", _D, range_=(0.0, 10.0))),
-    'friction_compensation': (True, descriptor(
-        "Add the model's friction (viscous, smoothed Coulomb, offset) to the torque.", _B)),
-    'friction_eps': (0.01, descriptor(
-        "Velocity scale [rad/s] of the smoothed Coulomb sign tanh(v / eps).", _D, range_=(1e-6, 10.0))),
-    'velocity_source': ('positions', descriptor(
-        "Joint velocity the law and the guard use: 'positions' = the joint positions differentiated over their "
-        "stamps and low-passed (velocity_filter_time; youbot_dynamics.control.velocity), 'reported' = the joint "
-        "state's velocity (the youBot's drives report integer motor rpm lagging ~10 ms: computed torque tracked "
-        "at 1.4-2.3 mrad RMS on it in the simulator, 0.34-1.26 mrad on positions).", _S)),
-    'velocity_filter_time': (0.001, descriptor(
-        "Time constant [s] of the low-pass on differentiated positions (velocity_source 'positions').", _D,
-        range_=(1e-5, 1.0))),
-    'state_timeout': (0.05, descriptor(
-        "A joint state older than this [s] (time since arrival) is not given to the law: the guard coasts on the "
-        "gravity torque of the last good state, then faults (state_loss_timeout). 50 ms: half the drives' 100 ms "
-        "timeout; single joint states 20-23 ms late were measured on an idle 2-core machine (a 20 ms default "
-        "faulted in 3 of 5 logged demo runs).", _D, range_=(1e-4, 10.0))),
-    'state_loss_timeout': (0.5, descriptor(
-        "A joint state older than this [s] (at least state_timeout) is a fault: the joint states are lost. Up to "
-        "it, a late state is coasted over on gravity while the arm, at the last state's speed, can have moved at "
-        "most 10 mrad (an arm in motion faults at state_timeout). 0.5 s: holding under ros2 launch on a "
-        "2-core VM with two CPU hogs, the simulator's joint states stopped 32 times in 180 s for 50-93 ms, once for "
-        "more than 250 ms.", _D, range_=(1e-4, 10.0))),
-    'release_topic': (TRAJECTORY, descriptor(
-        "trajectory_msgs/JointTrajectory input of the drives' position control (the trajectory interface of the "
-        "simulator and the driver, which holds its last point). When the controller lets go of the arm (disable, "
-        "shutdown, a fault with fault_behaviour 'zero'), one zero-effort command and 2 ms later it sends there a "
-        "braking trajectory from the last measured state to rest within acceleration_max, which the drives then "
-        "hold: the arm does not fall. '' = zero effort only (the arm then falls wherever gravity loads it).", _S)),
-    'fault_behaviour': ('zero', descriptor(
-        "On a fault: 'zero' = zero effort, then the release to the drives (release_topic; without one, zero "
-        "effort every cycle); 'hold' = low-gain PD + gravity hold of the last good position.", _S)),
-    'hold_bandwidth': (10.0, descriptor(
-        "Bandwidth [rad/s] of the fault hold (fault_behaviour 'hold').", _D, range_=(0.1, 1000.0))),
-    'torque_limit': (_UNSET_ARRAY, descriptor(
-        "Saturation [N m], one per joint or one for all; unset = min(effort_max, drive torque limit) of "
-        "the arm description.", _DA)),
-    'limit_margin': (0.05, descriptor(
-        "Width [rad] of the joint-limit guard zone before each limit.", _D, range_=(1e-4, 1.0))),
-    'limit_damping': (_UNSET_ARRAY, descriptor(
-        "Damping [N m s/rad] of motion towards a limit inside the zone, one per joint or one for all; "
-        "unset = torque_limit / velocity_max.", _DA)),
-    'ramp_time': (0.5, descriptor(
-        "Torque ramp [s] after enable (smoothstep); references start after it.", _D, range_=(0.0, 10.0))),
-    'bumpless_enable': (True, descriptor(
-        "Ramp from the measured effort of the joint state (if it has one) instead of from zero.", _B)),
-    'enabled_on_start': (False, descriptor(
-        "Enable at the first joint state (else wait for ~/enable).", _B)),
-    'state_publish_decimation': (10, descriptor(
-        "Publish ~/state every N control cycles; 0 = never.", _I, int_range=(0, 1000000))),
-    'diagnostics_period': (1.0, descriptor(
-        "Period [s] of the timing report on /diagnostics; 0 = none.", _D, range_=(0.0, 3600.0))),
-    'log_throttle_period': (1.0, descriptor(
-        "Minimum period [s] between repeated warnings (rejected joint states).", _D, range_=(0.0, 3600.0))),
-    'observer_gain': (OBSERVER_GAIN, descriptor(
-        "Bandwidth K [1/s] of the momentum observer of the external joint torques, published on "
-        "~/external_torque (youbot_dynamics.control.observer); 0 = no observer, no ~/external_torque and no "
-        "collision detection.", _D, range_=(0.0, 10000.0))),
-    'observer_torque': ('measured', descriptor(
-        "The motor torque the observer integrates: 'measured' = the joint state's effort (what the model was "
-        "identified on, the drives' gain and offset errors included; a state without effort restarts the "
-        "observer: no estimate, no detection); 'command' = this node's own command while it commands (sent "
-        "torque, not the drives' measurement), the measured effort otherwise.", _S)),
-    'collision_thresholds': (_UNSET_ARRAY, descriptor(
-        "Collision thresholds [N m] on the external torque estimate, one per joint or one for all; unset = "
-        "collision_factor x the model's held-out RMS torque error per joint (joint_rms_errors_nm of the model "
-        "file's identification block), at least 0.3 N m; no detection if the model file has none.", _DA)),
-    'collision_factor': (COLLISION_FACTOR, descriptor(
-        "Thresholds from the model file: this many times its held-out RMS torque error per joint.", _D,
-        range_=(0.1, 1000.0))),
-    'collision_reaction': ('none', descriptor(
-        "On a detected collision while enabled: 'none' = report it only (~/status, /diagnostics); 'stop' = hold "
-        "the position where it was detected; 'float' = gravity and friction compensation with light damping "
-        "(hand-guiding) until the next ~/enable.", _S)),
-    'realtime_priority': realtime_priority_parameter(REALTIME_PRIORITY),
-}
-
-COLLISION_REACTIONS = ("none", "stop", "float")
-OBSERVER_TORQUES = ("measured", "command")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -489,7 +359,8 @@ class ControllerNode(Node):
         wiring = (f"joint states on {self.joint_states_topic}, torques on {self.command_topic}" if host is None
                   else f"in {host.description}")
         self.get_logger().info(
-            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, {wiring}; Kp = {np.round(self.law.kp, 4).tolist()}, "
+            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, {wiring}; "
+            f"Kp = {np.round(self.law.kp, 4).tolist()}, "
             f"Kd = {np.round(self.law.kd, 4).tolist()}, torque limit = {np.round(self.guard.torque_limit, 3).tolist()}"
             f" N m; {'enabling at the first joint state' if self._enable_pending else 'disabled (call ~/enable)'}")
 
@@ -1104,4 +975,3 @@ def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str
     return run_node(node_name, node_class, (ArmDescriptionError, ModelFileError, ParameterException, ValueError,
                                             OSError), args, realtime=True, events_executor=True,
                     after_spin=ControllerNode.stop_commanding)
-

@@ -163,7 +163,8 @@ class _Client:
                 next_hold += 1.0 / HOLD_RATE
             self.executor.spin_once(timeout_sec=0.002)
 
-    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str, hold: np.ndarray | None = None) -> None:
+    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str,
+                 hold: np.ndarray | None = None) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
@@ -172,7 +173,8 @@ class _Client:
 
     def wait_matched(self, publisher: Any, timeout: float = 10.0) -> None:
         """Wait until ``publisher`` has a subscriber (a message published before is lost)."""
-        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout, f"a subscriber of {publisher.topic_name}")
+        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout,
+                      f"a subscriber of {publisher.topic_name}")
         self.spin_for(0.05)
 
     def call(self, client: Any, request: Any, timeout: float = 20.0, hold: np.ndarray | None = None) -> Any:
@@ -189,7 +191,7 @@ class _Client:
         for _ in range(attempts):
             answer = self.call(client, request)
             if answer.success or not any(text in answer.message for text in ("no joint state", "no /clock yet",
-                                                                              "the arm is moving")):
+                                                                             "the arm is moving")):
                 break
             self.spin_for(0.1, hold)
         return answer
@@ -218,6 +220,7 @@ class _Client:
         """The last joint state at ``q`` (2 mrad) and still (:data:`REST_VELOCITY`)."""
         return (self.q is not None and np.max(np.abs(self.q - q)) < 2e-3
                 and (self.dq is None or np.max(np.abs(self.dq)) < REST_VELOCITY))
+
 
 ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
 TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",

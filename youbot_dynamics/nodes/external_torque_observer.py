@@ -35,7 +35,8 @@ from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from .common import run_node
-from .controller_node import _D, COMMON_PARAMETERS, NOMINAL_MODEL, descriptor
+from .controller_node import NOMINAL_MODEL
+from .controller_params import COMMON_PARAMETERS, DOUBLE, descriptor
 from .conversions import JointStateReader, stamp_seconds
 from .external_torque import QOS_DEPTH, ExternalTorqueMonitor, thresholds_from
 
@@ -64,7 +65,8 @@ class ExternalTorqueNode(Node):
         self.declare_parameter('max_state_gap', 0.005, descriptor(
             "A gap between joint states longer than this [s] restarts the observer's integral (the estimate "
             "carries over) and the differentiation: a state's measured effort stands for the drives' torque until "
-            "the next state, and over a longer gap their own loop changes it (at 1 kHz: 5 states lost).", _D, range_=(1e-4, 1.0)))
+            "the next state, and over a longer gap their own loop changes it (at 1 kHz: 5 states lost).", DOUBLE,
+            range_=(1e-4, 1.0)))
         self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
         p = {name: parameter.value for name, parameter in self.get_parameters_by_prefix('').items()}
         self.arm = load_arm(p['arm_description'] or None)

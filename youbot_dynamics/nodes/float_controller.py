@@ -26,7 +26,8 @@ import numpy as np
 
 from ..control import FloatController
 from ..control.laws import FLOAT_DAMPING, FLOAT_REST_VELOCITY
-from .controller_node import _D, _DA, _UNSET_ARRAY, ControllerNode, descriptor, run
+from .controller_node import ControllerNode, run
+from .controller_params import DOUBLE, DOUBLE_ARRAY, UNSET_ARRAY, descriptor
 
 __all__ = ["FloatControllerNode", "main"]
 
@@ -44,14 +45,14 @@ class FloatControllerNode(ControllerNode):
         super().__init__(NODE_NAME, **kwargs)
 
     def _declare_parameters(self) -> None:
-        self.declare_parameter('kd', _UNSET_ARRAY, descriptor(
+        self.declare_parameter('kd', UNSET_ARRAY, descriptor(
             f"Damping D [N m s/rad], one per joint or one for all; unset = {FLOAT_DAMPING:g} / s x each joint's "
-            "reference inertia (a pushed joint coasts to rest in about 0.2 s).", _DA))
-        self.declare_parameter('rest_torque', _UNSET_ARRAY, descriptor(
+            "reference inertia (a pushed joint coasts to rest in about 0.2 s).", DOUBLE_ARRAY))
+        self.declare_parameter('rest_torque', UNSET_ARRAY, descriptor(
             "Virtual stiction [N m] that holds a joint at rest where it was left, one per joint or one for all; "
-            "unset = half the model's Coulomb level (at least 0.05 N m); 0 = none.", _DA))
+            "unset = half the model's Coulomb level (at least 0.05 N m); 0 = none.", DOUBLE_ARRAY))
         self.declare_parameter('rest_velocity', FLOAT_REST_VELOCITY, descriptor(
-            "Speed [rad/s] below which a joint is held at its rest anchor.", _D, range_=(1e-4, 1.0)))
+            "Speed [rad/s] below which a joint is held at its rest anchor.", DOUBLE, range_=(1e-4, 1.0)))
 
     def _create_law(self) -> FloatController:
         return FloatController(self.model, self.arm, damping=self._optional_array('kd'),

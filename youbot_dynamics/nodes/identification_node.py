@@ -56,7 +56,8 @@ identify``). The node:
   ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
   ``relative_error`` and ``nominal_relative_error``; after a recalibration ``relative_error`` and
   ``previous_relative_error`` on the held-out moving rows, ``payload_mass_kg`` and ``update``)
-  every ``progress_period`` s and at every phase change, and logs each phase change and, while the experiment runs, every ``log_period`` s
+  every ``progress_period`` s and at every phase change, and logs each phase change and,
+  while the experiment runs, every ``log_period`` s
   what it is doing or waiting for.
 
 Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
@@ -124,6 +125,7 @@ DEFAULT_EXCITATION = "excitation_default.yaml"
 COMMAND_INTERFACES = ("trajectory", "position", "effort")
 STRUCTURES = ("inertial", "rotor", "full")
 LEVELS = {Phase.ABORTED: DiagnosticStatus.WARN, Phase.FAILED: DiagnosticStatus.ERROR}
+SESSION = SessionConfig()  # the experiment's defaults are the node's (but state_timeout, below)
 # ~/progress values when done: identification; recalibration (held-out moving rows, new and old model)
 DONE_VALUES = ("relative_error", "nominal_relative_error", "previous_relative_error", "payload_mass_kg", "update")
 
@@ -160,9 +162,9 @@ class IdentificationNode(Node):
             s))
         self.declare_parameter('command_interface', 'trajectory', _descriptor(
             f"How the arm is driven: one of {list(COMMAND_INTERFACES)}.", s))
-        self.declare_parameter('periods', 4, _descriptor(
+        self.declare_parameter('periods', SESSION.periods, _descriptor(
             "Periods of the excitation driven (and recorded).", i, int_range=(1, 1000)))
-        self.declare_parameter('validation_periods', 1, _descriptor(
+        self.declare_parameter('validation_periods', SESSION.validation_periods, _descriptor(
             "The last periods, held out for validation (0 = validate on the identification data).", i,
             int_range=(0, 999)))
         self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
@@ -177,35 +179,36 @@ class IdentificationNode(Node):
             "Start at the first fresh joint state instead of waiting for ~/start.", b))
         self.declare_parameter('output_directory', '~/youbot_identification', _descriptor(
             "Each experiment writes <output_directory>/<YYYYmmdd-HHMMSS>/ (recording, CSV, parameters, report).", s))
-        self.declare_parameter('max_start_distance', 1.0, _descriptor(
+        self.declare_parameter('max_start_distance', SESSION.max_start_distance, _descriptor(
             "Refuse to start when a joint is further than this from the start pose [rad]; closer, move there.",
             d, range_=(0.0, 10.0)))
-        self.declare_parameter('approach_velocity', 0.2, _descriptor(
+        self.declare_parameter('approach_velocity', SESSION.approach_velocity, _descriptor(
             "Peak joint velocity of the move to the start pose [rad/s].", d, range_=(0.01, 2.0)))
-        self.declare_parameter('approach_acceleration', 0.4, _descriptor(
+        self.declare_parameter('approach_acceleration', SESSION.approach_acceleration, _descriptor(
             "Peak joint acceleration of the move to the start pose [rad/s^2].", d, range_=(0.01, 10.0)))
-        self.declare_parameter('settle_time', 1.0, _descriptor(
+        self.declare_parameter('settle_time', SESSION.settle_time, _descriptor(
             "Rest at the start pose before the excitation [s].", d, range_=(0.0, 60.0)))
-        self.declare_parameter('hold_time', 1.0, _descriptor(
+        self.declare_parameter('hold_time', SESSION.hold_time, _descriptor(
             "Rest at the start pose after the excitation, still recorded [s].", d, range_=(0.0, 60.0)))
-        self.declare_parameter('limit_margin', 0.05, _descriptor(
+        self.declare_parameter('limit_margin', SESSION.limit_margin, _descriptor(
             "Abort when a joint moves into this zone before a position limit [rad].", d, range_=(0.0, 1.0)))
-        self.declare_parameter('max_tracking_error', 0.1, _descriptor(
+        self.declare_parameter('max_tracking_error', SESSION.max_tracking_error, _descriptor(
             "Abort when |q - q_reference| exceeds this on a joint [rad].", d, range_=(0.001, 3.0)))
-        self.declare_parameter('max_command_delay', 0.3, _descriptor(
+        self.declare_parameter('max_command_delay', SESSION.max_command_delay, _descriptor(
             "Command delay tolerated by the tracking check, and searched when aligning the recording [s].", d,
             range_=(0.0, 5.0)))
+        # the node's default is looser than the session's own (0.1 s): the ROS graph adds its delay
         self.declare_parameter('state_timeout', 0.5, _descriptor(
             "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
             range_=(0.001, 10.0)))
         self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
-        self.declare_parameter('stop_deceleration', 10.0, _descriptor(
+        self.declare_parameter('stop_deceleration', SESSION.stop_deceleration, _descriptor(
             "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
             "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
-        self.declare_parameter('stream_horizon', 0.5, _descriptor(
+        self.declare_parameter('stream_horizon', SESSION.stream_horizon, _descriptor(
             "command_interface trajectory: each message holds this much of the reference [s], then a braking tail.",
             d, range_=(0.05, 5.0)))
-        self.declare_parameter('stream_period', 0.1, _descriptor(
+        self.declare_parameter('stream_period', SESSION.stream_period, _descriptor(
             "command_interface trajectory: a new message this often [s] (shorter than stream_horizon).", d,
             range_=(0.01, 5.0)))
         self.declare_parameter('command_rate', 100.0, _descriptor(
@@ -426,7 +429,8 @@ class IdentificationNode(Node):
         self._calibrating = calibrate
         approach = session.start(now, self._latest)
         self._next_log = now
-        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate.path}'}: approach {approach:.1f} s, "
+        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate.path}'}: "
+                   f"approach {approach:.1f} s, "
                    f"excitation {session.config.periods} x {session.period:g} s, about {session.motion_duration:.0f} s "
                    f"of motion; output {directory}")
         self.get_logger().info(message)

@@ -36,7 +36,8 @@ from sensor_msgs.msg import JointState
 from ..control import PDGravityController
 from ..control.laws import GOAL_VELOCITY_FRACTION, PD_BANDWIDTH, STATIC_ACCURACY
 from ..ik import inverse_kinematics, sort_by_distance
-from .controller_node import _B, _D, QOS_DEPTH, ControllerNode, descriptor, run
+from .controller_node import QOS_DEPTH, ControllerNode, run
+from .controller_params import BOOL, DOUBLE, descriptor
 from .conversions import joint_positions_from_state, pose_to_matrix
 
 __all__ = ["PDGravityControllerNode", "main"]
@@ -54,16 +55,16 @@ class PDGravityControllerNode(ControllerNode):
 
     def _declare_parameters(self) -> None:
         self.declare_parameter('bandwidth', PD_BANDWIDTH, descriptor(
-            "Natural frequency [rad/s] of the designed gains on each joint's reference inertia.", _D,
+            "Natural frequency [rad/s] of the designed gains on each joint's reference inertia.", DOUBLE,
             range_=(0.1, 1000.0)))
         self.declare_parameter('static_accuracy', STATIC_ACCURACY, descriptor(
             "Designed gains: Kp at least fc / static_accuracy [rad], so that static friction can hold a "
-            "joint at most this far from the goal.", _D, range_=(1e-6, 1.0)))
+            "joint at most this far from the goal.", DOUBLE, range_=(1e-6, 1.0)))
         self.declare_parameter('gravity_compensation', True, descriptor(
-            "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", _B))
+            "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", BOOL))
         self.declare_parameter('goal_velocity_fraction', GOAL_VELOCITY_FRACTION, descriptor(
             "Peak speed of the shaped profile to a new goal, as a fraction of velocity_max (the safety guard "
-            "damps joints beyond 0.9 x velocity_max).", _D, range_=(0.05, 0.9)))
+            "damps joints beyond 0.9 x velocity_max).", DOUBLE, range_=(0.05, 0.9)))
 
     def _create_law(self) -> PDGravityController:
         return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),

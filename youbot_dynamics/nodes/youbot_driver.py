@@ -81,7 +81,8 @@ class YoubotDriverNode(Node):
     """The youBot arm driver node; see the module docstring."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._publisher = LoopThread(self._publish_states, "joint_states")  # first: destroy_node() may run on a half-built node
+        # first: destroy_node() may run on a half-built node
+        self._publisher = LoopThread(self._publish_states, "joint_states")
         self.loop: CyclicLoop | None = None
         self.host: DriverHost | None = None
         self.controller = None  # the controller node in the bus cycle (parameter 'controller'), if any

@@ -147,6 +147,7 @@ class LimitMonitor:
         if self._log is None:
             return
         program = " ".join(sys.argv)[:300]  # which simulator: the log is shared by every process of a test session
-        line = json.dumps({"pid": os.getpid(), "program": program, **asdict(excursion), "message": excursion.describe()})
+        line = json.dumps({"pid": os.getpid(), "program": program, **asdict(excursion),
+                           "message": excursion.describe()})
         with open(self._log, "a", encoding="utf-8") as f:  # one short write: lines of processes do not mix
             f.write(line + "\n")

@@ -21,7 +21,8 @@ __all__ = ["PublishSchedule"]
 class PublishSchedule:
     """Physics steps until each next publication (see the module docstring)."""
 
-    def __init__(self, rate: float, timestep: float, jitter: float = 0.0, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, rate: float, timestep: float, jitter: float = 0.0,
+                 rng: np.random.Generator | None = None) -> None:
         if not (math.isfinite(rate) and rate > 0):
             raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
         if not (math.isfinite(jitter) and jitter >= 0):

@@ -363,7 +363,7 @@ class ArmSimulator:
         self._check_interface("trajectory")
         start_q, start_dq = self._current_reference()
         times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
-                                                                               accelerations, start=start_q)
+                                                                                accelerations, start=start_q)
         spline = path_from(start_q, start_dq, (times, positions, velocities, accelerations), self.timestep,
                            self.config.trajectory_interpolation)
         self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays

@@ -348,7 +348,8 @@ def summary_lines(calibration: Calibration, n_joints: int, holdout: float) -> li
              f"[{', '.join(f'{v:.4g}' for v in c.payload_com)}] m (DH frame {n_joints})",
              "friction  before  after"]
     lines += [f"{name:8s}  {before:9.4g}  {c.friction_after[name]:9.4g}" for name, before in c.friction_before.items()]
-    lines += [f"update '{label}': held-out moving rows {100 * moving:.3g}%" for label, moving in c.held_out_moving.items()]
+    lines += [f"update '{label}': held-out moving rows {100 * moving:.3g}%"
+              for label, moving in c.held_out_moving.items()]
     lines.append(f"chosen: {c.update}")
     if c.held_out is not None:
         lines.append(_change(f"held-out last {100 * holdout:g}% of the recordings", c.held_out))

@@ -1,7 +1,8 @@
 """The information criterion of an excitation: condition number of the column-scaled base regressor.
 
 Gautier & Khalil 1992; Swevers et al. 1997; seed 002 (3.1)-(3.10): the base parameters are found
-by least squares (3.10) on the stacked regressor, so its conditioning bounds the estimate's. On samples ``t_1..t_N`` the base regressor is stacked,
+by least squares (3.10) on the stacked regressor, so its conditioning bounds the estimate's.
+On samples ``t_1..t_N`` the base regressor is stacked,
 
     W = [Y_b(q(t_1), q'(t_1), q''(t_1)); ...; Y_b(t_N)]        (N n x b),
 

@@ -71,8 +71,8 @@ from ..excitation.limits import verification_times
 from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
 from .streaming import BrakingTail, braking_duration, horizon_waypoints, sample_waypoints, tail_extremes
 
-__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample", "ExcitationSession",
-           "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
+__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample",
+           "ExcitationSession", "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
 
 Array = NDArray[np.float64]
 States = tuple[Array, Array, Array]
@@ -288,8 +288,8 @@ class ExcitationSession:
         j = int(np.argmax(distance))
         if distance[j] > c.max_start_distance:
             raise TooFarFromStart(f"the arm is {distance[j]:.3f} rad from the excitation's start pose on joint {j + 1} "
-                                 f"(max_start_distance {c.max_start_distance:g} rad): move it closer first "
-                                 f"(start pose {np.round(self.q_start, 4).tolist()})", self.q_start,
+                                  f"(max_start_distance {c.max_start_distance:g} rad): move it closer first "
+                                  f"(start pose {np.round(self.q_start, 4).tolist()})", self.q_start,
                                   self._approach_duration(self.q_start - sample.q))
 
     def start(self, now: float, sample: JointSample | None) -> float:
@@ -541,7 +541,8 @@ class ExcitationSession:
         ``log_period``; nothing in the log for a while must never mean "stuck")."""
         c, phase = self.config, self.phase
         if phase is Phase.APPROACH:
-            return f"moving to the start pose ({max(self.approach_duration - (now - self.phase_start), 0.0):.1f} s left)"
+            return ("moving to the start pose "
+                    f"({max(self.approach_duration - (now - self.phase_start), 0.0):.1f} s left)")
         if phase is Phase.SETTLE:
             return f"holding the start pose while the arm settles ({c.settle_time:g} s)"
         if phase is Phase.EXCITE:
