@@ -7,8 +7,13 @@ rclpy is imported when a harness is made, not with this module: a test module wh
 need no ROS may subclass :class:`RosHarness` and still import without rclpy."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -103,3 +108,27 @@ class RosHarness:
             node.destroy_node()
         self.tester.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+def node_command(name: str) -> list[str]:
+    """The command that starts the package's executable ``name`` (its console script when installed
+    next to this interpreter, else ``python -m youbot_dynamics.nodes.<name>``)."""
+    exe = Path(sys.executable).with_name(name)
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", f"youbot_dynamics.nodes.{name}"]
+
+
+def run_until_sigint(command: list[str], cwd: Path, env: dict[str, str] | None = None, run_for: float = 4.0) -> str:
+    """Run ``command`` for ``run_for`` seconds (it must still be running), send SIGINT as Ctrl-C does and
+    return its output; asserts that it ended with exit status 0 within 20 s."""
+    proc = subprocess.Popen(command, env=dict(env or os.environ, PYTHONUNBUFFERED="1"), cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(run_for)
+        assert proc.poll() is None, proc.stdout.read()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    return out

@@ -9,11 +9,8 @@ virtual drives (``node.bus.sim``).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,7 +31,7 @@ from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, Phase  # noqa: E402
 from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import RosHarness, node_command, run_until_sigint  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -287,25 +284,9 @@ def test_calibrate_service_zeroes_the_virtual_drives_and_clock_is_published():  
             h.close()
 
 
-def _command(name: str) -> list[str]:
-    exe = Path(sys.executable).with_name(name)
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", f"youbot_dynamics.nodes.{name}"]
-
-
 def test_executable_runs_virtual_and_stops_on_sigint(tmp_path):
     with local_ros_domain(ros_domain_id(__file__, 2)):
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(_command("youbot_driver") + ["--ros-args", "-p", "backend:=virtual"], env=env,
-                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            time.sleep(4.0)
-            assert proc.poll() is None, proc.stdout.read()
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == 0, out
+        out = run_until_sigint(node_command("youbot_driver") + ["--ros-args", "-p", "backend:=virtual"], tmp_path)
         assert "youBot arm driver (virtual)" in out
 
 
@@ -319,7 +300,7 @@ def test_executable_runs_virtual_and_stops_on_sigint(tmp_path):
 ])
 def test_executable_refuses_to_start_with_a_clear_reason(tmp_path, args, message):
     with local_ros_domain(ros_domain_id(__file__, 3)):
-        out = subprocess.run(_command("youbot_driver") + ["--ros-args"] + args, env=dict(os.environ),
+        out = subprocess.run(node_command("youbot_driver") + ["--ros-args"] + args, env=dict(os.environ),
                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert out.returncode == 1, out.stdout + out.stderr
         assert "cannot start" in out.stdout + out.stderr and message in out.stdout + out.stderr

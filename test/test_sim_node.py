@@ -6,9 +6,7 @@ physics thread in real time; a tester node publishes commands and records ``/joi
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import RosHarness, node_command, run_until_sigint  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
@@ -296,20 +294,8 @@ def test_inactive_interface_is_rejected(ros_domain):
 
 
 def test_executable_runs_and_stops_on_sigint(ros_domain, tmp_path):
-    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1), PYTHONUNBUFFERED="1")
-    exe = Path(sys.executable).with_name("sim_node")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "youbot_dynamics.nodes.sim_node"]
-    proc = subprocess.Popen(cmd + ["--ros-args", "-p", "publish_rate:=100.0"], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        time.sleep(4.0)
-        assert proc.poll() is None, proc.stdout.read()
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1))
+    out = run_until_sigint(node_command("sim_node") + ["--ros-args", "-p", "publish_rate:=100.0"], tmp_path, env)
     assert "simulated 'youbot_arm'" in out
 
 
@@ -317,9 +303,8 @@ def test_executable_refuses_bad_parameters(ros_domain, tmp_path):
     env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 1))
     bad = tmp_path / "sim.yaml"
     bad.write_text("sim: {timestep: -1}\n")
-    exe = Path(sys.executable).with_name("sim_node")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "youbot_dynamics.nodes.sim_node"]
-    out = subprocess.run(cmd + ["--ros-args", "-p", f"sim_config:={bad}"], env=env, capture_output=True,
+    out = subprocess.run(node_command("sim_node") + ["--ros-args", "-p", f"sim_config:={bad}"], env=env,
+                         capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 1
     assert "cannot start" in out.stdout + out.stderr
