@@ -143,7 +143,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Inertia
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
@@ -166,6 +166,7 @@ from ..dynamics.payload import Payload, with_payload
 from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import background_worker, run_node
+from .controller_diagnostics import CycleTimes, controller_status
 from .controller_params import COLLISION_REACTIONS, COMMON_PARAMETERS, CYCLE_TRIGGERS, OBSERVER_TORQUES
 from .conversions import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
@@ -184,10 +185,6 @@ SLOW_WARM_UP = 2.0  # [s] a warm-up this long compiled the kernels (a first star
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
-
-
-def _percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else 0.0
 
 
 class ControllerHost(Protocol):
@@ -314,10 +311,7 @@ class ControllerNode(Node):
 
         # timing: per-cycle latency and compute time, swapped out by timing_report()
         self.statistics = LoopStatistics(1.0 / self.rate)
-        self._timing_lock = threading.Lock()
-        self._latencies: list[float] = []
-        self._costs: list[float] = []
-        self._ages: list[float] = []  # age of the state by its stamp when its torque went out (wall clock)
+        self._times = CycleTimes()
         self._wall_offset = time.time() - time.perf_counter()  # wall clock = steady clock + this
         self.last_report: dict[str, float] = {}
 
@@ -747,12 +741,9 @@ class ControllerNode(Node):
         """The cycle after its torque: timing, observer, fault report, ~/state, reports."""
         start, state, tau, publish, end = step.start, step.state, step.tau, step.publish, step.end
         stamp = None if state is None else state[0]
-        if publish and stamp is not None:
-            with self._timing_lock:
-                self._latencies.append(end - stamp)
-                self._costs.append(end - start)
-                if step.header is not None:
-                    self._ages.append(end + self._wall_offset - step.header)
+        if publish and stamp is not None:  # the age: of the state by its stamp (wall clock) when its torque went out
+            self._times.add(end - stamp, end - start,
+                            None if step.header is None else end + self._wall_offset - step.header)
         if self.external is not None and state is not None:  # after the torque: not in the latency
             self._observe(state, tau if publish and tau is not self._zero else None)
         if self.guard.state is not self._last_guard_state:
@@ -904,10 +895,6 @@ class ControllerNode(Node):
         """Rate, jitter and missed cycles of the control timer, latency (joint state arrival to
         torque publication), state age at the torque's publication (module docstring) and compute
         time per cycle, since the previous report."""
-        with self._timing_lock:
-            latencies, self._latencies = self._latencies, []
-            costs, self._costs = self._costs, []
-            ages, self._ages = self._ages, []
         report = self.statistics.report()
         report.update({
             "missed_cycles": round(report["missed_fraction"] * report["cycles"]),
@@ -915,32 +902,18 @@ class ControllerNode(Node):
             "total_missed": float(self.statistics.total_missed),
             "stalls": float(self.stalls),
             "coast_cycles": float(self.guard.coast_cycles),
-            "latency_median_ms": 1e3 * _percentile(latencies, 50.0),
-            "latency_p99_ms": 1e3 * _percentile(latencies, 99.0),
-            "latency_max_ms": 1e3 * max(latencies, default=0.0),
-            "state_age_median_ms": 1e3 * _percentile(ages, 50.0),
-            "state_age_p99_ms": 1e3 * _percentile(ages, 99.0),
-            "state_age_max_ms": 1e3 * max(ages, default=0.0),
-            "compute_median_us": 1e6 * _percentile(costs, 50.0),
-            "compute_p99_us": 1e6 * _percentile(costs, 99.0),
+            **self._times.report(),
         })
         return report
 
     def _publish_diagnostics(self) -> None:
         report = self.timing_report()
         self.last_report = report
-        state = self.guard.state
-        values = {k: f"{v:.6g}" for k, v in report.items()}
-        values.update(state=state.value, fault_reason=self.guard.fault_reason or "",
-                      saturated=",".join(np.asarray(self.arm.joint_names)[self.guard.saturated]),
-                      last_refusal=self.last_refusal or "", collisions=str(self.collisions),
-                      floating=str(self.floating).lower())
-        level = (DiagnosticStatus.ERROR if state is GuardState.FAULT
-                 else DiagnosticStatus.WARN if report["missed_fraction"] > 0.01 else DiagnosticStatus.OK)
-        message = f"fault: {self.guard.fault_reason}" if state is GuardState.FAULT else state.value
-        status = DiagnosticStatus(level=level, name=f"{self.get_name()}: {self.LAW_NAME}", message=message,
-                                  hardware_id=self.arm.name,
-                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        status = controller_status(
+            f"{self.get_name()}: {self.LAW_NAME}", self.arm.name, report, self.guard.state, self.guard.fault_reason,
+            self.arm.joint_names, self.guard.saturated,
+            {"last_refusal": self.last_refusal or "", "collisions": str(self.collisions),
+             "floating": str(self.floating).lower()})
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(array)
