@@ -1,0 +1,36 @@
+"""The controller registry names things that exist: each entry's node module defines its class and
+``main``, its law is a class of the control core, its parameter file is in config/ with a section
+for its node, names and nodes are unique; an unknown name is refused with the known ones."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from youbot_dynamics.controller_registry import CONTROLLERS, controller, controller_names
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("entry", CONTROLLERS, ids=[e.name for e in CONTROLLERS])
+def test_entry_names_what_exists(entry):
+    module, law_class = entry.law.split(":")
+    assert isinstance(getattr(importlib.import_module(module), law_class), type)
+    doc = yaml.safe_load((ROOT / "config" / entry.params_file).read_text())
+    assert "ros__parameters" in doc[entry.node]
+    assert entry.entry_point == f"{entry.node} = youbot_dynamics.nodes.{entry.module}:main"
+    pytest.importorskip("rclpy")
+    node_module = importlib.import_module(f"youbot_dynamics.nodes.{entry.module}")
+    assert callable(node_module.main)
+    from youbot_dynamics.nodes.controller_node import ControllerNode
+    assert issubclass(getattr(node_module, entry.node_class), ControllerNode)
+
+
+def test_names_are_unique_and_unknown_ones_refused():
+    assert len(set(controller_names())) == len(CONTROLLERS) == len({e.node for e in CONTROLLERS})
+    assert controller("float").node == "float_controller"
+    known = r"\['pd_gravity', 'computed_torque', 'float'\]"
+    with pytest.raises(ValueError, match=rf"unknown controller 'pid'; known: {known}"):
+        controller("pid")
