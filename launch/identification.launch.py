@@ -20,11 +20,11 @@ timed on the wall clock then no longer join the arm's reference (the simulator r
 with 0.5 s), while on its own clock the experiment and the arm stall together.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
+
+from youbot_dynamics.launch_pieces import include, params_file_argument
 
 
 def _actions(context):
@@ -40,26 +40,18 @@ def _actions(context):
         parameters=[LaunchConfiguration('params_file').perform(context), {'use_sim_time': use_sim_time}],
         output='screen')]
     if with_sim:
-        sim = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'launch', 'sim.launch.py'])
-        actions.append(GroupAction(scoped=True, actions=[IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(sim),
-            launch_arguments={'params_file': LaunchConfiguration('sim_params_file').perform(context),
-                              'publish_clock': 'true' if use_sim_time else ''}.items())]))
+        actions.append(include('sim.launch.py', params_file=LaunchConfiguration('sim_params_file').perform(context),
+                               publish_clock='true' if use_sim_time else ''))
     return actions
 
 
 def generate_launch_description():
-    config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
     return LaunchDescription([
-        DeclareLaunchArgument(
-            'params_file', default_value=PathJoinSubstitution([config, 'identification_node.yaml']),
-            description='Parameter file of the identification node'),
+        params_file_argument('params_file', 'identification_node.yaml', 'the identification node'),
         DeclareLaunchArgument(
             'with_sim', default_value='false', choices=['true', 'false'],
             description='Also start the simulated arm (sim.launch.py)'),
-        DeclareLaunchArgument(
-            'sim_params_file', default_value=PathJoinSubstitution([config, 'sim_node.yaml']),
-            description='Parameter file of the simulator node (with_sim:=true)'),
+        params_file_argument('sim_params_file', 'sim_node.yaml', 'the simulator node (with_sim:=true)'),
         DeclareLaunchArgument(
             'use_sim_time', default_value='auto', choices=['auto', 'true', 'false'],
             description='Run the identification node on /clock (with_sim:=true: the simulator publishes it); '

@@ -17,11 +17,10 @@ node name, services and topics). The launch ends when the simulator ends (it is 
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
 
-from youbot_dynamics.launch_pieces import controller_arguments, include, place_controller
+from youbot_dynamics.launch_pieces import controller_arguments, include, params_file_argument, place_controller
 
 
 def _nodes(context):
@@ -45,14 +44,9 @@ def _nodes(context):
 
 
 def generate_launch_description():
-    config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
     return LaunchDescription([
-        DeclareLaunchArgument(
-            'params_file', default_value=PathJoinSubstitution([config, 'sim_node.yaml']),
-            description='Parameter file of the simulator node'),
-        DeclareLaunchArgument(
-            'kinematics_params_file', default_value=PathJoinSubstitution([config, 'kinematics.yaml']),
-            description='Parameter file of the kinematics node'),
+        params_file_argument('params_file', 'sim_node.yaml', 'the simulator node'),
+        params_file_argument('kinematics_params_file', 'kinematics.yaml', 'the kinematics node'),
         DeclareLaunchArgument(
             'publish_clock', default_value='', choices=['', 'true', 'false'],
             description="Publish the simulated time on /clock (for use_sim_time); '' = as in params_file"),

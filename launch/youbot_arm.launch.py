@@ -23,11 +23,10 @@ doc/driver.md has the first-run steps.
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
 
-from youbot_dynamics.launch_pieces import controller_arguments, include, place_controller
+from youbot_dynamics.launch_pieces import controller_arguments, include, params_file_argument, place_controller
 
 BACKENDS = ['', 'pysoem', 'virtual']
 
@@ -49,7 +48,6 @@ def _configured(context):
 
 
 def generate_launch_description():
-    config = PathJoinSubstitution([FindPackageShare('youbot_dynamics'), 'config'])
     return LaunchDescription([
         DeclareLaunchArgument(
             'interface', default_value='',
@@ -58,20 +56,13 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'backend', default_value='', choices=BACKENDS,
             description="'pysoem' (the real arm) or 'virtual' (no hardware); '' = as in params_file"),
-        DeclareLaunchArgument(
-            'params_file', default_value=PathJoinSubstitution([config, 'youbot_driver.yaml']),
-            description='Parameter file of the driver node'),
-        DeclareLaunchArgument(
-            'kinematics_params_file', default_value=PathJoinSubstitution([config, 'kinematics.yaml']),
-            description='Parameter file of the kinematics node'),
+        params_file_argument('params_file', 'youbot_driver.yaml', 'the driver node'),
+        params_file_argument('kinematics_params_file', 'kinematics.yaml', 'the kinematics node'),
         *controller_arguments("the driver's process, in its bus cycle"),
         DeclareLaunchArgument(
             'identification', default_value='false', choices=['true', 'false'],
             description='Also start the identification node'),
-        DeclareLaunchArgument(
-            'identification_params_file',
-            default_value=PathJoinSubstitution([config, 'identification_node.yaml']),
-            description='Parameter file of the identification node'),
+        params_file_argument('identification_params_file', 'identification_node.yaml', 'the identification node'),
         OpaqueFunction(function=_configured),
         include('kinematics.launch.py', params_file=LaunchConfiguration('kinematics_params_file')),
         Node(

@@ -19,7 +19,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from .controller_registry import controller, controller_names
 
-__all__ = ["controller_arguments", "controller_node", "include", "place_controller"]
+__all__ = ["controller_arguments", "controller_node", "include", "params_file_argument", "place_controller"]
 
 PACKAGE = "youbot_dynamics"
 
@@ -69,3 +69,11 @@ def controller_node(name: str, params_file: str, context: LaunchContext) -> Node
     entry = controller(name)
     path = params_file or f"{FindPackageShare(PACKAGE).perform(context)}/config/{entry.params_file}"
     return Node(package=PACKAGE, executable=entry.node, name=entry.node, parameters=[path], output='screen')
+
+
+def params_file_argument(name: str, file_name: str, what: str) -> DeclareLaunchArgument:
+    """The argument ``name``: a parameter file, by default the package's ``config/<file_name>``;
+    ``what`` is the node it configures (for the description)."""
+    return DeclareLaunchArgument(
+        name, default_value=PathJoinSubstitution([FindPackageShare(PACKAGE), 'config', file_name]),
+        description=f'Parameter file of {what}')
