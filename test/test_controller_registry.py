@@ -22,10 +22,9 @@ def test_entry_names_what_exists(entry):
     assert "ros__parameters" in doc[entry.node]
     assert entry.entry_point == f"{entry.node} = youbot_dynamics.nodes.{entry.module}:main"
     pytest.importorskip("rclpy")
-    node_module = importlib.import_module(f"youbot_dynamics.nodes.{entry.module}")
-    assert callable(node_module.main)
+    assert callable(importlib.import_module(f"youbot_dynamics.nodes.{entry.module}").main)
     from youbot_dynamics.nodes.controller_node import ControllerNode
-    assert issubclass(getattr(node_module, entry.node_class), ControllerNode)
+    assert issubclass(entry.node_type(), ControllerNode)
 
 
 def test_names_are_unique_and_unknown_ones_refused():

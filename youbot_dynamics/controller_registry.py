@@ -3,11 +3,13 @@
 and ``sim_node`` can run in their loop (``controller`` parameter) and the tests' list all come from
 :data:`CONTROLLERS`. Adding a controller: ``doc/adding_a_controller.md``.
 
-Plain data without imports of the package (``setup.py`` reads it before anything is installed,
-launch files read it without numpy).
+Plain data without imports of the package at module level (``setup.py`` reads it before anything
+is installed, launch files read it without numpy; :meth:`ControllerEntry.node_type` imports the
+node when asked).
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 __all__ = ["CONTROLLERS", "ControllerEntry", "controller", "controller_names"]
@@ -32,6 +34,10 @@ class ControllerEntry:
     def params_file(self) -> str:
         """Its parameter file in the package's ``config/``."""
         return f"{self.node}.yaml"
+
+    def node_type(self) -> type:
+        """Its node class (imports ``youbot_dynamics.nodes.<module>``, which needs rclpy)."""
+        return getattr(importlib.import_module(f"youbot_dynamics.nodes.{self.module}"), self.node_class)
 
     @property
     def entry_point(self) -> str:

@@ -69,19 +69,17 @@ from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
                            StatusFlag, TmclCommand, decode_flags)
-from .sequences import DriverError, DriveSequences, Phase
+from .sequences import DriverError, DriveSequences, Outputs, Phase
 from .units import JointUnits
 
 __all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "Phase",
            "DriverConfig", "DriverState", "ArmDriver", "CycleInputs", "CycleController", "LATENCY_WINDOW"]
 
 Array = NDArray[np.float64]
-Outputs = list[DriveOutput]
 
 JOINT_SLAVE_NAMES = ("TMCM-KR-841", "TMCM-1610")
 REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
 FIRMWARES = ("1.48", "2.00")
-_STREAMED = STREAMED_INTERFACES
 LATENCY_WINDOW = 1 << 17  # read-to-output latencies kept until taken: 131 s at 1 kHz (a bench run's 60 s fit)
 
 
@@ -274,9 +272,9 @@ class ArmDriver(DriveSequences):
 
     def command(self, interface: str, values: Any) -> None:
         """A streamed set-point: ``effort`` [N m], ``position`` [rad] or ``velocity`` [rad/s], one per joint."""
-        if interface not in _STREAMED:
-            raise CommandError(f"unknown interface {interface!r}; streamed interfaces: {', '.join(_STREAMED)} "
-                               "(trajectories go through command_trajectory)")
+        if interface not in STREAMED_INTERFACES:
+            raise CommandError(f"unknown interface {interface!r}; streamed interfaces: "
+                               f"{', '.join(STREAMED_INTERFACES)} (trajectories go through command_trajectory)")
         values = self._commands.set_point(interface, values)
         self._submit(_Command(interface, values, self._clock()))
 
@@ -446,7 +444,7 @@ class ArmDriver(DriveSequences):
             return [STOP] * self.n
         self._activate(self._take_pending(), q, now)
         active = self._active
-        if active.interface in _STREAMED and now - active.time > self.config.command_timeout:
+        if active.interface in STREAMED_INTERFACES and now - active.time > self.config.command_timeout:
             self.statistics.command_timeouts += 1
             self._active = _Active()
         return self._outputs_for(self._active, q, now)

@@ -33,9 +33,9 @@ from .process_data import STOP, AxisParameter, ControllerMode, DriveOutput, Stat
 if TYPE_CHECKING:
     from .driver import ArmDriver
 
-__all__ = ["DriverError", "DriveSequences", "Phase"]
+__all__ = ["DriverError", "DriveSequences", "Outputs", "Phase"]
 
-Outputs = list[DriveOutput]
+Outputs = list[DriveOutput]  # one output per joint slave: a bus cycle's decision
 
 
 class DriverError(RuntimeError):

@@ -16,7 +16,6 @@ rate; its ``realtime_priority`` is the host's (one process).
 """
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections import deque
@@ -65,9 +64,8 @@ def create_hosted_controller(kind: str, params_file: str, host: ControllerHost, 
     if kind not in CONTROLLERS:
         raise ValueError(f"controller must be '' or one of {sorted(CONTROLLERS)}, got '{kind}'")
     entry = CONTROLLERS[kind]
-    node_class = getattr(importlib.import_module(f"youbot_dynamics.nodes.{entry.module}"), entry.node_class)
-    return node_class(host=host, context=context, namespace=namespace, use_global_arguments=False,
-                      parameter_overrides=controller_parameters(entry.node, params_file, namespace))
+    return entry.node_type()(host=host, context=context, namespace=namespace, use_global_arguments=False,
+                             parameter_overrides=controller_parameters(entry.node, params_file, namespace))
 
 
 def latency_report(latencies: list[float]) -> dict[str, float]:

@@ -52,9 +52,10 @@ def declared_parameters(module: str, class_name: str, overrides: dict[str, Any],
     class Recording(node_class):  # type: ignore[misc, valid-type]
         def declare_parameter(self, name: str, value: Any = None, descriptor: ParameterDescriptor | None = None,
                               ignore_override: bool = False) -> Parameter:
+            descriptor = descriptor or ParameterDescriptor()  # rclpy's default
             if name not in RCLPY_PARAMETERS:
-                declared.append((name, value, descriptor or ParameterDescriptor()))
-            return super().declare_parameter(name, value, descriptor or ParameterDescriptor(), ignore_override)
+                declared.append((name, value, descriptor))
+            return super().declare_parameter(name, value, descriptor, ignore_override)
 
     node: Node = Recording(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
     node.destroy_node()

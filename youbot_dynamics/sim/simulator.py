@@ -270,8 +270,8 @@ class ArmSimulator:
         self._motors_off()
         if hold:
             rest = np.zeros(self.n_joints)
-            self._follow(HermiteSpline.from_state(q, rest, np.array([self.timestep]), q[None, :], None, None,
-                                                  self.config.trajectory_interpolation), q, rest)
+            hold_here = (np.empty(0), None, None, None)  # no waypoint: path_from holds the start
+            self._follow(path_from(q, rest, hold_here, self.timestep, self.config.trajectory_interpolation), q, rest)
 
     def measure(self) -> JointMeasurement:
         """What the driver reports: quantized position, lagged and quantized velocity, effort =
