@@ -53,7 +53,7 @@ from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import save_model
 from youbot_dynamics.nodes.common import REALTIME_PRIORITY, background_priority, run_node, set_realtime_priority
-from youbot_dynamics.nodes.conversions import trajectory_message
+from youbot_dynamics.nodes.messages import trajectory_message
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.timing import LoopStatistics

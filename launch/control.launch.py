@@ -3,7 +3,7 @@
     ros2 launch youbot_dynamics control.launch.py [controller:=pd_gravity|computed_torque|float]
         [params_file:=/path/to/params.yaml]
 
-Arguments:
+Its launch arguments:
 
 * ``controller`` (default ``pd_gravity``; anything else is refused by launch):
   ``pd_gravity`` starts ``pd_gravity_controller`` (PD + gravity regulation to goals on

@@ -1,6 +1,6 @@
 """Launch the youbot_dynamics kinematics node with its parameter file.
 
-    ros2 launch youbot_dynamics kinematics.launch.py [params_file:=/path/to/kinematics.yaml]
+Usage: ``ros2 launch youbot_dynamics kinematics.launch.py [params_file:=/path/to/kinematics.yaml]``
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument

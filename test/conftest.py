@@ -1,5 +1,6 @@
 """Shared test helpers: a private, localhost-only ROS 2 domain per test module (one table for the
-suite: :func:`ros_domain_id`; the ``ros_domain`` fixture), and the arm's limits kept by every test.
+suite: :func:`ros_domain_id`; the ``ros_domain`` fixture), the ``arm`` fixture (the package's arm), and
+the arm's limits kept by every test.
 The nodes under test and the tester node run in :class:`ros_harness.RosHarness`.
 
 Every simulator a test starts, in this process or in a subprocess (which inherits the
@@ -20,6 +21,7 @@ from typing import Iterator
 
 import pytest
 
+from youbot_dynamics.arm import ArmDescription, default_arm
 from youbot_dynamics.sim.limits import LIMIT_LOG_VARIABLE
 
 _ROS_VARIABLES = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")
@@ -61,6 +63,12 @@ def ros_domain(request: pytest.FixtureRequest) -> Iterator[str]:
     domain = ros_domain_id(request.module.__file__)
     with local_ros_domain(domain):
         yield domain
+
+
+@pytest.fixture(scope="module")
+def arm() -> ArmDescription:
+    """The youBot arm of the package (config/youbot_arm.yaml), once per module."""
+    return default_arm()
 
 
 @pytest.fixture(scope="session", autouse=True)

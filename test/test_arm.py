@@ -19,11 +19,6 @@ from youbot_dynamics.paths import config_path
 
 
 @pytest.fixture(scope="module")
-def arm():
-    return default_arm()
-
-
-@pytest.fixture(scope="module")
 def raw_doc():
     return yaml.safe_load(config_path("youbot_arm.yaml").read_text())
 

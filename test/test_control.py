@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control.laws import ComputedTorqueController, PDGravityController
 from youbot_dynamics.control.safety import GuardState, SafetyConfig, SafetyGuard, smoothstep
 from youbot_dynamics.control.terms import FRICTION_EPS, reference_inertia
@@ -29,11 +28,6 @@ RAMP = 0.5  # [s] enable ramp of the closed-loop runs (the guard's default)
 # of 1.875 * 0.7 / 1.05 = 1.25 rad/s (80 % of velocity_max) and 5.77 * 0.7 / 1.05^2 = 3.7 rad/s^2.
 STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])
 SEGMENT = 1.05
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control import JointStateMonitor
 from youbot_dynamics.control.laws import GOAL_VELOCITY_FRACTION, PDGravityController
@@ -28,11 +27,6 @@ from conftest import ros_domain_id
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
 # 2.3 rad on joints 1, 3 and 5 (the step), less where the limits are closer
 FAR_STEP = np.array([2.3, 1.0, -2.3, 1.5, 2.3])
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +384,7 @@ def ros(tmp_path_factory):
     from conftest import local_ros_domain
     with local_ros_domain(ROS_DOMAIN):
         from test_controller_nodes import Harness
-        from youbot_dynamics.nodes.sim_node import REALISM_EFFECTS
+        from youbot_dynamics.sim.simulator import REALISM_EFFECTS
         # without the extra friction of the true robot (Stribeck excess, load-dependent): its
         # static friction holds the arm at Q_START with the motors off, and the fall test below
         # needs the arm to fall

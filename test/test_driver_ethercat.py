@@ -48,7 +48,7 @@ from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerate
                                  test_velocity_command_moves_at_the_velocity)
 from conftest import local_ros_domain, ros_domain_id
 from youbot_dynamics.contract import JOINT_STATES, POSITION_COMMANDS
-from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, Phase, PysoemBus
+from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, DriverPhase, PysoemBus
 from youbot_dynamics.driver.emulator import EmulatorProcess, VethPair
 
 pytest.importorskip("pysoem")
@@ -138,13 +138,13 @@ def test_unplugged_cable_is_a_lost_bus_and_reconnect_recovers(over_ethercat, vet
     bus = over_ethercat(initial_positions=virtual.Q_START, realism=False)
     driver = ArmDriver(bus, config=DriverConfig(max_lost_frames=20))
     driver.connect()
-    virtual.run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
+    virtual.run_until(driver, lambda s: s.phase == DriverPhase.RUNNING, 5000)
     assert virtual.request(driver, "motors_on")[0]
     virtual.hold(driver, "position", virtual.Q_START, 20)
     veth.set_up(False)  # link down on the emulator's end: the master's end loses its carrier too
     try:
         state = virtual.hold(driver, "position", virtual.Q_START, 25, refused_ok=True)
-        assert state.phase == Phase.BUS_LOST and "bus lost" in state.faults[0]
+        assert state.phase == DriverPhase.BUS_LOST and "bus lost" in state.faults[0]
         ok, message = virtual.request(driver, "reconnect", max_cycles=20)
         assert not ok, message  # nobody answers while the cable is out
     finally:
@@ -158,7 +158,7 @@ def test_unplugged_cable_is_a_lost_bus_and_reconnect_recovers(over_ethercat, vet
     assert ok, message
     assert virtual.request(driver, "motors_on")[0]
     state = virtual.hold(driver, "position", virtual.Q_START, 200)
-    assert state.phase == Phase.RUNNING and state.interface == "position"
+    assert state.phase == DriverPhase.RUNNING and state.interface == "position"
     np.testing.assert_allclose(state.position, bus.sim.data.qpos, atol=2e-4)
 
 

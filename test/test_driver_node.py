@@ -28,8 +28,8 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
-from youbot_dynamics.driver import ControllerMode, Phase  # noqa: E402
-from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
+from youbot_dynamics.driver import ControllerMode, DriverPhase  # noqa: E402
+from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
 from ros_harness import RosHarness, node_command, run_until_sigint  # noqa: E402
 
@@ -73,7 +73,7 @@ class Harness(RosHarness):
 
     def wait_ready(self) -> None:
         assert self.spin_until(lambda: all(p.get_subscription_count() > 0 for p in self.pubs.values())
-                               and len(self.states) > 10 and self.driver.phase == Phase.RUNNING)
+                               and len(self.states) > 10 and self.driver.phase == DriverPhase.RUNNING)
 
     def command(self, kind: str, values) -> None:
         self.pubs[kind].publish(Float64MultiArray(data=[float(v) for v in values]))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from youbot_dynamics.arm import default_arm
-from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig, Phase,
-                                    StatusFlag, VirtualBus, VirtualDriveConfig)
+from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig,
+                                    DriverPhase, StatusFlag, VirtualBus, VirtualDriveConfig)
 from youbot_dynamics.driver.process_data import AxisParameter, DriveInput, DriveOutput, TmclCommand
 
 ARM = default_arm()
@@ -25,7 +25,7 @@ def make(driver_config: DriverConfig = DriverConfig(), *, motors_on: bool = True
     bus = VirtualBus(**options)
     driver = ArmDriver(bus, config=driver_config)
     driver.connect()
-    run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
+    run_until(driver, lambda s: s.phase == DriverPhase.RUNNING, 5000)
     if motors_on:
         assert request(driver, "motors_on") == (True, "motors on: commands accepted")
     return bus, driver
@@ -84,7 +84,7 @@ def test_startup_picks_the_arm_slaves_commutates_and_leaves_the_motors_off():
     assert not any(f & StatusFlag.INITIALIZED for f in first.flags)  # power-up: not commutated
     modes = set()
     state = first
-    while state.phase != Phase.RUNNING:
+    while state.phase != DriverPhase.RUNNING:
         state = driver.cycle()
         modes |= {bus.drive_mode(j) for j in range(N)}
         assert state.sequence < 1000
@@ -107,7 +107,7 @@ def test_commutation_that_never_completes_is_a_fault():
     bus = VirtualBus(initial_positions=Q_START, realism=False)  # firmware 2.00 ignores INITIALIZE
     driver = ArmDriver(bus, config=DriverConfig(firmware="1.48", commutation_timeout=0.1))
     driver.connect()
-    state = run_until(driver, lambda s: s.phase == Phase.FAULT, 500)
+    state = run_until(driver, lambda s: s.phase == DriverPhase.FAULT, 500)
     assert "commutation failed" in state.faults[0]
 
 
@@ -143,7 +143,7 @@ def test_calibration_finds_the_stops_and_zeroes_the_drives():
     bus, driver = make(DriverConfig(calibrate_on_start=True), motors_on=False, calibrated=False,
                        initial_positions=NEAR_STOPS)
     state = driver.state()
-    assert state.calibrated and state.phase == Phase.RUNNING and not state.enabled
+    assert state.calibrated and state.phase == DriverPhase.RUNNING and not state.enabled
     np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
     assert driver.units.offsets.tolist() == [0] * N  # the drives were zeroed by SAP 1
 
@@ -178,7 +178,7 @@ def test_calibration_without_mailbox_keeps_the_offsets_in_the_driver():
     bus = NoMailbox(initial_positions=NEAR_STOPS, realism=False, calibrated=False)
     driver = ArmDriver(bus, config=DriverConfig(calibrate_on_start=True))
     driver.connect()
-    state = run_until(driver, lambda s: s.phase == Phase.RUNNING, 5000)
+    state = run_until(driver, lambda s: s.phase == DriverPhase.RUNNING, 5000)
     assert driver.units.offsets.tolist() != [0] * N
     assert driver.statistics.mailbox_errors >= N  # counted (and reported on /diagnostics)
     np.testing.assert_allclose(state.position, true_q(bus), atol=CALIBRATION_ATOL)
@@ -322,7 +322,7 @@ def test_drive_error_stops_everything_until_cleared():
     hold(driver, "position", Q_START, 50)
     bus.inject(1, StatusFlag.OVER_CURRENT)
     state = run(driver, 3)
-    assert state.phase == Phase.FAULT and not state.enabled
+    assert state.phase == DriverPhase.FAULT and not state.enabled
     assert "arm_joint_2: OVER_CURRENT" in state.faults[0]
     assert all(m == ControllerMode.MOTOR_STOP for m in state.modes)
     with pytest.raises(CommandError, match="OVER_CURRENT"):
@@ -331,7 +331,7 @@ def test_drive_error_stops_everything_until_cleared():
     assert not ok and "OVER_CURRENT" in message
     bus.clear_injected(1)
     assert request(driver, "motors_on") == (True, "done")
-    assert driver.state().phase == Phase.RUNNING and driver.state().enabled
+    assert driver.state().phase == DriverPhase.RUNNING and driver.state().enabled
 
 
 @pytest.mark.limits_exempt("an i2t trip stops the drive at full current: joint 1 accelerates, then the arm falls, "
@@ -339,7 +339,7 @@ def test_drive_error_stops_everything_until_cleared():
 def test_i2t_trips_and_is_cleared_by_motors_on():
     bus, driver = make(config=VirtualDriveConfig(i2t_capacity=0.02))
     state = hold(driver, "effort", np.array([25.0, 0, 0, 0, 0]), 200, refused_ok=True)
-    assert state.phase == Phase.FAULT and "I2T_EXCEEDED" in state.faults[0]
+    assert state.phase == DriverPhase.FAULT and "I2T_EXCEEDED" in state.faults[0]
     assert request(driver, "motors_on") == (True, "done")
     assert not driver.state().flags[0] & StatusFlag.I2T_EXCEEDED
 
@@ -348,7 +348,7 @@ def test_a_few_lost_frames_are_counted_and_tolerated():
     bus, driver = make()
     bus.drop_frames(30)
     state = hold(driver, "position", Q_START, 100)
-    assert state.phase == Phase.RUNNING and state.interface == "position"
+    assert state.phase == DriverPhase.RUNNING and state.interface == "position"
     assert driver.statistics.lost_frames == 30 and driver.statistics.max_consecutive_lost == 30
 
 
@@ -356,7 +356,7 @@ def test_drive_timeout_flag_is_a_fault_cleared_by_motors_on():
     bus, driver = make(config=VirtualDriveConfig(timeout=0.02))
     bus.drop_frames(30)  # the drives time out after 20 cycles; the driver tolerates 100 lost frames
     state = hold(driver, "position", Q_START, 40, refused_ok=True)
-    assert state.phase == Phase.FAULT and "TIMEOUT" in state.faults[0]
+    assert state.phase == DriverPhase.FAULT and "TIMEOUT" in state.faults[0]
     assert request(driver, "motors_on") == (True, "done")
     assert hold(driver, "position", Q_START, 5).interface == "position"
 
@@ -365,11 +365,11 @@ def test_lost_bus_stops_and_reconnects_on_request():
     bus, driver = make()
     bus.drop_frames(150)
     state = hold(driver, "position", Q_START, 101, refused_ok=True)
-    assert state.phase == Phase.BUS_LOST and not state.fresh and "bus lost" in state.faults[0]
+    assert state.phase == DriverPhase.BUS_LOST and not state.fresh and "bus lost" in state.faults[0]
     with pytest.raises(CommandError, match="bus lost"):
         driver.command("position", Q_START)
     state = run(driver, 100)  # frames are back, but the driver waits for a reconnect
-    assert state.phase == Phase.BUS_LOST and state.flags[0] & StatusFlag.TIMEOUT  # the drives timed out
+    assert state.phase == DriverPhase.BUS_LOST and state.flags[0] & StatusFlag.TIMEOUT  # the drives timed out
     ok, _ = request(driver, "motors_on")
     assert not ok
     assert request(driver, "reconnect") == (True, "done")
@@ -449,7 +449,7 @@ def test_cyclic_loop_runs_in_its_thread_and_stops_the_motors():
         first = driver.wait_state(0, timeout=2.0)
         assert first is not None
         deadline = time.monotonic() + 5.0
-        while driver.state().phase != Phase.RUNNING and time.monotonic() < deadline:
+        while driver.state().phase != DriverPhase.RUNNING and time.monotonic() < deadline:
             time.sleep(0.01)
         start = driver.state().sequence
         t0 = time.monotonic()
@@ -462,6 +462,6 @@ def test_cyclic_loop_runs_in_its_thread_and_stops_the_motors():
         assert loop.timing.report()["cycles"] > 0 and loop.error is None
     finally:
         loop.stop()
-    assert driver.phase == Phase.DISCONNECTED
+    assert driver.phase == DriverPhase.DISCONNECTED
     with pytest.raises(BusError):
         bus.exchange({})

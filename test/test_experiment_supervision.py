@@ -36,8 +36,8 @@ from ros_harness import RosHarness
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.identification.excitation.limits import verification_times
-from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, JointSample, Phase,
-                                                               SessionConfig)
+from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, ExperimentPhase,
+                                                               JointSample, SessionConfig)
 from youbot_dynamics.identification.experiment.streaming import BrakingTail, braking_duration, tail_states
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 
@@ -137,13 +137,13 @@ def test_a_node_that_falls_behind_stops_from_what_the_arm_executes():
     t, sent = 0.0, -1.0
     while session.moving:  # 100 Hz cycles, the arm on its reference; messages until last_message
         q, dq, _ = session.reference(t)
-        if session.update(t, JointSample(t, t, q, dq)) is Phase.ABORTED:
+        if session.update(t, JointSample(t, t, q, dq)) is ExperimentPhase.ABORTED:
             break
         if t <= last_message and t >= sent + session.config.stream_period - 1e-9:
             session.waypoints(t)
             sent = t
         t = round(t + 0.01, 6)
-    assert session.phase is Phase.ABORTED and "commands late" in session.reason, session.reason
+    assert session.phase is ExperimentPhase.ABORTED and "commands late" in session.reason, session.reason
     assert t - sent == pytest.approx(session.config.stream_horizon + 0.01)
     _, tail = session.sent
     for got, want in zip((session.stop.q0, session.stop.dq0, session.stop.ddq0), tail.evaluate(0.01)):
@@ -198,7 +198,7 @@ def test_the_simulator_follows_the_streamed_excitation_as_it_followed_one_messag
     t, q_whole, dq_whole = _run_on_simulator(whole, stream=False)
     streamed = _streamed_session()
     t, q, dq = _run_on_simulator(streamed, stream=True, latency=0.002)
-    assert streamed.phase is Phase.IDENTIFY, streamed.reason
+    assert streamed.phase is ExperimentPhase.IDENTIFY, streamed.reason
     shift = int(round(0.002 / 0.001))  # the messages' latency delays the streamed motion
     difference = np.abs(q[shift:] - q_whole[:-shift]).max(axis=0)
     print(f"\nstreamed vs one message: max position difference {np.round(1e3 * difference, 2).tolist()} mrad, "
@@ -275,7 +275,7 @@ class SimHarness(RosHarness):
 
     def hold(self, q) -> None:
         """Reset the simulated arm to rest at ``q`` and hold it there (a one-point trajectory)."""
-        from youbot_dynamics.nodes.conversions import trajectory_message
+        from youbot_dynamics.nodes.messages import trajectory_message
 
         with self.sim._lock:
             self.sim.sim.reset(q)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from stroke import HOME, START, stroke
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control import (CollisionDetector, FloatController, MomentumObserver, SafetyGuard,
                                      collision_thresholds)
 from youbot_dynamics.control.observer import STICTION_FACTOR
@@ -27,11 +26,6 @@ FOREARM = "arm_link_3"  # its frame sits on joint 4's axis; the forearm reaches 
 # is 0.39 m in the candle) and 1.2 N m on joint 3.
 PUSH_FORCE = np.array([0.0, -2.0 / 0.39, 0.0])
 PUSH_POINT = np.array([0.1, 0.0, 0.0])
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ from test_urdf import (
     assert_pinocchio_inertias_match,
     assert_pinocchio_joints_and_limits,
 )
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main as cli_main
 from youbot_dynamics.contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
 from youbot_dynamics.kinematics import forward_kinematics
@@ -70,11 +69,6 @@ CONTROLLER_TYPES = {
 }
 HARDWARE_PLUGINS = {"gazebo": "gz_ros2_control/GazeboSimSystem", "mock": "mock_components/GenericSystem"}
 INTERFACES = ["position", "velocity", "effort"]
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

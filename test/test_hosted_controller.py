@@ -42,7 +42,7 @@ from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.nodes.common import create_executor  # noqa: E402
-from youbot_dynamics.nodes.conversions import trajectory_message  # noqa: E402
+from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
 from ros_harness import RosHarness  # noqa: E402

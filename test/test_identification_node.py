@@ -41,8 +41,8 @@ from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, reference_models
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
-                                                               ExcitationSession, JointSample, Phase, SessionConfig,
-                                                               SessionRefused)
+                                                               ExcitationSession, ExperimentPhase, JointSample,
+                                                               SessionConfig, SessionRefused)
 from youbot_dynamics.identification.experiment.streaming import braking_duration
 from youbot_dynamics.identification.io.dataset import Dataset, read_csv_dataset
 from youbot_dynamics.identification.io.trajfile import load_trajectory
@@ -96,7 +96,7 @@ def test_start_is_refused_with_the_reason():
     for state, reason in cases:
         with pytest.raises(SessionRefused, match=reason):
             session.start(1.0, state)
-        assert session.phase is Phase.IDLE and not session.commanding
+        assert session.phase is ExperimentPhase.IDLE and not session.commanding
     assert session.abort(1.0, "nothing moves") is False
     assert session.start(1.0, sample(1.0, Q_START + 0.4)) > MIN_APPROACH_TIME
     with pytest.raises(SessionRefused, match="already approach"):
@@ -129,19 +129,20 @@ def test_phases_progress_and_segments():
         progress.append(session.progress(t))
         activities.setdefault(session.phase, []).append(session.activity(t))
         t += 0.01
-    assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE, Phase.HOLD, Phase.IDENTIFY]
+    assert [p for p, _ in phases] == [ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.HOLD,
+                                      ExperimentPhase.IDENTIFY]
     # what the node logs every second: what the experiment does or waits for, never silence
-    assert activities[Phase.APPROACH][0] == f"moving to the start pose ({approach:.1f} s left)"
-    assert activities[Phase.SETTLE][0] == "holding the start pose while the arm settles (0.5 s)"
-    periods = [a.split(",")[0] for a in activities[Phase.EXCITE]]
+    assert activities[ExperimentPhase.APPROACH][0] == f"moving to the start pose ({approach:.1f} s left)"
+    assert activities[ExperimentPhase.SETTLE][0] == "holding the start pose while the arm settles (0.5 s)"
+    periods = [a.split(",")[0] for a in activities[ExperimentPhase.EXCITE]]
     assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
                                     "excitation period 2 of 3 (identification)",
                                     "excitation period 3 of 3 (validation)"]
-    assert activities[Phase.HOLD][0].startswith("holding the final pose")
+    assert activities[ExperimentPhase.HOLD][0].startswith("holding the final pose")
     assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)
-    assert times[Phase.SETTLE] - 10.0 == pytest.approx(approach, abs=0.011)
-    assert times[Phase.HOLD] - times[Phase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
+    assert times[ExperimentPhase.SETTLE] - 10.0 == pytest.approx(approach, abs=0.011)
+    assert times[ExperimentPhase.HOLD] - times[ExperimentPhase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
     assert np.all(np.diff(progress) >= -1e-9) and progress[-1] == pytest.approx(90.0, abs=0.1)
     assert session.recording_complete(t) and session.max_tracking < 1e-9
     # the recording is complete only once it holds the last requested sample on the stamps' clock
@@ -166,7 +167,7 @@ def test_phases_progress_and_segments():
 def excite(session, seconds):
     """Start at the start pose and run perfectly ``seconds`` into the excitation; the time then."""
     session.start(0.0, sample(0.0, Q_START))
-    t, _ = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE and t - s.phase_start >= seconds)
+    t, _ = run_perfectly(session, until=lambda s, t: s.phase is ExperimentPhase.EXCITE and t - s.phase_start >= seconds)
     return t
 
 
@@ -179,7 +180,7 @@ def test_safety_aborts_stop_and_hold():
     t = excite(session, 1.0)
     q, dq, ddq = session.reference(t)
     off = q + [0, 0.3, 0, 0, 0]
-    assert session.update(t, sample(t, off, dq)) is Phase.ABORTED
+    assert session.update(t, sample(t, off, dq)) is ExperimentPhase.ABORTED
     assert "tracking error" in session.reason and session.recording_complete(t) is False
     # the stop: from the reference's state (what the arm is commanded), continuous, braking within
     # the arm's acceleration limits (not the 10 rad/s^2 asked for), then held
@@ -201,20 +202,21 @@ def test_safety_aborts_stop_and_hold():
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
     q, dq, _ = session.reference(t)
-    assert session.update(t + 0.2, sample(t, q, dq)) is Phase.ABORTED and "arrived 0.200 s ago" in session.reason
+    assert session.update(t + 0.2, sample(t, q, dq)) is ExperimentPhase.ABORTED
+    assert "arrived 0.200 s ago" in session.reason
     # a node falling behind its joint states: each one handled ("received") at once, but measured
     # ever longer ago by its stamp (a queue on a busy machine); a constant clock offset between
     # stamps and receive times is no fault, a growing one is
     session = ExcitationSession(ARM, EXCITATION, config)
     session.start(0.0, sample(0.0, Q_START, stamp_offset=-1.5))
     t, _ = run_perfectly(session, stamp_offset=-1.5,
-                         until=lambda s, t: s.phase is Phase.EXCITE and t - s.phase_start >= 0.5)
+                         until=lambda s, t: s.phase is ExperimentPhase.EXCITE and t - s.phase_start >= 0.5)
     for lag in np.arange(0.0, 0.09, 0.01):  # 1.5 s clock offset, then up to 90 ms behind: still acting
         q, dq, _ = session.reference(t - lag)
         assert session.update(t, JointSample(t, t - 1.5 - lag, q, dq)) is None, session.reason
         t += 0.01
     q, dq, _ = session.reference(t - 0.12)
-    assert session.update(t, JointSample(t, t - 1.5 - 0.12, q, dq)) is Phase.ABORTED
+    assert session.update(t, JointSample(t, t - 1.5 - 0.12, q, dq)) is ExperimentPhase.ABORTED
     assert "measured 0.120 s ago, by its stamp" in session.reason and "falling behind" in session.reason
     # a joint moving into the limit zone (here joint 2, whose excitation comes within 0.105 rad)
     session = ExcitationSession(ARM, EXCITATION, config)
@@ -222,12 +224,12 @@ def test_safety_aborts_stop_and_hold():
     q, dq, _ = session.reference(t)
     near = q.copy()
     near[1] = ARM.position_max[1] - 0.04
-    assert session.update(t, sample(t, near, np.r_[0, 0.5, 0, 0, 0])) is Phase.ABORTED
+    assert session.update(t, sample(t, near, np.r_[0, 0.5, 0, 0, 0])) is ExperimentPhase.ABORTED
     assert "joint 2" in session.reason and "towards its limit" in session.reason
     # on request; not possible once the motion is over
     session = ExcitationSession(ARM, EXCITATION, config)
     t = excite(session, 0.5)
-    assert session.abort(t, "abort requested") and session.phase is Phase.ABORTED
+    assert session.abort(t, "abort requested") and session.phase is ExperimentPhase.ABORTED
     assert session.abort(t + 1.0, "again") is False
 
 
@@ -249,8 +251,9 @@ def test_an_arm_resting_on_a_stop_may_start_and_move_away():
     on_stop[1] = ARM.position_max[1] + 0.003  # joint 2 fallen onto its upper stop (motors off), a little in
     session.start(0.0, sample(0.0, on_stop))
     assert session.planned(np.linspace(0.0, session.approach_duration, 50))[0].max(axis=0)[1] <= ARM.position_max[1]
-    t, phases = run_perfectly(session, until=lambda s, t: s.phase is Phase.EXCITE)  # from the limit, not beyond
-    assert [p for p, _ in phases] == [Phase.SETTLE, Phase.EXCITE]
+    # from the limit, not beyond
+    t, phases = run_perfectly(session, until=lambda s, t: s.phase is ExperimentPhase.EXCITE)
+    assert [p for p, _ in phases] == [ExperimentPhase.SETTLE, ExperimentPhase.EXCITE]
 
 
 def test_tracking_check_tolerates_a_command_delay():
@@ -267,7 +270,8 @@ def test_tracking_check_tolerates_a_command_delay():
     assert session.update(t, queued) is None and np.max(session.tracking_error(queued)) < 1e-9
     assert np.max(session.tracking_error(JointSample(t, t - 0.5, session.reference(t - 0.5)[0], np.zeros(5)))) < 1e-9
     too_late = session.reference(t - 0.6)[0]
-    assert session.update(t, sample(t, too_late)) is Phase.ABORTED and "command delay up to 0.3 s" in session.reason
+    assert session.update(t, sample(t, too_late)) is ExperimentPhase.ABORTED
+    assert "command delay up to 0.3 s" in session.reason
 
 
 def test_trajectory_waypoints_follow_the_reference():
@@ -331,7 +335,7 @@ def test_pd_feedforward_drives_the_simulated_arm_through_the_experiment():
             sim.command("effort", controller.torque(session.reference(t), m.position, m.velocity))
         sim.step(1)
         step += 1
-    assert session.phase is Phase.IDENTIFY, session.reason
+    assert session.phase is ExperimentPhase.IDENTIFY, session.reason
     assert session.max_tracking < 0.05, session.max_tracking
     # at rest, static friction holds a joint up to its breakaway torque / kp from the goal: on the true
     # robot fc + fa + fs + fl |G(q)| (Stribeck and load-dependent friction, issue 13; joint 4:
@@ -420,7 +424,7 @@ class Harness(RosHarness):
     def place_arm(self, q) -> None:
         """Reset the simulated arm to rest at ``q`` and hold it there with a one-point trajectory
         (a trajectory controller holds its last point without a timeout)."""
-        from youbot_dynamics.nodes.conversions import trajectory_message
+        from youbot_dynamics.nodes.messages import trajectory_message
 
         with self.sim._lock:
             self.sim.sim.reset(q)
@@ -429,7 +433,7 @@ class Harness(RosHarness):
         start = self.sim.sim.time
         assert self.spin_until(lambda: self.sim.sim.time > start + 1.0, 20.0)
 
-    def phase(self) -> Phase | None:
+    def phase(self) -> ExperimentPhase | None:
         return self.node.session.phase if self.node.session is not None else None
 
 
@@ -443,8 +447,8 @@ def harness(ros_environment, tmp_path_factory):
 
 
 def finished(h: Harness) -> bool:
-    return (h.phase() in (Phase.DONE, Phase.FAILED, Phase.ABORTED) and h.node.recorder is None
-            and h.node._identification is None)
+    return (h.phase() in (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
+            and h.node.recorder is None and h.node._identification is None)
 
 
 @pytest.mark.ros
@@ -458,7 +462,7 @@ def test_end_to_end_identification_in_the_simulator(harness):
     assert "approach" in response.message
     assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
     wall = time.monotonic() - wall
-    assert h.phase() is Phase.DONE, h.node.session.reason
+    assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
     run = h.node.run_directory
     # the recording: bag and CSV, the whole experiment, readable by the identification readers
     from youbot_dynamics.identification.io.bagio import read_joint_states
@@ -527,7 +531,7 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
     if h.node.last_model is None:  # run alone: identify first
         h.place_arm(Q_START + OFFSET)
         assert h.call("start").success
-        assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is Phase.DONE, h.node.session.reason
+        assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is ExperimentPhase.DONE, h.node.session.reason
     identified = h.node.last_model
     mass, position = 0.4, [0.0, 0.0, 0.05]
     with h.sim._lock:
@@ -538,7 +542,7 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
         response = h.call("recalibrate")
         assert response.success and f"recalibrating {identified}" in response.message, response.message
         assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
-        assert h.phase() is Phase.DONE, h.node.session.reason
+        assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
     finally:
         with h.sim._lock:
             h.sim.sim.set_payload(0.0)
@@ -573,11 +577,11 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     h.place_arm(Q_START)
     h.progress.clear()
     assert h.call("start").success
-    assert h.spin_until(lambda: h.phase() is Phase.EXCITE and h.sim.sim.time > h.node.session.excite_start + 2.0,
-                        30.0), h.phase()
+    assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE
+                        and h.sim.sim.time > h.node.session.excite_start + 2.0, 30.0), h.phase()
     response = h.call("abort")  # at full excitation speed (joints 1 and 5 at 1.3-1.4 rad/s)
     assert response.success and "aborted" in response.message, response.message
-    assert h.phase() is Phase.ABORTED and "~/abort" in h.node.session.reason
+    assert h.phase() is ExperimentPhase.ABORTED and "~/abort" in h.node.session.reason
     speeds = []  # the simulated arm's joint speeds while it stops
 
     def stopped() -> bool:
@@ -783,12 +787,12 @@ def test_start_on_launch(fake_arm, tmp_path):
     far.spin_for(0.3)
     assert far.node.session is None  # waiting for joint states
     far.publish(Q_START + [0.4, 0.0, 0.0, 0.0, 0.0], seconds=0.3)
-    assert far.node.session.phase is Phase.FAILED and "0.400 rad" in far.node.session.reason
+    assert far.node.session.phase is ExperimentPhase.FAILED and "0.400 rad" in far.node.session.reason
     assert not far.node.session.commanding
     near = fake_arm("near", start_on_launch=True)
     near.publish(Q_START + [0.0, 0.1, 0.0, 0.0, 0.0], seconds=0.3)
-    assert near.node.session.phase is Phase.APPROACH and near.node.recorder is not None
-    assert near.node.abort("test over")[0] and near.node.session.phase is Phase.ABORTED
+    assert near.node.session.phase is ExperimentPhase.APPROACH and near.node.recorder is not None
+    assert near.node.abort("test over")[0] and near.node.session.phase is ExperimentPhase.ABORTED
 
 
 @pytest.mark.ros

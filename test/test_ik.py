@@ -13,7 +13,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.ik import (
     BRANCHES,
     IKError,
@@ -37,11 +36,6 @@ Q_TOL = 1e-7
 # rounding of c3 = +-1 by ~1e-16 moves theta3 by ~sqrt(2e-16) ~ 1e-8 and theta2 by up to
 # a3/|a2 - a3| times that (~1e-7 when folded), while the pose moves only to second order.
 Q_TOL_SINGULAR = 1e-6
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 def axis_angle(axis, angle):

@@ -10,17 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.kinematics import dh_transform, forward_kinematics, geometric_jacobian, link_frames
 from youbot_dynamics.poe import home_pose, poe_forward_kinematics, poe_jacobian, poe_space_jacobian, screw_axes
 from youbot_dynamics.transforms import rot_x, rot_z, transform
 
 SEED = 7
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 def random_q(arm, n, rng, margin=1.0):

@@ -28,7 +28,7 @@ from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
 from youbot_dynamics.ik import inverse_kinematics  # noqa: E402
 from youbot_dynamics.kinematics import forward_kinematics, link_frames  # noqa: E402
-from youbot_dynamics.nodes.conversions import matrix_to_pose, pose_to_matrix  # noqa: E402
+from youbot_dynamics.nodes.messages import matrix_to_pose, pose_to_matrix  # noqa: E402
 from youbot_dynamics.nodes.kinematics_node import KinematicsNode  # noqa: E402
 from youbot_dynamics.transforms import quaternion_to_rotation, rot_x  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from youbot_dynamics.controller_registry import CONTROLLERS
+from youbot_dynamics.parameter_schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "youbot_dynamics"
@@ -30,8 +31,6 @@ DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
 IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
 CONTROLLER_MANAGER = "controller_manager"  # node name of a ros2_control controller manager
 REGISTRY = "youbot_dynamics.controller_registry"
-# the controllers' common parameters
-COMMON_PARAMETERS_FILE = ROOT / "youbot_dynamics" / "nodes" / "controller_params.py"
 LAUNCH_PIECES = "youbot_dynamics.launch_pieces"  # the registry's controllers, for launch files
 
 
@@ -81,40 +80,10 @@ def launch_info(path: Path) -> dict:
     return {"executables": executables, "nodes": nodes, "files": sorted(files)}
 
 
-def _common_controller_parameters() -> set[str]:
-    """The keys of ``COMMON_PARAMETERS`` in nodes/controller_params.py (every controller node's)."""
-    tree = ast.parse(COMMON_PARAMETERS_FILE.read_text(), filename=str(COMMON_PARAMETERS_FILE))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "COMMON_PARAMETERS":
-            return {_const(key) for key in node.value.keys}
-    raise AssertionError(f"{COMMON_PARAMETERS_FILE}: no COMMON_PARAMETERS table")
-
-
-def declared_parameters(path: Path) -> set[str]:
-    """Names given as string literals to ``declare_parameter`` / ``declare_parameters`` in a module;
-    for a ``ControllerNode`` subclass also the common parameters (``COMMON_PARAMETERS``) but its
-    ``WITHOUT_COMMON`` ones, which the base class declares for it."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        if any(getattr(base, "id", None) == "ControllerNode" for base in cls.bases):
-            without: set[str] = set()
-            for item in cls.body:
-                if isinstance(item, ast.Assign) and any(getattr(t, "id", None) == "WITHOUT_COMMON"
-                                                        for t in item.targets):
-                    without = {_const(e) for e in item.value.elts}
-            names |= _common_controller_parameters() - without
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        name = _call_name(call)
-        if name == "declare_parameter" and call.args and _const(call.args[0]):
-            names.add(_const(call.args[0]))
-        elif name == "declare_parameters" and len(call.args) >= 2 and isinstance(call.args[1], (ast.List, ast.Tuple)):
-            prefix = _const(call.args[0]) or ""
-            for item in call.args[1].elts:
-                first = item.elts[0] if isinstance(item, (ast.Tuple, ast.List)) and item.elts else None
-                if _const(first):
-                    names.add(f"{prefix}.{_const(first)}" if prefix else _const(first))
-    return names
+def declared_parameters(executable: str) -> set[str]:
+    """The parameters node ``executable`` declares: the names in its schema
+    (youbot_dynamics/nodes/parameters/<executable>.yaml, with what it borrows or extends)."""
+    return set(load_schema(executable))
 
 
 def flatten(params: dict, prefix: str = "") -> set[str]:
@@ -203,10 +172,10 @@ def test_parameter_file_matches_launched_nodes(path):
         assert matches, f"{path.name}: node '{key}' is not started by any launch file"
         params = flatten(section.get("ros__parameters") or {})
         for match in matches:
-            module, _ = scripts[match["executable"]]
-            declared = declared_parameters(module_file(module)) | IMPLICIT_PARAMETERS
+            declared = declared_parameters(match["executable"]) | IMPLICIT_PARAMETERS
             undeclared = sorted(params - declared)
-            assert not undeclared, f"{path.name}: {key} sets parameters not declared by {module}: {undeclared}"
+            assert not undeclared, f"{path.name}: {key} sets parameters not declared by {match['executable']}: " \
+                                   f"{undeclared}"
 
 
 @pytest.mark.parametrize("path", CONTROLLER_FILES, ids=_ids(CONTROLLER_FILES))
@@ -239,11 +208,11 @@ NODE_PARAMETER_FILES = {
 def test_node_parameter_file_is_complete(node):
     """config/<file> lists every parameter the node declares (but the optional unset ones)."""
     file_name, optional = NODE_PARAMETER_FILES[node]
-    module, _ = console_scripts()[node]
+    assert node in console_scripts()
     text = (ROOT / "config" / file_name).read_text()
     doc = yaml.safe_load(text)
     listed = flatten(doc[node]["ros__parameters"])
-    declared = declared_parameters(module_file(module))
+    declared = declared_parameters(node)
     if optional is None:
         optional = set(re.findall(r"^\s*# (\w+):", text, flags=re.MULTILINE)) & declared
     assert listed <= declared
@@ -412,20 +381,21 @@ def test_show_args_is_readable(path):
         assert "object at 0x" not in shown, f"{argument.name}: {shown}"
 
 
-@pytest.mark.parametrize("node", [entry.node for entry in CONTROLLERS])
-def test_controller_file_states_the_common_defaults(node):
-    """A controller's package file gives every common parameter the value the nodes declare (whose
-    safety defaults are the core's SafetyConfig): one default, stated where users read it."""
-    pytest.importorskip("rclpy")
-    from youbot_dynamics.control.safety import SafetyConfig
-    from youbot_dynamics.nodes.controller_params import COMMON_PARAMETERS
+# (node, parameter) whose package file deliberately differs from the schema's default
+PACKAGE_SETTINGS = {("sim_node", "realtime_priority"), ("identification_node", "realtime_priority")}  # real-time
 
+
+@pytest.mark.parametrize("node", sorted(NODE_PARAMETER_FILES))
+def test_node_parameter_file_states_the_schema_defaults(node):
+    """A node's package file gives every parameter it lists the default of the node's schema (the
+    core's value where the schema names one), but the deliberate settings: one default, stated where
+    users read it."""
     file_name, _ = NODE_PARAMETER_FILES[node]
     listed = yaml.safe_load((ROOT / "config" / file_name).read_text())[node]["ros__parameters"]
-    common = {name: value for name, value in listed.items() if name in COMMON_PARAMETERS}
-    assert common, f"{file_name} lists no common parameter"
-    assert common == {name: COMMON_PARAMETERS[name][0] for name in common}
-    safety = SafetyConfig()
-    for name in ("state_timeout", "state_loss_timeout", "fault_behaviour", "hold_bandwidth", "limit_margin",
-                 "ramp_time"):
-        assert COMMON_PARAMETERS[name][0] == getattr(safety, name)
+    schema = load_schema(node)
+    differ = {name: (value, schema[name].default) for name, value in listed.items()
+              if value != schema[name].default and (node, name) not in PACKAGE_SETTINGS}
+    assert not differ, f"{file_name}: (file, schema default): {differ}"
+    for pair in PACKAGE_SETTINGS:
+        if pair[0] == node:
+            assert listed[pair[1]] != schema[pair[1]].default, f"{pair} is the default now: not a package setting"

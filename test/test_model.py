@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel, PhysicalConsistencyError
 from youbot_dynamics.dynamics.nominal import nominal_model
@@ -54,11 +53,6 @@ def random_inertials(n: int, seed: int):
 
 
 # -- Pinocchio --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

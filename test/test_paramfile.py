@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
@@ -17,11 +16,6 @@ from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_
 from youbot_dynamics.dynamics.parameters import standard_parameters
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.urdf import generate_urdf
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from stroke import HOME, START, stroke
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control import ComputedTorqueController, SafetyGuard
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
@@ -20,11 +19,6 @@ from youbot_dynamics.sim import ArmSimulator, Realism
 PAYLOAD = Payload.of(0.5, [0.01, -0.02, 0.05], np.diag([1e-3, 2e-3, 2.5e-3]))
 # what the tracking goal is judged on: 0.5 kg held 5 cm out on the tool axis (a gripped part)
 GRIPPED = Payload.of(0.5, [0.0, 0.0, 0.05], np.diag([2e-4, 2e-4, 1e-4]))
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 def model_of(sim: ArmSimulator) -> DynamicModel:

@@ -93,12 +93,13 @@ def test_run_node_applies_the_parameter_before_spinning(priority):
     out = _run(POLICIES + """
     import sys
     from rclpy.node import Node
-    from youbot_dynamics.nodes.common import realtime_priority_parameter, run_node
+    from youbot_dynamics.nodes.common import declare_parameter, run_node
+    from youbot_dynamics.parameter_schema import load_schema
 
     class Loop(Node):
         def __init__(self):
             super().__init__("rt_probe")
-            self.declare_parameter("realtime_priority", *realtime_priority_parameter(0))
+            declare_parameter(self, load_schema("common")["realtime_priority"])
 
     def before_spin(node):
         print("policies", policies(), flush=True)

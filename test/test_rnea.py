@@ -6,7 +6,6 @@ import time
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.conversions import (
     PINOCCHIO_PARAMETERS,
@@ -37,11 +36,6 @@ N_STATES = 300
 ROTOR_INERTIA = np.array([0.13, 0.11, 0.045, 0.021, 0.012])  # [kg m^2], positive test values
 NL = len(LINK_PARAMETERS)
 P = PARAMETERS_PER_JOINT
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

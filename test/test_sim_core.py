@@ -8,13 +8,11 @@ import dataclasses
 import json
 import os
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
 from scipy.interpolate import BPoly, CubicHermiteSpline
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
@@ -31,17 +29,13 @@ from youbot_dynamics.sim import (
     true_standard_parameters,
 )
 from youbot_dynamics.interpolation import HermiteSpline, waypoint_velocities
+from sim_checks import mujoco_inverse_dynamics
 
 EXACT = Realism.of(False)  # the ideal rigid-body arm
 # seed 002's friction fv, fc, f0 only (the structure of the 14 n standard parameters)
 FRICTION_ONLY = dataclasses.replace(EXACT, friction=True)
 # A pose with the arm bent forward (large gravity torques), away from all limits.
 BENT = np.array([2.9, 0.8, -1.6, 2.2, 2.9])
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +93,7 @@ def test_mujoco_inverse_dynamics_equals_project_model(arm):
     model = DynamicModel.from_standard(DHChain.from_arm(arm), sim.true_parameters)
     expected = model.inverse_dynamics(q, dq, ddq)
     np.testing.assert_allclose(torques(sim, q, dq, ddq), expected, rtol=0, atol=1e-9)
-    got = np.empty_like(expected)
-    for k in range(len(q)):
-        sim.data.qpos[:], sim.data.qvel[:], sim.data.qacc[:] = q[k], dq[k], ddq[k]
-        mujoco.mj_inverse(sim.model, sim.data)
-        got[k] = sim.data.qfrc_inverse
+    got = mujoco_inverse_dynamics(sim, q, dq, ddq)
     assert np.abs(got - expected).max() < 1e-6
 
 
@@ -213,11 +203,8 @@ def test_realism_off_zeroes_friction_in_true_parameters(arm, config):
 def test_payload_changes_gravity_torque_by_m_g_lever(arm, config):
     mass, q = 0.5, BENT
     sims = [ArmSimulator(arm, dataclasses.replace(config, payload_mass=m), realism=EXACT) for m in (0.0, mass)]
-    gravity = []
-    for sim in sims:
-        sim.data.qpos[:], sim.data.qvel[:], sim.data.qacc[:] = q, 0.0, 0.0
-        mujoco.mj_inverse(sim.model, sim.data)
-        gravity.append(sim.data.qfrc_inverse.copy())
+    rest = np.zeros((1, arm.n_joints))
+    gravity = [mujoco_inverse_dynamics(sim, q[None], rest, rest)[0] for sim in sims]
     # independent: G_i = m g d(p_z)/dq_i = m g [direction_i z_{i-1} x (p - o_{i-1})]_z (lever about axis i)
     frames = link_frames(arm, q)
     p = frames[-1, :3, 3]

@@ -198,10 +198,10 @@ def test_bad_commands_are_rejected_and_change_nothing(reset, monkeypatch):
     reported (an accepted bad command fails here, not only at the end). A trajectory of more than
     MAX_TRAJECTORY_POINTS is refused before it is deserialized (60,000 points held the executor
     179 ms when the node deserialized first)."""
-    from youbot_dynamics.nodes import conversions
+    from youbot_dynamics.nodes import messages
     deserialized: list[int] = []
-    original = conversions.deserialize_message
-    monkeypatch.setattr(conversions, "deserialize_message",
+    original = messages.deserialize_message
+    monkeypatch.setattr(messages, "deserialize_message",
                         lambda data, kind: (deserialized.append(len(data)), original(data, kind))[1])
     h = reset
     rejections: list[str] = []

@@ -7,28 +7,22 @@ from __future__ import annotations
 
 import copy
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.kinematics import link_frames
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.sim import ArmSimulator, Realism, SimConfigError, load_sim_config, sim_config_from_dict
 from youbot_dynamics.sim.schedule import PublishSchedule
+from sim_checks import mujoco_inverse_dynamics
 
 # measurements read exactly: no noise, no calibration error, no lag, no quantization
 CLEAN = Realism(noise=False, effort_calibration=False, velocity_lag=False, quantization=False)
 EXACT = Realism.of(False)
 BENT = np.array([2.9, 0.8, -1.6, 2.2, 2.9])
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")
@@ -311,11 +305,7 @@ def test_payload_inertia_and_offset_match_the_project_dynamics(arm):
     q = BENT + rng.uniform(-0.3, 0.3, (20, 5))
     dq, ddq = rng.normal(0, 1, (20, 5)), rng.normal(0, 3, (20, 5))
     expected = rnea.inverse_dynamics(DHChain.from_arm(arm), sim.true_parameters, q, dq, ddq)
-    got = np.empty_like(expected)
-    for k in range(len(q)):
-        sim.data.qpos[:], sim.data.qvel[:], sim.data.qacc[:] = q[k], dq[k], ddq[k]
-        mujoco.mj_inverse(sim.model, sim.data)
-        got[k] = sim.data.qfrc_inverse
+    got = mujoco_inverse_dynamics(sim, q, dq, ddq)
     assert np.abs(got - expected).max() < 1e-6
     assert sim.model.body_subtreemass[1] == pytest.approx(sum(p[0] for p in sim.true_parameters.reshape(5, 14)))
 

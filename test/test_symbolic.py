@@ -15,17 +15,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.dynamics import symbolic
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.parameters import PARAMETERS_PER_JOINT
 
 rnea = pytest.importorskip("youbot_dynamics.dynamics.rnea")
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

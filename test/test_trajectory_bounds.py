@@ -122,7 +122,7 @@ def test_a_quaternion_beyond_the_tolerance_is_refused_with_its_norm(q, norm):
 def test_pose_messages_accept_rounded_quaternions():
     pytest.importorskip("rclpy")
     from geometry_msgs.msg import Pose
-    from youbot_dynamics.nodes.conversions import pose_to_matrix
+    from youbot_dynamics.nodes.messages import pose_to_matrix
     x, y, z, w = np.round(rotation_to_quaternion(_some_rotation()), 5)
     pose = Pose()
     pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = float(x), float(y), float(z), \
@@ -162,26 +162,26 @@ def test_a_first_point_at_zero_is_the_start_state():
 
 
 def _message(names, t, q, v=None):
-    from youbot_dynamics.nodes.conversions import trajectory_message
+    from youbot_dynamics.nodes.messages import trajectory_message
     return trajectory_message(names, t, q, v)
 
 
 def test_trajectory_arrays_refuses_too_many_points_first():
     pytest.importorskip("rclpy")
-    from youbot_dynamics.nodes import conversions
+    from youbot_dynamics.nodes import messages
     t, q = smooth_points(HOME, 11)
     msg = _message(ARM.joint_names, t, q)
     msg.joint_names = ["wrong"] * 5  # the size is judged before anything else
     with pytest.raises(ValueError, match="trajectory has 11 points, at most 10 are accepted"):
-        conversions.trajectory_arrays(msg, ARM.joint_names, max_points=10)
+        messages.trajectory_arrays(msg, ARM.joint_names, max_points=10)
     t, q = smooth_points(HOME, MAX_TRAJECTORY_POINTS + 1)
     with pytest.raises(ValueError, match=f"at most {MAX_TRAJECTORY_POINTS} are accepted"):
-        conversions.trajectory_arrays(_message(ARM.joint_names, t, q), ARM.joint_names)
+        messages.trajectory_arrays(_message(ARM.joint_names, t, q), ARM.joint_names)
 
 
 def test_trajectory_arrays_any_order_start_at_zero_and_bad_points():
     pytest.importorskip("rclpy")
-    from youbot_dynamics.nodes.conversions import trajectory_arrays
+    from youbot_dynamics.nodes.messages import trajectory_arrays
     names = ARM.joint_names
     t = np.array([0.0, 0.25, 1.5])
     q = HOME + np.arange(15.0).reshape(3, 5) * 0.01
@@ -205,22 +205,22 @@ def test_trajectory_arrays_any_order_start_at_zero_and_bad_points():
 def test_serialized_trajectory_is_judged_before_deserializing(monkeypatch):
     pytest.importorskip("rclpy")
     from rclpy.serialization import serialize_message
-    from youbot_dynamics.nodes import conversions
+    from youbot_dynamics.nodes import messages
     for k in (0, 1, 3, 7):
         for frame in ("", "a", "abc", "arm_link_0"):
             msg = _message(ARM.joint_names[: max(k, 1)], *smooth_points(HOME[: max(k, 1)], k))
             msg.header.frame_id = frame
-            assert conversions.serialized_point_count(serialize_message(msg)) == k
+            assert messages.serialized_point_count(serialize_message(msg)) == k
     data = serialize_message(_message(ARM.joint_names, *smooth_points(HOME, MAX_TRAJECTORY_POINTS + 1)))
 
     def no_deserialization(*args):
         raise AssertionError("deserialized")
 
-    monkeypatch.setattr(conversions, "deserialize_message", no_deserialization)
+    monkeypatch.setattr(messages, "deserialize_message", no_deserialization)
     with pytest.raises(ValueError, match=f"{MAX_TRAJECTORY_POINTS + 1} points, at most {MAX_TRAJECTORY_POINTS}"):
-        conversions.read_trajectory(data, ARM.joint_names)
+        messages.read_trajectory(data, ARM.joint_names)
     with pytest.raises(ValueError, match="bytes, at most"):
-        conversions.check_serialized_trajectory(b"\x00\x01\x00\x00" + bytes(2_000_000), 5)
+        messages.check_serialized_trajectory(b"\x00\x01\x00\x00" + bytes(2_000_000), 5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,7 +435,7 @@ def test_controller_first_point_at_zero(ct):
 def test_controller_line_with_a_rounded_quaternion(ct):
     from geometry_msgs.msg import PoseStamped
     from test_controller_nodes import enable
-    from youbot_dynamics.nodes.conversions import matrix_to_pose
+    from youbot_dynamics.nodes.messages import matrix_to_pose
     c = ct
     held = enable(c)
     goal = forward_kinematics(c.h.arm, held)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.kinematics import link_frames
 from youbot_dynamics.transforms import invert_transform, rot_z, transform
 from youbot_dynamics.upstream import (
@@ -25,11 +24,6 @@ from youbot_dynamics.upstream import (
 
 SEED = 99
 MISMATCH_M = 4e-3  # the two kinematic models differ by up to 4 mm (see upstream.py)
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
 from youbot_dynamics.kinematics import forward_kinematics, link_frames
 from youbot_dynamics.transforms import rot_x, rotation_angle, transform
 from youbot_dynamics.urdf import (
@@ -24,11 +23,6 @@ from youbot_dynamics.urdf import (
 
 N_SAMPLES = 1000
 TOL = 1e-9
-
-
-@pytest.fixture(scope="module")
-def arm():
-    return default_arm()
 
 
 @pytest.fixture(scope="module")

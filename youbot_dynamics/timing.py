@@ -12,9 +12,19 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR"]
+__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "spread"]
 
 MISSED_FACTOR = 1.5
+_STATISTICS = {"median": lambda v: float(np.percentile(v, 50.0)), "p99": lambda v: float(np.percentile(v, 99.0)),
+               "max": lambda v: float(np.max(v))}
+
+
+def spread(values: list[float], key: str, unit: str = "ms",
+           statistics: tuple[str, ...] = ("median", "p99", "max")) -> dict[str, float]:
+    """``{key}_{statistic}_{unit}`` of durations ``values`` [s] in ``unit`` ('ms' or 'us'): the median,
+    the 99th percentile and the maximum of a report window (0 without values)."""
+    scale = {"ms": 1e3, "us": 1e6}[unit]
+    return {f"{key}_{name}_{unit}": scale * _STATISTICS[name](values) if len(values) else 0.0 for name in statistics}
 
 
 class LoopThread:

@@ -1,7 +1,7 @@
 """Figures of a closed-loop run, from what a controller node publishes (no ROS here).
 
 A run is the controller's ``~/state`` stream - rows ``[q_d, q, e, tau, t]``, ``t`` [s] the
-steady-clock time of each state (:mod:`youbot_dynamics.nodes.controller_node`) - and its timing
+steady-clock time of each state (``~/state`` in doc/control.md) - and its timing
 reports on ``/diagnostics``.
 
 * :func:`regulation_metrics`: error ``e = q_d - q`` after a step of the goal at ``t_goal``:

@@ -49,7 +49,7 @@ from ..transforms import quaternion_to_rotation, rotation_to_quaternion
 from ..validation import joint_values
 
 __all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp", "MAX_TRAJECTORY_POINTS",
-           "LINE_IK_RATE"]
+           "LINE_IK_RATE", "MAX_LINE_DURATION"]
 
 Array = NDArray[np.float64]
 
@@ -58,6 +58,7 @@ LIMIT_TOLERANCE = 1e-9  # absolute slack of every limit check [rad, rad/s, rad/s
 #: and checking cost ~0.1 ms per point, so a reference is planned in about 0.5 s and ~10 MB at most.
 MAX_TRAJECTORY_POINTS = 5_000
 LINE_IK_RATE = 100.0  # [1/s] default IK samples per second of a Cartesian line
+MAX_LINE_DURATION = MAX_TRAJECTORY_POINTS / LINE_IK_RATE  # [s] longest line at LINE_IK_RATE samples per second
 _EXPONENTS = np.arange(6)  # of a quintic's monomials
 
 

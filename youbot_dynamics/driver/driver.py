@@ -69,10 +69,10 @@ from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
                            StatusFlag, TmclCommand, decode_flags)
-from .sequences import DriverError, DriveSequences, Outputs, Phase
+from .sequences import DriverError, DriveSequences, Outputs, DriverPhase
 from .units import JointUnits
 
-__all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "Phase",
+__all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "DriverPhase",
            "DriverConfig", "DriverState", "ArmDriver", "CycleInputs", "CycleController", "LATENCY_WINDOW"]
 
 Array = NDArray[np.float64]
@@ -142,7 +142,7 @@ class DriverState:
     rpm: tuple[int, ...]
     flags: tuple[int, ...]  # errorFlags per drive
     modes: tuple[ControllerMode, ...]  # the mode sent to each drive
-    phase: Phase
+    phase: DriverPhase
     enabled: bool  # motors on: commands accepted
     interface: str | None  # active command interface, None = motors stopped
     calibrated: bool  # calibrated in this run (else the drives' own zero is trusted)
@@ -236,7 +236,7 @@ class ArmDriver(DriveSequences):
         self._pending: _Command | None = None
         self._requests: list[tuple[str, Future]] = []
         self._calls: list[tuple[Callable[[], str], Future]] = []
-        self._phase = Phase.DISCONNECTED
+        self._phase = DriverPhase.DISCONNECTED
         self._enabled = False
         self._calibrated = False
         self._faults: tuple[str, ...] = ()
@@ -255,7 +255,7 @@ class ArmDriver(DriveSequences):
     # -- thread-safe interface ------------------------------------------------------------------
 
     @property
-    def phase(self) -> Phase:
+    def phase(self) -> DriverPhase:
         return self._phase
 
     def state(self) -> DriverState | None:
@@ -336,7 +336,7 @@ class ArmDriver(DriveSequences):
     def connect(self) -> None:
         """Open the bus, pick the arm's joint slaves by name, bring them to OP and start the start-up
         sequence (raises :class:`DriverError` / :class:`BusError`)."""
-        self._phase = Phase.DISCONNECTED
+        self._phase = DriverPhase.DISCONNECTED
         self.bus.open()
         found = self.bus.slaves()
         joints = [s for s in found if s.name in JOINT_SLAVE_NAMES]
@@ -348,18 +348,18 @@ class ArmDriver(DriveSequences):
         self.slave_names = [s.name for s in joints[:self.n]]
         self.bus.to_operational(self.slaves)
         self._outputs = [STOP] * self.n
-        self._start_sequence(self._startup(), Phase.STARTING)
+        self._start_sequence(self._startup(), DriverPhase.STARTING)
 
     def shutdown(self) -> None:
         """Stop the motors (a few MOTOR_STOP frames) and close the bus."""
-        if self._phase != Phase.DISCONNECTED:
+        if self._phase != DriverPhase.DISCONNECTED:
             for _ in range(3):
                 try:
                     self.bus.exchange(self._frames([STOP] * self.n))
                 except BusError:
                     break
         self.bus.close()
-        self._phase = Phase.DISCONNECTED
+        self._phase = DriverPhase.DISCONNECTED
         self._enabled = False
         self._fail_all("driver shut down")
 
@@ -369,7 +369,7 @@ class ArmDriver(DriveSequences):
         """One bus cycle (see the module docstring); returns the new snapshot."""
         stats = self.statistics
         fresh = False
-        if self._phase != Phase.DISCONNECTED:
+        if self._phase != DriverPhase.DISCONNECTED:
             try:
                 answer = self.bus.exchange(self._frames(self._outputs))
             except BusError:
@@ -383,7 +383,7 @@ class ArmDriver(DriveSequences):
                 stats.lost_frames += 1
                 stats.consecutive_lost += 1
                 stats.max_consecutive_lost = max(stats.max_consecutive_lost, stats.consecutive_lost)
-                if stats.consecutive_lost >= self.config.max_lost_frames and self._phase != Phase.BUS_LOST:
+                if stats.consecutive_lost >= self.config.max_lost_frames and self._phase != DriverPhase.BUS_LOST:
                     self._bus_lost()
         read_time = time.perf_counter()
         stats.cycles += 1
@@ -411,7 +411,7 @@ class ArmDriver(DriveSequences):
     def _command_in_cycle(self, torque: Array, now: float) -> Array | None:
         """The in-cycle controller's torque as the active effort command (see the module docstring);
         the set-point installed, None if refused."""
-        if self._phase != Phase.RUNNING or not self._enabled:
+        if self._phase != DriverPhase.RUNNING or not self._enabled:
             reason = ", ".join(self._faults) if self._faults else self._phase.value
             self._refuse_in_cycle(f"motors are off ({reason}); call motors_on first")
             return None
@@ -438,7 +438,7 @@ class ArmDriver(DriveSequences):
             except (DriverError, BusError) as exc:
                 self._finish_sequence(False, str(exc))
                 self._fault(str(exc))
-        if self._phase != Phase.RUNNING or not self._enabled:
+        if self._phase != DriverPhase.RUNNING or not self._enabled:
             self._take_pending()  # discard: commands are refused while off
             self._active = _Active()
             return [STOP] * self.n
@@ -497,7 +497,7 @@ class ArmDriver(DriveSequences):
 
     # -- internals: sequences -------------------------------------------------------------------
 
-    def _start_sequence(self, sequence: Generator[Outputs, None, None], phase: Phase,
+    def _start_sequence(self, sequence: Generator[Outputs, None, None], phase: DriverPhase,
                         future: Future | None = None) -> None:
         self._sequence, self._sequence_future, self._phase = sequence, future, phase
         self._enabled = False
@@ -526,32 +526,32 @@ class ArmDriver(DriveSequences):
             elif name == "motors_off":
                 if self._sequence is not None:
                     self._finish_sequence(False, "aborted by motors_off")
-                    self._phase = Phase.RUNNING if self._phase != Phase.BUS_LOST else self._phase
+                    self._phase = DriverPhase.RUNNING if self._phase != DriverPhase.BUS_LOST else self._phase
                 self._enabled = False
                 self._active = _Active()
                 future.set_result((True, "motors off"))
             elif name == "motors_on":
-                if self._phase == Phase.BUS_LOST:
+                if self._phase == DriverPhase.BUS_LOST:
                     future.set_result((False, "the bus is lost: call reconnect first"))
-                elif self._phase == Phase.FAULT:
-                    self._start_sequence(self._recover(), Phase.STARTING, future)
-                elif self._phase == Phase.RUNNING:
+                elif self._phase == DriverPhase.FAULT:
+                    self._start_sequence(self._recover(), DriverPhase.STARTING, future)
+                elif self._phase == DriverPhase.RUNNING:
                     self._enabled = True
                     future.set_result((True, "motors on: commands accepted"))
                 else:
                     future.set_result((False, f"not ready ({self._phase.value})"))
             elif name == "calibrate":
-                if self._phase != Phase.RUNNING:
+                if self._phase != DriverPhase.RUNNING:
                     future.set_result((False, f"cannot calibrate while {self._phase.value}"))
                 else:
-                    self._start_sequence(self._calibrate(), Phase.CALIBRATING, future)
+                    self._start_sequence(self._calibrate(), DriverPhase.CALIBRATING, future)
             elif name == "reconnect":
                 self._finish_sequence(False, "aborted by reconnect")
                 try:
                     self.bus.close()
                     self.connect()
                 except (BusError, DriverError) as exc:
-                    self._phase = Phase.BUS_LOST
+                    self._phase = DriverPhase.BUS_LOST
                     future.set_result((False, f"reconnect failed: {exc}"))
                     continue
                 self.statistics.reconnects += 1
@@ -560,7 +560,7 @@ class ArmDriver(DriveSequences):
                 self._sequence_future = future
 
     def _check_drives(self) -> None:
-        if self._phase not in (Phase.RUNNING, Phase.CALIBRATING):
+        if self._phase not in (DriverPhase.RUNNING, DriverPhase.CALIBRATING):
             return
         errors = self._drive_errors()
         lost = [self.arm.joint_names[j] for j, i in enumerate(self._inputs) if not i.flags & StatusFlag.INITIALIZED]
@@ -576,7 +576,7 @@ class ArmDriver(DriveSequences):
 
     def _fault(self, reason: str) -> None:
         self.statistics.faults += 1
-        self._phase = Phase.FAULT
+        self._phase = DriverPhase.FAULT
         self._enabled = False
         self._active = _Active()
         self._sequence = None
@@ -584,7 +584,7 @@ class ArmDriver(DriveSequences):
 
     def _bus_lost(self) -> None:
         self._finish_sequence(False, "bus lost")
-        self._phase = Phase.BUS_LOST
+        self._phase = DriverPhase.BUS_LOST
         self._enabled = False
         self._active = _Active()
         self._faults = (f"bus lost: {self.statistics.consecutive_lost} consecutive frames without answer",)
@@ -618,7 +618,7 @@ class ArmDriver(DriveSequences):
         return {slave: out.encode() for slave, out in zip(self.slaves, outputs)}
 
     def _submit(self, command: _Command) -> None:
-        if self._phase != Phase.RUNNING or not self._enabled:
+        if self._phase != DriverPhase.RUNNING or not self._enabled:
             reason = ", ".join(self._faults) if self._faults else self._phase.value
             raise CommandError(f"motors are off ({reason}); call motors_on first")
         with self._lock:

@@ -33,7 +33,7 @@ from .process_data import STOP, AxisParameter, ControllerMode, DriveOutput, Stat
 if TYPE_CHECKING:
     from .driver import ArmDriver
 
-__all__ = ["DriverError", "DriveSequences", "Outputs", "Phase"]
+__all__ = ["DriverError", "DriveSequences", "Outputs", "DriverPhase"]
 
 Outputs = list[DriveOutput]  # one output per joint slave: a bus cycle's decision
 
@@ -42,7 +42,7 @@ class DriverError(RuntimeError):
     """Start-up, commutation or calibration failed (the reason is in the message)."""
 
 
-class Phase(str, enum.Enum):
+class DriverPhase(str, enum.Enum):
     """What the driver is doing."""
 
     DISCONNECTED = "disconnected"
@@ -67,7 +67,7 @@ class DriveSequences:
         yield from self._commutate()
         if self.config.calibrate_on_start:
             yield from self._calibrate()
-        self._phase = Phase.RUNNING
+        self._phase = DriverPhase.RUNNING
         self._enabled = self.config.enable_on_start
 
     def _commutate(self: ArmDriver) -> Generator[Outputs, None, None]:
@@ -89,7 +89,7 @@ class DriveSequences:
 
     def _calibrate(self: ArmDriver) -> Generator[Outputs, None, None]:
         cfg, units, n = self.config, self.units, self.n
-        self._phase, self._calibrated = Phase.CALIBRATING, False
+        self._phase, self._calibrated = DriverPhase.CALIBRATING, False
         toward = np.where(np.array(self.arm.calibration_direction) == "negative", -1.0, 1.0)
         rpm = units.rad_s_to_rpm(toward * cfg.calibration_velocity)
         limit_ma = 1e3 * self.arm.calibration_current
@@ -130,7 +130,7 @@ class DriveSequences:
         units.set_offsets(offsets)
         self._calibrated = True
         yield [STOP] * n  # one frame so the next inputs are in the new zero
-        self._phase = Phase.RUNNING
+        self._phase = DriverPhase.RUNNING
 
     def _recover(self: ArmDriver) -> Generator[Outputs, None, None]:
         self._clear_flags()
@@ -142,5 +142,5 @@ class DriveSequences:
         if any(not i.flags & StatusFlag.INITIALIZED for i in self._inputs):
             yield from self._commutate()
         self._faults = ()
-        self._phase = Phase.RUNNING
+        self._phase = DriverPhase.RUNNING
         self._enabled = True

@@ -1,4 +1,5 @@
-"""What every youbot_dynamics node needs around rclpy: parameter descriptors and the entry point."""
+"""What every youbot_dynamics node needs around rclpy: its parameters declared from its schema and the
+entry point."""
 from __future__ import annotations
 
 import gc
@@ -8,50 +9,66 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
+from ..parameter_schema import ParameterSpec, load_schema
+
 __all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY", "STOP_SIGNALS",
-           "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor", "parameter_descriptor",
-           "realtime_interpreter", "realtime_priority_parameter", "run_node",
+           "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor", "declare_parameter",
+           "declare_parameters", "parameter_descriptor", "realtime_interpreter", "run_node",
            "set_realtime_priority"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
-REALTIME_PRIORITY = 50  # SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50)
+#: SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50), the default of
+#: ``realtime_priority`` in the controllers and the driver (parameters/common.yaml)
+REALTIME_PRIORITY: int = load_schema("common")["realtime_priority"].default
 BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
 EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides every node's executor
 EXECUTORS = ("events", "single")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # end a node (exit 0), once or repeated
+#: schema type -> rclpy's parameter type (of a parameter declared unset) and the descriptor's type
+_PARAMETER_TYPES = {"bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
+                    "string": Parameter.Type.STRING, "bool_array": Parameter.Type.BOOL_ARRAY,
+                    "int_array": Parameter.Type.INTEGER_ARRAY, "double_array": Parameter.Type.DOUBLE_ARRAY,
+                    "string_array": Parameter.Type.STRING_ARRAY}
 
 
-def parameter_descriptor(description: str, type_: int, *, read_only: bool,
-                         range_: tuple[float, float] | None = None,
-                         int_range: tuple[int, int] | None = None) -> ParameterDescriptor:
-    """A typed ``ParameterDescriptor`` with an optional floating-point or integer range."""
-    d = ParameterDescriptor(description=description, type=type_, read_only=read_only)
-    if range_ is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=range_[0], to_value=range_[1], step=0.0)]
-    if int_range is not None:
-        d.integer_range = [IntegerRange(from_value=int_range[0], to_value=int_range[1], step=1)]
+def parameter_descriptor(spec: ParameterSpec) -> ParameterDescriptor:
+    """The typed ``ParameterDescriptor`` of a schema entry, with its bounds as the rclpy range."""
+    d = ParameterDescriptor(description=spec.description, type=_PARAMETER_TYPES[spec.type].value,
+                            read_only=spec.read_only)
+    if spec.bounds is not None and spec.type == "double":
+        d.floating_point_range = [FloatingPointRange(from_value=spec.bounds[0], to_value=spec.bounds[1], step=0.0)]
+    elif spec.bounds is not None:
+        d.integer_range = [IntegerRange(from_value=spec.bounds[0], to_value=spec.bounds[1], step=1)]
     return d
 
 
-def realtime_priority_parameter(default: int) -> tuple[int, ParameterDescriptor]:
-    """``(default, descriptor)`` of the ``realtime_priority`` parameter read by :func:`run_node`."""
-    return default, parameter_descriptor(
-        "SCHED_FIFO priority (1-98) of every thread of the process, as ros2_control's controller manager does; "
-        "0 = the normal scheduler. Needs root, CAP_SYS_NICE or an rtprio limit (/etc/security/limits.conf); "
-        "without them the node warns and runs on the normal scheduler.",
-        ParameterType.PARAMETER_INTEGER, read_only=True, int_range=(0, 98))
+def declare_parameter(node: Node, spec: ParameterSpec) -> Any:
+    """Declare one schema entry on ``node`` (unset if it has no default) and return its value, overrides
+    included: ValueError if that is outside its choices (rclpy itself refuses one outside its bounds)."""
+    value = spec.default if spec.default is not None else _PARAMETER_TYPES[spec.type]
+    value = node.declare_parameter(spec.name, value, parameter_descriptor(spec)).value
+    if value is not None:
+        spec.check(value)
+    return value
+
+
+def declare_parameters(node: Node, schema: str) -> dict[str, Any]:
+    """Declare every parameter of the node's schema (``youbot_dynamics/nodes/parameters/<schema>.yaml``,
+    :mod:`youbot_dynamics.parameter_schema`) in its order; their values by name (None: unset)."""
+    return {name: declare_parameter(node, spec) for name, spec in load_schema(schema).items()}
 
 
 def set_realtime_priority(priority: int) -> str | None:
@@ -200,7 +217,7 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
 
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
     spin inside :func:`realtime_interpreter` and, if the node has a ``realtime_priority`` parameter
-    above 0 (:func:`realtime_priority_parameter`), :func:`set_realtime_priority` (a warning if
+    above 0 (``realtime_priority`` of parameters/common.yaml), :func:`set_realtime_priority` (a warning if
     refused).
     """
     stop = _StopRequest()

@@ -1,41 +1,10 @@
 """ROS 2 node: computed-torque tracking of joint trajectories on the youBot arm (seed 002, (4.8)).
 
-``tau = M(q) (q''_d + Kd e' + Kp e) + C(q, q') q' + G(q) [+ t_f(q'_d)]`` on the model of
-``model_file`` (:class:`youbot_dynamics.control.ComputedTorqueController`), inside the safety guard
-of :mod:`.controller_node` (joint states, torque topic, ``~/enable``, ``~/state``, ``~/status``,
-diagnostics, faults: see there). References:
+Executable ``computed_torque_controller``: :class:`youbot_dynamics.control.ComputedTorqueController`
+on ``~/trajectory`` and ``~/line``, inside the common :class:`~.controller_node.ControllerNode`.
 
-* ``~/trajectory`` (``trajectory_msgs/JointTrajectory``, joints by name in any order): quintic
-  interpolation from the current reference (position, velocity and acceleration: a running
-  trajectory is replaced without a jump) through the points, each reached at its
-  ``time_from_start`` (strictly increasing) counted from the reception; velocities and
-  accelerations of the points are used when every point gives them (else estimated / zero).
-  A first point at ``time_from_start = 0`` is the start state: accepted if every joint is within
-  :data:`~youbot_dynamics.trajectory_start.START_TOLERANCE` (0.02 rad) of the current reference
-  and then dropped, else refused with the distance (:func:`~youbot_dynamics.trajectory_start.drop_start_point`).
-  ``header.stamp`` is ignored (execution starts once planned, a few ms after reception; a trajectory
-  replacing a running one starts at its reception, continuous with it). An empty trajectory (no
-  points, or only the start point) stops: the current desired position is held. After the last
-  point it is held. At most :data:`~youbot_dynamics.control.trajectory.MAX_TRAJECTORY_POINTS`
-  (5,000) points: a larger message is refused on receipt, before it is deserialized. The topic is
-  subscribed serialized (``raw``): rclpy's deserialization (~25 us per point) and the conversion
-  run in the planning thread, so that a big message never holds up the control loop;
-* ``~/line`` (``geometry_msgs/PoseStamped`` in ``base_frame``): the tool moves on a straight line
-  with the same orientation interpolation (slerp) from its desired pose to the target in
-  ``line_duration`` s (at most 50 s: 100 IK samples per second, at most ``MAX_TRAJECTORY_POINTS``),
-  rest to rest, solved by the IK in the branch of the start configuration
-  (:func:`youbot_dynamics.control.cartesian_line`; refused on a branch change, a joint jump near a
-  singularity, an unreachable orientation or the joint limits). Only from rest: refused while a
-  trajectory is running.
-
-Both are planned (deserialized, converted, interpolated, solved, limit-checked; at most ~0.5 s) in
-the planning thread and installed by the
-control loop at its next cycle. A reference reaching outside the joint limits or beyond
-``velocity_max`` / ``acceleration_max`` anywhere (exact extrema of the quintics), malformed, sent
-while the controller is disabled, or overtaken by another reference while planned is refused: the
-previous reference stays, the reason is logged and published on ``~/status``.
-Enabling holds the current position; a reference received during the enable ramp starts when the
-ramp ends.
+Interface, behaviour and figures: doc/control.md; parameters:
+youbot_dynamics/nodes/parameters/computed_torque_controller.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -48,12 +17,9 @@ from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
-from ..control.laws import CT_BANDWIDTH, CT_INTEGRAL_RATE
-from ..control.trajectory import LINE_IK_RATE, MAX_TRAJECTORY_POINTS
 from ..trajectory_start import drop_start_point
 from .controller_node import QOS_DEPTH, ControllerNode, run
-from .controller_params import BOOL, DOUBLE, descriptor
-from .conversions import check_serialized_trajectory, pose_to_matrix, read_trajectory
+from .messages import check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
 
@@ -61,29 +27,12 @@ NODE_NAME = "computed_torque_controller"
 
 
 class ComputedTorqueControllerNode(ControllerNode):
-    """Computed-torque tracking of ``~/trajectory`` and ``~/line``; see the module docstring."""
+    """Computed-torque tracking of ``~/trajectory`` and ``~/line``; see doc/control.md."""
 
     LAW_NAME = "computed torque"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-
-    def _declare_parameters(self) -> None:
-        self.declare_parameter('bandwidth', CT_BANDWIDTH, descriptor(
-            "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e = 0 (designed gains).", DOUBLE,
-            range_=(0.1, 1000.0)))
-        self.declare_parameter('integral_rate', CT_INTEGRAL_RATE, descriptor(
-            "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
-            "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and "
-            "with a new payload; 0 = the seed's (4.8) without it.", DOUBLE, range_=(0.0, 100.0)))
-        self.declare_parameter('model_feedforward', True, descriptor(
-            "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference "
-            "inertia, without M(q), C, G, q''_d or friction (a baseline).", BOOL))
-        self.declare_parameter('line_duration', 2.0, descriptor(
-            "Duration [s] of a Cartesian straight line on ~/line (rest to rest); a line too fast for the "
-            "joint velocity or acceleration limits is refused. At most 50 s: the line is solved at 100 IK samples "
-            "per second, at most 5000 samples (bounded planning time).", DOUBLE,
-            range_=(0.01, MAX_TRAJECTORY_POINTS / LINE_IK_RATE)))
 
     def _create_law(self) -> ComputedTorqueController:
         return ComputedTorqueController(self.model, self.arm, kp=self._optional_array('kp'),
@@ -96,7 +45,7 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def _create_interfaces(self) -> None:
         self.line_duration = float(self._param('line_duration'))
-        # raw: the executor only copies the bytes; deserializing is planning work (module docstring)
+        # raw: the executor only copies the bytes; deserializing is planning work (doc/control.md)
         self.create_subscription(JointTrajectoryMsg, '~/trajectory', self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(PoseStamped, '~/line', self._on_line, QOS_DEPTH)
 

@@ -9,14 +9,11 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from ..control import GuardState
+from ..timing import spread
 
 __all__ = ["CycleTimes", "MISSED_WARNING", "controller_status"]
 
 MISSED_WARNING = 0.01  # more missed cycles than this fraction of a report window: WARN
-
-
-def _percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else 0.0
 
 
 class CycleTimes:
@@ -44,16 +41,8 @@ class CycleTimes:
             latencies, self._latencies = self._latencies, []
             costs, self._costs = self._costs, []
             ages, self._ages = self._ages, []
-        return {
-            "latency_median_ms": 1e3 * _percentile(latencies, 50.0),
-            "latency_p99_ms": 1e3 * _percentile(latencies, 99.0),
-            "latency_max_ms": 1e3 * max(latencies, default=0.0),
-            "state_age_median_ms": 1e3 * _percentile(ages, 50.0),
-            "state_age_p99_ms": 1e3 * _percentile(ages, 99.0),
-            "state_age_max_ms": 1e3 * max(ages, default=0.0),
-            "compute_median_us": 1e6 * _percentile(costs, 50.0),
-            "compute_p99_us": 1e6 * _percentile(costs, 99.0),
-        }
+        return {**spread(latencies, "latency"), **spread(ages, "state_age"),
+                **spread(costs, "compute", "us", ("median", "p99"))}
 
 
 def controller_status(name: str, hardware_id: str, report: dict[str, float], state: GuardState,

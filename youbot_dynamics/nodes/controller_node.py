@@ -1,137 +1,12 @@
 """Shared base of the joint-torque controller nodes (``pd_gravity_controller``,
-``computed_torque_controller``).
+``computed_torque_controller``, ``float_controller``): :class:`ControllerNode`, a thin ROS shell
+(parameters, topics, the control cycle, the safety wiring) around the pure-Python core
+:mod:`youbot_dynamics.control`; :class:`ControllerHost` is the loop it runs in inside the arm's
+process (:mod:`.hosted`).
 
-Thin: parameters, topics, the control timer and the safety wiring; the control laws, references
-and the safety guard are the pure-Python core :mod:`youbot_dynamics.control`. Every controller:
-
-* subscribes ``joint_states_topic`` (``sensor_msgs/JointState``, the arm joints picked by name;
-  position and velocity required, effort optional; QoS: best effort, depth 1 - only the newest
-  state counts) and keeps the newest state with its *arrival* time on the steady clock (the age
-  checked against ``state_timeout`` and ``state_loss_timeout`` is time since arrival); each state is judged against the
-  previous one by :class:`~youbot_dynamics.control.JointStateMonitor` on its header stamp (the
-  arrival time if the stamp is zero): stamps not increasing, or a position change no motion within
-  2 x ``velocity_max`` could make since the previous stamp (+ 10 ms of slack for stamps taken at
-  publication, + 0.01 rad; the interval counted at most 50 ms: at 1 kHz 0.045 rad, after any gap
-  0.2 rad), is a fault while enabled (a second publisher on the topic, a wrong state). rclpy's
-  events executor (Kilted) cannot pass the ``MessageInfo`` with the publisher GID to a callback
-  (a two-argument callback fails with ``SystemError``), hence the stamps; and a second publisher
-  at the same pose on the same clock, which the stamps cannot reveal, is seen on the ROS graph:
-  more than ``joint_state_publishers_max`` (1) nodes publishing on the topic refuses ``~/enable``
-  and, counted by a cycle every 0.2 s, is a fault from the next cycle on, naming them;
-* runs control cycles at ``rate`` [Hz] (default 1 kHz, steady clock): with ``cycle_trigger:
-  joint_states`` (default) a cycle runs in the callback of each new joint state (at most one per
-  half period), so the torque leaves as soon as the state is in, and a watchdog timer, restarted
-  by every joint state, runs a cycle whenever no joint state came for 1.5 periods (and then every
-  1.5 periods: the cycles that detect stale states and command the fault behaviour);
-  with ``cycle_trigger: timer`` the timer alone runs the cycles on the newest state (which is then
-  on average half a period old). A cycle calls the guard
-  (:class:`~youbot_dynamics.control.SafetyGuard`) with the control law and publishes the torque as
-  ``std_msgs/Float64MultiArray`` (one value per joint, in the arm's joint order, [N m]) on
-  ``command_topic`` (default ``/arm_effort_controller/commands``, the ros2_control effort group
-  controller of the driver, the Gazebo description and the simulator node);
-* offers ``~/enable`` (``std_srvs/SetBool``): ``true`` holds the current position and ramps the
-  torque in over ``ramp_time`` (from the measured effort with ``bumpless_enable``, else from zero);
-  it is refused without a fresh, finite joint state. ``true`` also clears a fault (a new ramp);
-  ``false`` disables. The node starts disabled unless ``enabled_on_start`` (then it enables at the
-  first joint state);
-* publishes what it commands:
-
-  - **enabled**: the law's torque, bounded by the guard (joint-limit guard, velocity guard from
-    0.9 x ``velocity_max``, per-joint saturation ``torque_limit``, which may not exceed the drives'
-    limit ``min(effort_max, drive_torque_limit)``: a larger value fails start-up with the reason);
-  - **coasting** (the newest joint state older than ``state_timeout``, default 50 ms: a late
-    message on a non-real-time kernel): the gravity torque of the last good state, no fault, while
-    the state is at most ``state_loss_timeout`` (0.5 s) old and the arm, at the last state's speed,
-    can have moved at most 10 mrad (:class:`~youbot_dynamics.control.SafetyGuard`, step 2;
-    ``coast_cycles`` on ``/diagnostics`` counts them);
-  - **fault** (joint states lost: beyond the coasting above; NaN or infinity in the state or the
-    torque, an implausible joint state as above):
-    latched until the next enable, logged with the reason; ``fault_behaviour: zero`` publishes
-    zero effort *every cycle* (never the last torque) or, with a ``release_topic`` (the default),
-    lets go of the arm as a disable does (below), ``hold`` a low-gain PD + gravity hold of the
-    last good position (gravity only while the state is invalid, and after an implausible joint
-    state until the next enable). A cycle that starts more than
-    ``state_timeout`` after the previous one (the node itself was stalled: the joint states that
-    arrived meanwhile are still queued behind the timer) publishes nothing and leaves the decision
-    to the next cycle, so that a fault means missing joint states, not a stall of the controller
-    (detection is delayed by at most one cycle; ``stalls`` on ``/diagnostics`` counts them);
-  - **disabled**: zero effort once (so that the effort controller, which keeps its last command,
-    is left at zero), 2 ms later the *release*: a braking trajectory from the last measured state
-    to rest on ``release_topic`` (the drives' trajectory interface, which then holds the arm;
-    :mod:`~youbot_dynamics.control.release`), so that the arm does not fall under zero torque;
-    then nothing: the topics are free for other commanders. Without a ``release_topic``: zero
-    effort for ``ZERO_CYCLES_ON_DISABLE`` cycles, then nothing. On shutdown an enabled node does
-    the same (zero effort once, then the release). The release starts from the newest joint state
-    the plausibility check accepted (a rejected state also restarts the velocity estimate of
-    ``velocity_source: positions``: no velocity is differentiated against it):
-    after a fault on the states of a second publisher (another
-    arm 0.5 rad away) it braked towards that arm's pose, a jump the simulator refused (a real
-    trajectory controller would have moved the arm there);
-
-* publishes its state on ``~/state`` every ``state_publish_decimation`` cycles, a
-  ``std_msgs/Float64MultiArray`` of 5 n values ``[q_d (n), q (n), e = q_d - q (n), tau (n),
-  t (n)]`` ([rad], [rad], [rad], [N m], [s]; ``tau`` as published, zero when nothing is
-  commanded; ``q_d`` NaN without a reference, ``q`` NaN before the first joint state; ``t`` the
-  arrival time of the state ``q`` on the steady clock (``CLOCK_MONOTONIC``, Python's
-  ``time.perf_counter()`` on Linux: comparable across processes), repeated per joint; ``q_d`` at
-  that time, the time the law used: so ``e`` is not inflated by the state's wait for the cycle,
-  but still includes its transport from the arm); ``layout.dim`` labels the two dimensions
-  (``quantity``: ``q_desired|q|error|tau|time``, ``joint``: the joint names);
-* publishes the external joint torques on ``~/external_torque`` (``sensor_msgs/JointState``: the arm's
-  joint names, ``effort`` [N m] = the momentum observer's residual ``r``, stamped with the joint state
-  it used; :mod:`youbot_dynamics.control.observer`, bandwidth ``observer_gain``), every cycle after the
-  torque went out. The observer integrates the joint state's measured effort (``observer_torque``
-  ``measured``, the default: the torque the model was identified on; none: it restarts) or, with
-  ``command``, the node's own torque while it commands. It is the torque of a push or a contact
-  through a first-order low-pass; near rest it also holds the friction the model cannot know;
-* detects collisions on it (:class:`~youbot_dynamics.control.observer.CollisionDetector`,
-  ``collision_thresholds`` or ``collision_factor`` x the model file's ``joint_rms_errors_nm``,
-  thresholds raised by the stiction band near rest, hysteresis): each one is an error on
-  ``~/status``, counted in the ``/diagnostics`` report (``collisions``), and while enabled gets the
-  ``collision_reaction``: ``stop`` holds the position where it was detected (a new goal or trajectory
-  moves on), ``float`` switches to gravity and friction compensation with light damping
-  (:class:`~youbot_dynamics.control.FloatController`) until the next ``~/enable``;
-* publishes events (enable, disable, faults, collisions, accepted and refused goals with the reason)
-  on ``~/status`` (``std_msgs/String``) and in the log; the last refusal stays in
-  :attr:`ControllerNode.last_refusal`;
-* reports its timing on ``/diagnostics`` every ``diagnostics_period`` s (and in
-  :attr:`ControllerNode.last_report`): achieved rate, jitter, missed cycles (period > 1.5 x
-  nominal, :class:`~youbot_dynamics.timing.LoopStatistics`), the *latency* from the arrival of the
-  joint state a cycle used to the publication of its torque (median, p99, max), the *state age*
-  at that publication by the state's stamp (``state_age_*``: the transport from the arm included;
-  on the wall clock, so meaningful for states stamped on it, not on a simulated clock) and the
-  compute time of a cycle (median, p99).
-
-**Threads.** All callbacks are in the node's default (mutually exclusive) callback group: the
-law, the guard and the references are only touched by one thread at a time, with any executor.
-Computing a new reference (IK of a pose, a Cartesian line, the exact limit check of a trajectory)
-takes 1-40 ms, longer than a cycle: it runs in a planning thread (:meth:`ControllerNode.plan`)
-on copies of what it needs, and the control thread installs the result at its next cycle. Log
-lines, ``~/status`` and the ``/diagnostics`` report (0.3-1 ms each) go out from a reporting thread,
-in order. Both helper threads run at the lowest real-time priority
-(:func:`~youbot_dynamics.nodes.common.background_priority`). The
-executables (:func:`run`) run as real-time nodes (:func:`~youbot_dynamics.nodes.common.run_node`:
-rclpy's events executor, start-up heap frozen out of the garbage collector, 20 us thread switch
-interval, SCHED_FIFO). ``state_timeout`` must exceed the control period.
-
-**In the bus cycle** (``host``: :mod:`youbot_dynamics.nodes.hosted`, issue 18). The same node can
-run in the process of the arm (``youbot_driver``, ``sim_node``), as ros2_control's controller
-manager runs its controllers in the hardware's update loop: the host's loop thread hands it each
-state right after reading it (:meth:`ControllerNode.host_command`, which runs the same cycle as a
-joint state over DDS: plausibility check, velocity estimate, guard, law) and puts the torque it
-returns into that cycle's outputs; :meth:`ControllerNode.host_after_outputs` then does the rest of
-the cycle (latency, observer, ``~/state``, reports). There is no joint-state subscription (hence no
-check of its publishers), no command publisher and no watchdog timer: the host runs a cycle every
-loop period, also when no fresh state came (those cycles coast and fault on stale states as the
-watchdog's do), and ``rate`` must be the host's rate. Letting go of the arm hands the release
-trajectory straight to the host's trajectory interface in the same cycle as the zero effort (which
-it replaces at once: no delivery order to wait for, so no ``RELEASE_DELAY``); ``release_topic: ''``
-still means zero effort only. Every other interface (services, goals, trajectories, ``~/state``,
-``~/status``, ``/diagnostics``, parameters) is the node's own, as over DDS. The callbacks run on the
-executor's thread while the cycles run on the host's loop thread: every callback of the node and
-every cycle hold :attr:`ControllerNode.cycle_lock` (callbacks are short: heavy work is planned in
-the planning thread), so the law, the guard and the references are still touched by one thread at a
-time.
+Interface, behaviour and figures: doc/control.md (in the bus cycle: doc/driver.md, "Control inside
+the bus cycle"); parameters: youbot_dynamics/nodes/parameters/controller_common.yaml (table in
+doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -158,17 +33,16 @@ from ..arm import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compile_kernels
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.release import release_waypoints
-from ..control.velocity import VELOCITY_SOURCES, VelocityFromPositions
+from ..control.velocity import VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..dynamics.payload import Payload, with_payload
 from ..paths import config_path
 from ..timing import LoopStatistics
-from .common import background_worker, run_node
+from .common import background_worker, declare_parameters, run_node
 from .controller_diagnostics import CycleTimes, controller_status
-from .controller_params import COLLISION_REACTIONS, COMMON_PARAMETERS, CYCLE_TRIGGERS, OBSERVER_TORQUES
-from .conversions import JointStateReader, stamp_seconds, trajectory_message
+from .messages import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
 
 __all__ = ["ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "run"]
@@ -188,7 +62,7 @@ Array = np.ndarray
 
 
 class ControllerHost(Protocol):
-    """The loop a controller runs in, in the arm's process (module docstring: "In the bus cycle")."""
+    """The loop a controller runs in, in the arm's process (doc/driver.md: "Control inside the bus cycle")."""
 
     #: cycles per second of the host's loop (the controller's ``rate`` must equal it)
     rate: float
@@ -218,26 +92,21 @@ class _Step:
 
 
 class ControllerNode(Node):
-    """Base of the controller nodes; see the module docstring. Subclasses implement the hooks
-    :meth:`_declare_parameters`, :meth:`_create_law`, :meth:`_hold`, :meth:`desired_position`,
-    :meth:`_create_interfaces`."""
+    """Base of the controller nodes; see doc/control.md. Parameters: the schema named like the
+    node (``parameters/<node_name>.yaml``). Subclasses implement the hooks :meth:`_create_law`,
+    :meth:`_hold`, :meth:`desired_position`, :meth:`_create_interfaces`."""
 
     #: Human-readable name of the control law (log messages, diagnostics).
     LAW_NAME = "controller"
-    #: :data:`COMMON_PARAMETERS` the law has no use for (not declared; e.g. no designed gains)
-    WITHOUT_COMMON: tuple[str, ...] = ()
 
     def __init__(self, node_name: str, host: ControllerHost | None = None, **kwargs: Any) -> None:
         # set before Node.__init__: it creates the parameter services (create_service, locked when hosted)
         self.host = host
-        #: held by every cycle and, in the bus cycle (``host``), by every callback (module docstring)
+        #: held by every cycle and, in the bus cycle (``host``), by every callback (doc/driver.md)
         self.cycle_lock = threading.Lock()
         self._step: _Step | None = None  # hosted: the cycle between host_command and host_after_outputs
         super().__init__(node_name, **kwargs)
-        self._declare_parameters()
-        for name, (default, description) in COMMON_PARAMETERS.items():
-            if name not in self.WITHOUT_COMMON and not self.has_parameter(name):
-                self.declare_parameter(name, default, description)
+        declare_parameters(self, node_name)  # parameters/<node_name>.yaml, which extends controller_common.yaml
         self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
         self._warm_up()
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
@@ -253,8 +122,6 @@ class ControllerNode(Node):
             raise ValueError(f"rate ({self.rate:g} Hz) must be the rate of the loop the controller runs in "
                              f"({host.rate:g} Hz)")
         self.cycle_trigger: str = self._param('cycle_trigger')
-        if self.cycle_trigger not in CYCLE_TRIGGERS:
-            raise ValueError(f"cycle_trigger must be one of {CYCLE_TRIGGERS}, got '{self.cycle_trigger}'")
         self._period = 1.0 / self.rate
         self._watchdog = self.cycle_trigger == 'joint_states'
         if not 1.0 / self.rate < self._param('state_timeout'):
@@ -278,8 +145,6 @@ class ControllerNode(Node):
         # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
         source = self._param('velocity_source')
-        if source not in VELOCITY_SOURCES:
-            raise ValueError(f"velocity_source must be one of {VELOCITY_SOURCES}, got '{source}'")
         self._velocity = (VelocityFromPositions(n, self._param('velocity_filter_time'), config.state_timeout)
                           if source == 'positions' else None)
         self._monitor = JointStateMonitor(self.arm)
@@ -361,7 +226,7 @@ class ControllerNode(Node):
     # -- callbacks under the cycle lock in the bus cycle ----------------------------------------
 
     def _locked(self, callback: Callable[..., Any]) -> Callable[..., Any]:
-        """``callback`` holding :attr:`cycle_lock` when hosted (module docstring), else itself."""
+        """``callback`` holding :attr:`cycle_lock` when hosted (doc/driver.md), else itself."""
         if self.host is None:
             return callback
 
@@ -380,12 +245,6 @@ class ControllerNode(Node):
         return super().create_service(srv_type, srv_name, self._locked(callback), *args, **kwargs)
 
     # -- hooks of the concrete controllers ------------------------------------------------------
-
-    def _declare_parameters(self) -> None:
-        """Declare the controller's own parameters; then every name of :data:`COMMON_PARAMETERS` not in
-        :attr:`WITHOUT_COMMON` and not declared here is declared as it is there (a controller
-        declares a common name itself to give it another default or description)."""
-        raise NotImplementedError
 
     def _create_law(self) -> Any:
         """The control law (``torque(t, q, dq)``, ``kp``, ``kd``) from the parameters."""
@@ -427,18 +286,12 @@ class ControllerNode(Node):
         self.external: ExternalTorqueMonitor | None = None
         self.floating = False  # the collision reaction 'float' is active (until ~/enable)
         self.collision_reaction: str = self._param('collision_reaction')
-        if self.collision_reaction not in COLLISION_REACTIONS:
-            raise ValueError(f"collision_reaction must be one of {COLLISION_REACTIONS}, got "
-                             f"'{self.collision_reaction}'")
         self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
                            if self.collision_reaction == 'float' else None)
         self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
         self._stamped = False  # the newest joint state had a stamp
         self._header_stamp: Time | None = None  # the same as a message (None: not from a message, or unstamped)
-        observer_torque = self._param('observer_torque')
-        if observer_torque not in OBSERVER_TORQUES:
-            raise ValueError(f"observer_torque must be one of {OBSERVER_TORQUES}, got '{observer_torque}'")
-        self._observe_command = observer_torque == 'command'
+        self._observe_command = self._param('observer_torque') == 'command'
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
             if self.collision_reaction != 'none':
@@ -658,7 +511,7 @@ class ControllerNode(Node):
 
     def host_command(self, arrival: float, stamp: float | None, q: Array | None, dq: Array | None,
                      effort: Array | None) -> Array | None:
-        """In the bus cycle (module docstring): the state the host just read (``arrival`` its read on
+        """In the bus cycle (doc/driver.md): the state the host just read (``arrival`` its read on
         the steady clock, ``stamp`` [s] its stamp as the host publishes it; ``stamp`` None: no fresh
         state this cycle, ``q``, ``dq``, ``effort`` are ignored) and a cycle on it; the torque for this
         cycle's outputs, or None (nothing commanded). :meth:`host_after_outputs` must follow."""
@@ -671,7 +524,7 @@ class ControllerNode(Node):
             released = self._let_go(step)
             step.end = time.perf_counter()
             self._step = step
-            # a release replaces the zero effort at once (module docstring)
+            # a release replaces the zero effort at once (doc/driver.md)
             return step.tau if step.publish and not released else None
 
     def host_after_outputs(self) -> None:
@@ -893,7 +746,7 @@ class ControllerNode(Node):
 
     def timing_report(self) -> dict[str, float]:
         """Rate, jitter and missed cycles of the control timer, latency (joint state arrival to
-        torque publication), state age at the torque's publication (module docstring) and compute
+        torque publication), state age at the torque's publication (doc/control.md) and compute
         time per cycle, since the previous report."""
         report = self.statistics.report()
         report.update({

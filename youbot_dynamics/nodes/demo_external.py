@@ -33,7 +33,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from .conversions import stamp_seconds
+from .messages import stamp_seconds
 from .demo_job import ControlRun, _Client, _control_run, _tracking
 
 __all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "SERIES", "payload_message", "external_phase", "recalibrate_payload",

@@ -62,7 +62,7 @@ from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
 from ..sim.limits import LIMIT_LOG_VARIABLE
 from .common import REALTIME_PRIORITY
-from .conversions import JointStateReader
+from .messages import JointStateReader
 from .demo_sim import NodeProcess
 
 __all__ = ["ARMS", "closed_loop_timing", "run_job"]
@@ -80,6 +80,7 @@ EMULATED_MASTER = "ybdemo0"  # veth end of the master with ``--robot emulated`` 
 @dataclass(frozen=True)
 class ArmProcess:
     """How the main job starts and resets an arm node."""
+
     executable: str
     parameters: tuple[str, ...]  # ros args
     initial_positions: str | None  # the parameter naming the start pose (None: the arm is where it is)
@@ -108,6 +109,7 @@ def _fmt(v: Any) -> str:
 @dataclass
 class ControlRun:
     """One closed-loop run: a label, the executable and its parameters."""
+
     label: str
     executable: str
     parameters: dict[str, Any]

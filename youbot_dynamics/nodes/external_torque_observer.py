@@ -1,23 +1,10 @@
 """ROS 2 node: the external joint torques of the arm when another commander drives it (issue 17 item 1).
 
-The momentum observer (:mod:`youbot_dynamics.control.observer`) on the joint states alone: the
-motor torque it integrates is the joint state's measured effort (the drives' current x kt x gear),
-so it works under the drives' position, velocity or trajectory control, a trajectory controller,
-another torque controller. The controller nodes have the same estimate built in, on their own
-(noise-free) torque: use this node when none of them commands the arm. It
+Executable ``external_torque_observer``: the momentum observer (:mod:`youbot_dynamics.control.observer`)
+on the joint states and their measured effort alone, with collision detection; it commands nothing.
 
-* subscribes ``joint_states_topic`` (position, velocity and effort of the arm joints, by name; a
-  state without effort restarts the observer) reliably with a queue of 500 (every state is
-  integrated, in order, even late), differentiating the positions as the controllers do
-  (``velocity_filter_time``; the youBot drives' reported velocity lags ~10 ms);
-* publishes ``~/external_torque`` (``sensor_msgs/JointState``, ``effort`` [N m], stamped with the
-  joint state used) for every joint state;
-* detects collisions (``collision_thresholds`` or ``collision_factor`` x the model file's held-out RMS
-  error, :mod:`.external_torque`) and reports each on ``~/status`` (``std_msgs/String``) and in the
-  log; it commands nothing, so there is no reaction.
-
-The measured effort carries the current measurement's noise, gain error and offset: the estimate
-is noisier and has an offset that the controllers' own one has not.
+Interface, behaviour and figures: doc/control.md ("external_torque_observer"); parameters:
+youbot_dynamics/nodes/parameters/external_torque_observer.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -34,10 +21,9 @@ from ..control.velocity import VelocityFromPositions
 from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
-from .common import run_node
+from .common import declare_parameters, run_node
 from .controller_node import NOMINAL_MODEL
-from .controller_params import COMMON_PARAMETERS, DOUBLE, descriptor
-from .conversions import JointStateReader, stamp_seconds
+from .messages import JointStateReader, stamp_seconds
 from .external_torque import QOS_DEPTH, ExternalTorqueMonitor, thresholds_from
 
 __all__ = ["ExternalTorqueNode", "main"]
@@ -49,26 +35,11 @@ STATE_QUEUE = 500
 
 
 class ExternalTorqueNode(Node):
-    """``~/external_torque`` and collisions from the joint states; see the module docstring."""
+    """``~/external_torque`` and collisions from the joint states; see doc/control.md."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        c = COMMON_PARAMETERS  # the controllers' parameters of the same names (controller_node)
-        self.declare_parameter('arm_description', *c['arm_description'])
-        self.declare_parameter('model_file', *c['model_file'])
-        self.declare_parameter('joint_states_topic', *c['joint_states_topic'])
-        self.declare_parameter('observer_gain', *c['observer_gain'])
-        self.declare_parameter('collision_thresholds', *c['collision_thresholds'])
-        self.declare_parameter('collision_factor', *c['collision_factor'])
-        self.declare_parameter('friction_eps', *c['friction_eps'])
-        self.declare_parameter('velocity_filter_time', *c['velocity_filter_time'])
-        self.declare_parameter('max_state_gap', 0.005, descriptor(
-            "A gap between joint states longer than this [s] restarts the observer's integral (the estimate "
-            "carries over) and the differentiation: a state's measured effort stands for the drives' torque until "
-            "the next state, and over a longer gap their own loop changes it (at 1 kHz: 5 states lost).", DOUBLE,
-            range_=(1e-4, 1.0)))
-        self.declare_parameter('log_throttle_period', *c['log_throttle_period'])
-        p = {name: parameter.value for name, parameter in self.get_parameters_by_prefix('').items()}
+        p = declare_parameters(self, NODE_NAME)  # several borrowed from the controllers' (controller_common)
         self.arm = load_arm(p['arm_description'] or None)
         model_file = p['model_file'] or str(config_path(NOMINAL_MODEL))
         model = load_model(model_file)

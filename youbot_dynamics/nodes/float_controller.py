@@ -1,21 +1,11 @@
 """ROS 2 node: hand-guiding ("float") of the youBot arm: gravity and friction compensation with
 light damping (issue 17 item 3).
 
-``tau = G(q) + t_f(q, q') - D q'`` on the model of ``model_file``, plus a virtual stiction that keeps
-a joint at rest where it was left (:class:`youbot_dynamics.control.FloatController`), inside the
-safety guard of :mod:`.controller_node` (joint states, torque topic, ``~/enable``, ``~/state``,
-``~/status``, ``~/external_torque``, ``~/payload``, diagnostics, faults, the joint-limit guard: see
-there). Enabled by service like the other controllers; a person can then move the arm by hand, and
-it stays where it is left. No reference: ``~/state``'s ``q_desired`` is the rest anchor. Give the
-model of the arm as it is (an identified one, with ``~/payload`` for what it holds): an error in
-``G`` beyond the virtual stiction makes the arm drift.
+Executable ``float_controller``: :class:`youbot_dynamics.control.FloatController` inside the common
+:class:`~.controller_node.ControllerNode`.
 
-Parameters: the controllers' common ones, but ``kp`` (unset here: no position gain; see
-``rest_stiffness``) and ``damping`` (no designed gains); ``kd`` is ``D``; and
-
-* ``rest_torque`` [N m] per joint: the virtual stiction's limit (unset: half the model's Coulomb
-  level, at least 0.05 N m);
-* ``rest_velocity`` [rad/s]: below it a joint is held at its anchor.
+Interface, behaviour and figures: doc/control.md; parameters:
+youbot_dynamics/nodes/parameters/float_controller.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -25,9 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..control import FloatController
-from ..control.laws import FLOAT_DAMPING, FLOAT_REST_VELOCITY
 from .controller_node import ControllerNode, run
-from .controller_params import DOUBLE, DOUBLE_ARRAY, UNSET_ARRAY, descriptor
 
 __all__ = ["FloatControllerNode", "main"]
 
@@ -35,24 +23,12 @@ NODE_NAME = "float_controller"
 
 
 class FloatControllerNode(ControllerNode):
-    """Hand-guiding; see the module docstring."""
+    """Hand-guiding; see doc/control.md."""
 
     LAW_NAME = "float (hand-guiding)"
-    #: common parameters this law has no use for (no reference to track, no designed PD gains)
-    WITHOUT_COMMON = ("kp", "damping")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-
-    def _declare_parameters(self) -> None:
-        self.declare_parameter('kd', UNSET_ARRAY, descriptor(
-            f"Damping D [N m s/rad], one per joint or one for all; unset = {FLOAT_DAMPING:g} / s x each joint's "
-            "reference inertia (a pushed joint coasts to rest in about 0.2 s).", DOUBLE_ARRAY))
-        self.declare_parameter('rest_torque', UNSET_ARRAY, descriptor(
-            "Virtual stiction [N m] that holds a joint at rest where it was left, one per joint or one for all; "
-            "unset = half the model's Coulomb level (at least 0.05 N m); 0 = none.", DOUBLE_ARRAY))
-        self.declare_parameter('rest_velocity', FLOAT_REST_VELOCITY, descriptor(
-            "Speed [rad/s] below which a joint is held at its rest anchor.", DOUBLE, range_=(1e-4, 1.0)))
 
     def _create_law(self) -> FloatController:
         return FloatController(self.model, self.arm, damping=self._optional_array('kd'),

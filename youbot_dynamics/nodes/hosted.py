@@ -29,6 +29,7 @@ from ..controller_registry import CONTROLLERS as REGISTRY, ControllerEntry
 from ..driver import ArmDriver, CommandError
 from ..driver.driver import LATENCY_WINDOW, CycleInputs
 from ..paths import config_path
+from ..timing import spread
 from .controller_node import ControllerHost, ControllerNode
 
 if TYPE_CHECKING:
@@ -72,11 +73,7 @@ def latency_report(latencies: list[float]) -> dict[str, float]:
     """``controller_latency_{median,p99,max}_ms`` and ``controller_cycles`` of in-loop latencies [s]."""
     if not latencies:
         return {"controller_cycles": 0.0}
-    values = np.asarray(latencies)
-    return {"controller_cycles": float(values.size),
-            "controller_latency_median_ms": 1e3 * float(np.median(values)),
-            "controller_latency_p99_ms": 1e3 * float(np.percentile(values, 99.0)),
-            "controller_latency_max_ms": 1e3 * float(values.max())}
+    return {"controller_cycles": float(len(latencies)), **spread(latencies, "controller_latency")}
 
 
 class DriverHost:

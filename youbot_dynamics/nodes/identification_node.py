@@ -1,69 +1,12 @@
 """ROS 2 node: the identification experiment on the arm (simulated, Gazebo or real), end to end.
 
-Thin: parameters, topics, timers and the safety wiring. The experiment (phases, references,
-safety checks, progress, segments) is :class:`youbot_dynamics.identification.experiment.session.ExcitationSession`,
-the recording :class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder`, the
-identification :mod:`youbot_dynamics.identification.estimation.pipeline` (the same as ``youbot-dynamics
-identify``). The node:
+Executable ``identification_node``: a thin shell (parameters, topics, timers, the safety wiring) around
+:class:`youbot_dynamics.identification.experiment.session.ExcitationSession`, the recorder
+:class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder` and
+:mod:`youbot_dynamics.identification.estimation.pipeline` (as ``youbot-dynamics identify``).
 
-* loads the excitation file ``excitation_file`` (a trajectory file written by ``youbot-dynamics
-  excite``; ``''`` = the package's ``config/excitation_default.yaml``) and waits in ``idle``;
-* starts on ``~/start`` (``std_srvs/Trigger``) or, with ``start_on_launch``, at the first fresh
-  joint state. Start is refused (the response and the log say why) without a joint state newer
-  than ``state_timeout``, or when the arm is more than ``max_start_distance`` [rad] from the
-  excitation's start pose on some joint; otherwise the arm moves slowly (``approach_velocity``,
-  ``approach_acceleration``) to the start pose: phases ``approach -> settle -> excite -> hold``;
-* commands through ``command_interface``: ``trajectory`` (default: a
-  ``trajectory_msgs/JointTrajectory`` every ``stream_period`` with the next ``stream_horizon`` of
-  the reference - positions, velocities and accelerations every 0.1 s - followed by a braking
-  tail to rest, executed by the trajectory controller; the best tracking and the best data. The
-  experiment is never sent whole: if this node dies, the arm stops by itself within
-  ``stream_horizon`` plus the tail, within the arm's velocity and acceleration limits;
-  :mod:`youbot_dynamics.identification.experiment.streaming`),
-  ``position`` (the reference streamed at ``command_rate`` on the position controller's topic:
-  the drives' ramp turns the set-point steps into velocity pulses and lags on fast excitations;
-  for slow moves, poor identification data) or ``effort`` (the node's own PD + model feedforward
-  at ``command_rate``, gains ``effort_kp``/``effort_kd``, the feedforward model is
-  ``nominal_model``; the loop closes through DDS: it needs a node that keeps up). Streamed
-  set-points stop with this node too: the drives' command timeout switches the motors off;
-* records ``joint_states_topic`` from start to the end of the motion into
-  ``<output_directory>/<YYYYmmdd-HHMMSS>/recording`` (rosbag2, MCAP) and ``recording.csv``
-  (``t, q1..q5, dq1..dq5, tau1..tau5``), flushed every ``flush_period`` s (a crash or Ctrl-C
-  loses at most that much);
-* aborts, stopping and holding the arm, when the joint states go stale, a joint moves into the
-  ``limit_margin`` zone of a limit, the tracking error exceeds ``max_tracking_error``, or on
-  ``~/abort`` (``std_srvs/Trigger``): the reference brakes from its current state, at most at
-  ``min(stop_deceleration, acceleration_max)`` per joint; the recording is closed and stays valid;
-* after the motion identifies (``method``, ``structure``, ``cutoff_hz``) on the first
-  ``periods - validation_periods`` periods, validates on the last ``validation_periods`` (a
-  different part of the recording) against the baseline ``nominal_model``, writes
-  ``parameters.yaml`` and ``report/`` (``report.json``, plots) next to the recording and logs
-  the validation table;
-* on ``~/recalibrate`` (``std_srvs/Trigger``) runs the same experiment for ``calibration_periods``
-  periods (a short one) and updates a model instead of identifying one: the payload at the tool
-  and the friction of ``calibration_model`` (``''`` = the model file this node wrote last) are
-  re-estimated as by ``youbot-dynamics calibrate`` (:mod:`youbot_dynamics.identification.estimation.calibration`;
-  the last ``calibration_holdout`` of the recording chooses the update and shows the gain), the
-  updated model (``parameters.yaml``) and ``report/report.json`` are written and the log says the
-  payload change and the held-out error before and after. Refused before the arm moves without a
-  model, or with one the controllers would refuse; an update that is not physically consistent
-  is not written (phase ``failed``). The payload found (the change of the last link's mass and
-  centre of mass, a point mass) goes out on ``~/payload_estimate`` (``geometry_msgs/Inertia``,
-  centre of mass in the tool frame): the message the controllers (and ``sim_node``) take on
-  ``~/payload``, right for a controller running on ``calibration_model`` (issue 17 item 4);
-* publishes its progress on ``~/progress`` (``diagnostic_msgs/DiagnosticStatus``: ``message``
-  ``"<phase>: <percent>%"``, level OK / WARN when aborted / ERROR when failed, key/values
-  ``phase``, ``percent``, ``elapsed_s``, ``remaining_s``, ``reason``, ``output``, and when done
-  ``relative_error`` and ``nominal_relative_error``; after a recalibration ``relative_error`` and
-  ``previous_relative_error`` on the held-out moving rows, ``payload_mass_kg`` and ``update``)
-  every ``progress_period`` s and at every phase change, and logs each phase change and,
-  while the experiment runs, every ``log_period`` s
-  what it is doing or waiting for.
-
-Times are the node's ROS clock (``use_sim_time`` works: run the simulator with
-``publish_clock``; until the first ``/clock`` arrives, joint states are ignored, ``~/start`` is
-refused and a warning every 10 s says why). After an experiment (done, aborted or failed) the arm is held (streamed
-commands keep coming; a trajectory controller holds its last point) until the next ``~/start``.
+Interface, behaviour and figures: doc/identification.md; parameters:
+youbot_dynamics/nodes/parameters/identification_node.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -73,7 +16,6 @@ import math
 import sys
 import time
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -84,14 +26,12 @@ from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.time import Time
-from rcl_interfaces.msg import ParameterType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
-from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY
 from ..control.laws import PDFeedforward
 from ..dataio import DataFileError
 from ..dynamics.consistency import check_model
@@ -99,22 +39,21 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, identification_block, load_model
 from ..identification.estimation.calibration import Calibration, calibrate, consistency_problems, write_calibration
 from ..identification.estimation.calibration import summary_lines as calibration_lines
-from ..identification.estimation.least_squares import METHODS
 from ..identification.estimation.pipeline import (excitation_delay, identify_excitation, periodic_cut,
                                                   processing_options, reference_models, summary_lines, write_results)
 from ..identification.estimation.processing import ProcessingOptions
 from ..identification.experiment.recording import JointStateRecorder
-from ..identification.experiment.session import (ExcitationSession, JointSample, Phase, SessionConfig, SessionRefused,
-                                                 TooFarFromStart)
+from ..identification.experiment.session import (ExcitationSession, ExperimentPhase, JointSample, SessionConfig,
+                                                 SessionRefused, TooFarFromStart)
 from ..identification.io.bagio import typestore
 from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
-from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import JointStateReader, trajectory_message
+from .common import background_worker, declare_parameters, run_node
+from .messages import JointStateReader, trajectory_message
 
-__all__ = ["IdentificationNode", "main", "COMMAND_INTERFACES"]
+__all__ = ["IdentificationNode", "main"]
 
 NODE_NAME = "identification_node"
 QOS_DEPTH = 10
@@ -122,15 +61,9 @@ INPUT_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock or joint 
 NO_STATE_WARNING = 5.0  # [s, wall clock] without any joint state before the node warns
 STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
 DEFAULT_EXCITATION = "excitation_default.yaml"
-COMMAND_INTERFACES = ("trajectory", "position", "effort")
-STRUCTURES = ("inertial", "rotor", "full")
-LEVELS = {Phase.ABORTED: DiagnosticStatus.WARN, Phase.FAILED: DiagnosticStatus.ERROR}
-SESSION = SessionConfig()  # the experiment's defaults are the node's (but state_timeout, below)
+LEVELS = {ExperimentPhase.ABORTED: DiagnosticStatus.WARN, ExperimentPhase.FAILED: DiagnosticStatus.ERROR}
 # ~/progress values when done: identification; recalibration (held-out moving rows, new and old model)
 DONE_VALUES = ("relative_error", "nominal_relative_error", "previous_relative_error", "payload_mass_kg", "update")
-
-
-_descriptor = partial(parameter_descriptor, read_only=True)
 
 
 class ModelToUpdate(NamedTuple):
@@ -145,113 +78,15 @@ def _number(value: Any) -> str:
 
 
 class IdentificationNode(Node):
-    """The identification experiment; see the module docstring."""
+    """The identification experiment; see doc/identification.md."""
 
     def __init__(self, **kwargs: Any) -> None:
         self.recorder: JointStateRecorder | None = None  # set first: destroy_node() may run on a half-built node
         self.session: ExcitationSession | None = None
         self._worker = background_worker("identify")
         super().__init__(NODE_NAME, **kwargs)
-        s, d, b, i = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL,
-                      ParameterType.PARAMETER_INTEGER)
-        da = ParameterType.PARAMETER_DOUBLE_ARRAY
-        self.declare_parameter('arm_description', '', _descriptor(
-            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
-        self.declare_parameter('excitation_file', '', _descriptor(
-            "Excitation trajectory file (youbot-dynamics excite); '' = the package's config/excitation_default.yaml.",
-            s))
-        self.declare_parameter('command_interface', 'trajectory', _descriptor(
-            f"How the arm is driven: one of {list(COMMAND_INTERFACES)}.", s))
-        self.declare_parameter('periods', SESSION.periods, _descriptor(
-            "Periods of the excitation driven (and recorded).", i, int_range=(1, 1000)))
-        self.declare_parameter('validation_periods', SESSION.validation_periods, _descriptor(
-            "The last periods, held out for validation (0 = validate on the identification data).", i,
-            int_range=(0, 999)))
-        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
-            "sensor_msgs/JointState input (position, velocity and effort of the arm joints).", s))
-        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray position command topic (command_interface position).", s))
-        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
-            "trajectory_msgs/JointTrajectory topic (command_interface trajectory).", s))
-        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray effort command topic (command_interface effort).", s))
-        self.declare_parameter('start_on_launch', False, _descriptor(
-            "Start at the first fresh joint state instead of waiting for ~/start.", b))
-        self.declare_parameter('output_directory', '~/youbot_identification', _descriptor(
-            "Each experiment writes <output_directory>/<YYYYmmdd-HHMMSS>/ (recording, CSV, parameters, report).", s))
-        self.declare_parameter('max_start_distance', SESSION.max_start_distance, _descriptor(
-            "Refuse to start when a joint is further than this from the start pose [rad]; closer, move there.",
-            d, range_=(0.0, 10.0)))
-        self.declare_parameter('approach_velocity', SESSION.approach_velocity, _descriptor(
-            "Peak joint velocity of the move to the start pose [rad/s].", d, range_=(0.01, 2.0)))
-        self.declare_parameter('approach_acceleration', SESSION.approach_acceleration, _descriptor(
-            "Peak joint acceleration of the move to the start pose [rad/s^2].", d, range_=(0.01, 10.0)))
-        self.declare_parameter('settle_time', SESSION.settle_time, _descriptor(
-            "Rest at the start pose before the excitation [s].", d, range_=(0.0, 60.0)))
-        self.declare_parameter('hold_time', SESSION.hold_time, _descriptor(
-            "Rest at the start pose after the excitation, still recorded [s].", d, range_=(0.0, 60.0)))
-        self.declare_parameter('limit_margin', SESSION.limit_margin, _descriptor(
-            "Abort when a joint moves into this zone before a position limit [rad].", d, range_=(0.0, 1.0)))
-        self.declare_parameter('max_tracking_error', SESSION.max_tracking_error, _descriptor(
-            "Abort when |q - q_reference| exceeds this on a joint [rad].", d, range_=(0.001, 3.0)))
-        self.declare_parameter('max_command_delay', SESSION.max_command_delay, _descriptor(
-            "Command delay tolerated by the tracking check, and searched when aligning the recording [s].", d,
-            range_=(0.0, 5.0)))
-        # the node's default is looser than the session's own (0.1 s): the ROS graph adds its delay
-        self.declare_parameter('state_timeout', 0.5, _descriptor(
-            "Joint states older than this are stale: refuse to start, abort when moving [s].", d,
-            range_=(0.001, 10.0)))
-        self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
-        self.declare_parameter('stop_deceleration', SESSION.stop_deceleration, _descriptor(
-            "Peak deceleration of every stop (abort, braking tail of a streamed message) [rad/s^2]; the arm's "
-            "acceleration_max caps it per joint.", d, range_=(0.1, 100.0)))
-        self.declare_parameter('stream_horizon', SESSION.stream_horizon, _descriptor(
-            "command_interface trajectory: each message holds this much of the reference [s], then a braking tail.",
-            d, range_=(0.05, 5.0)))
-        self.declare_parameter('stream_period', SESSION.stream_period, _descriptor(
-            "command_interface trajectory: a new message this often [s] (shorter than stream_horizon).", d,
-            range_=(0.01, 5.0)))
-        self.declare_parameter('command_rate', 100.0, _descriptor(
-            "Rate of the safety checks and of the streamed commands (position, effort) [Hz].", d,
-            range_=(10.0, 1000.0)))
-        self.declare_parameter('effort_kp', [240.0, 240.0, 80.0, 12.0, 8.0], _descriptor(
-            "Position gains of the node's PD (command_interface effort) [N m/rad].", da))
-        self.declare_parameter('effort_kd', [24.0, 24.0, 8.0, 1.2, 0.8], _descriptor(
-            "Velocity gains of the node's PD (command_interface effort) [N m s/rad].", da))
-        self.declare_parameter('method', 'consistent', _descriptor(
-            f"Estimator: one of {list(METHODS)} (default consistent: a physically consistent model, as identify).", s))
-        self.declare_parameter('structure', 'full', _descriptor(
-            f"Model terms identified: one of {list(STRUCTURES)}.", s))
-        self.declare_parameter('cutoff_hz', 5.0, _descriptor(
-            "Low-pass cutoff of the parallel filter [Hz] (well above the excitation's highest harmonic).", d,
-            range_=(0.1, 200.0)))
-        self.declare_parameter('calibration_model', '', _descriptor(
-            "Model file that ~/recalibrate updates (payload and friction); '' = the model this node wrote last "
-            "(identified or recalibrated).", s))
-        self.declare_parameter('calibration_periods', 2, _descriptor(
-            "Periods of the excitation ~/recalibrate runs (a short experiment: the payload and friction are few "
-            "parameters).", i, range_=(1, 100)))
-        self.declare_parameter('calibration_holdout', 0.3, _descriptor(
-            "Fraction at the end of the recalibration's recording held out: it chooses among the updates (payload; "
-            "+ friction offsets; + all friction terms) and shows the gain (0 = none: payload and all friction).", d,
-            range_=(0.0, 0.9)))
-        self.declare_parameter('nominal_model', '', _descriptor(
-            "Model file of the baseline (and of the effort feedforward); '' = the nominal model of the arm "
-            "description.", s))
-        self.declare_parameter('flush_period', 1.0, _descriptor(
-            "The recording is flushed to disk at least this often [s].", d, range_=(0.05, 60.0)))
-        self.declare_parameter('progress_period', 1.0, _descriptor(
-            "Period of ~/progress messages [s] (also sent at every phase change).", d, range_=(0.05, 3600.0)))
-        self.declare_parameter('log_period', 1.0, _descriptor(
-            "While the experiment runs, a line in the log this often [s] with its phase, percent and what it is "
-            "doing or waiting for; 0 = phase changes only.", d, range_=(0.0, 3600.0)))
-
-        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        p = declare_parameters(self, NODE_NAME)
         self.p = p
-        for name, allowed in (('command_interface', COMMAND_INTERFACES), ('method', METHODS),
-                              ('structure', STRUCTURES)):
-            if p[name] not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {p[name]!r}")
         self.arm = load_arm(p['arm_description'] or None)
         self.excitation_file = Path(p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
         excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names)
@@ -375,7 +210,7 @@ class IdentificationNode(Node):
         return response
 
     def recalibrate(self) -> tuple[bool, str]:
-        """Start the short recalibration experiment now (module docstring); ``(started, message)``.
+        """Start the short recalibration experiment now (doc/identification.md); ``(started, message)``.
         Refused, before the arm moves, without a model to update or with one the controllers would
         refuse."""
         source = self.p['calibration_model'] or self.last_model
@@ -404,7 +239,7 @@ class IdentificationNode(Node):
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
             self.get_logger().error(message)
             return False, message
-        if self.session is not None and (self.session.moving or self.session.phase is Phase.IDENTIFY
+        if self.session is not None and (self.session.moving or self.session.phase is ExperimentPhase.IDENTIFY
                                          or self.recorder is not None):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
                                                                  and self.recorder is not None else "")
@@ -451,7 +286,7 @@ class IdentificationNode(Node):
         session = self.session
         now = self._now()
         if session is None or not session.abort(now, reason):
-            phase = session.phase.value if session is not None else Phase.IDLE.value
+            phase = session.phase.value if session is not None else ExperimentPhase.IDLE.value
             return False, f"nothing to abort: {phase}"
         self._phase_changed(now)
         return True, f"aborted: stopping in {session.stop.duration if session.stop else 0.0:.2f} s and holding"
@@ -493,7 +328,7 @@ class IdentificationNode(Node):
         if self.recorder is not None and session.recording_complete(
                 now, None if self._latest is None else self._latest.stamp):
             self._close_recording()
-            if session.phase is Phase.IDENTIFY:
+            if session.phase is ExperimentPhase.IDENTIFY:
                 self._identification = (
                     self._worker.submit(self._identify, session, self.run_directory) if self._calibrating is None
                     else self._worker.submit(self._recalibrate, session, self.run_directory, self._calibrating))
@@ -501,7 +336,7 @@ class IdentificationNode(Node):
             self._identification_finished(now)
         if session.commanding:
             self._stream(now, session)
-        if self.p['log_period'] > 0.0 and (session.moving or session.phase is Phase.IDENTIFY) \
+        if self.p['log_period'] > 0.0 and (session.moving or session.phase is ExperimentPhase.IDENTIFY) \
                 and now >= self._next_log:
             self._next_log = now + self.p['log_period']
             self.get_logger().info(f"{session.phase.value} {session.progress(now):.0f}%: {session.activity(now)}"
@@ -527,9 +362,9 @@ class IdentificationNode(Node):
         phase = session.phase
         text = f"phase {phase.value}" + (f": {session.reason}" if session.reason else "")
         log = self.get_logger()
-        if phase is Phase.ABORTED:
+        if phase is ExperimentPhase.ABORTED:
             log.warning(text)
-        elif phase is Phase.FAILED:
+        elif phase is ExperimentPhase.FAILED:
             log.error(text)
         else:
             log.info(text)
@@ -676,14 +511,14 @@ class IdentificationNode(Node):
     def _publish_progress(self) -> None:
         now = self._now()
         session = self.session
-        phase = session.phase if session is not None else Phase.IDLE
+        phase = session.phase if session is not None else ExperimentPhase.IDLE
         percent = session.progress(now) if session is not None else 0.0
         values = {"phase": phase.value, "percent": f"{percent:.1f}",
                   "elapsed_s": f"{now - session.start_time:.1f}" if session and session.start_time else "0.0",
                   "remaining_s": f"{session.remaining(now):.1f}" if session else "0.0",
                   "reason": session.reason if session else "",
                   "output": str(self.run_directory) if self.run_directory else ""}
-        if phase is Phase.DONE:
+        if phase is ExperimentPhase.DONE:
             values.update({k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in self.result_summary.items()
                            if k in DONE_VALUES})
         message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")

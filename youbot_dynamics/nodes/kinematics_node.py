@@ -1,28 +1,21 @@
 """ROS 2 node: forward kinematics of the joint states and analytic IK on request.
 
-Thin wrapper around the core (:mod:`youbot_dynamics.kinematics`, :mod:`youbot_dynamics.ik`):
+Executable ``kinematics_node``: a thin wrapper around :mod:`youbot_dynamics.kinematics` and
+:mod:`youbot_dynamics.ik`.
 
-* subscribes ``joint_states_topic`` (``sensor_msgs/JointState``), picks the arm joints by name and
-  publishes the tool pose on ``~/end_effector_pose`` (``geometry_msgs/PoseStamped``, stamped with
-  the joint state's stamp) and the frames of every link on ``~/link_frames``
-  (``visualization_msgs/MarkerArray``), at most ``max_pose_rate`` times per second;
-* subscribes ``~/ik/target`` (``geometry_msgs/PoseStamped``) and answers on ``~/ik/solutions``
-  (``trajectory_msgs/JointTrajectory``): one point per IK configuration inside the joint limits,
-  closest to the current joint state first; no points if there is no solution (reason logged).
-
-All topics use the default reliable QoS with depth 10.
+Interface and behaviour: doc/kinematics.md; parameters: youbot_dynamics/nodes/parameters/kinematics_node.yaml
+(table in doc/parameters.md).
 """
 from __future__ import annotations
 
 import math
 import sys
 import time
-from functools import partial
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterType, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -31,11 +24,11 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from ..arm import ArmDescriptionError, load_arm
-from ..contract import JOINT_STATES
 from ..ik import IKError, inverse_kinematics, sort_by_distance
 from ..kinematics import forward_kinematics, link_frames
-from .common import parameter_descriptor, run_node
-from .conversions import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
+from ..parameter_schema import load_schema
+from .common import declare_parameters, run_node
+from .messages import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
 
 __all__ = ["KinematicsNode", "main"]
 
@@ -43,41 +36,16 @@ NODE_NAME = "kinematics_node"
 TOOL_FRAME_NAME = "arm_tool"
 QOS_DEPTH = 10
 
-# Parameters that may change at runtime; the others are read once at start-up (read-only).
-_DYNAMIC = ("max_pose_rate", "publish_markers", "marker_scale", "orientation_tolerance", "project_orientation")
-
-
-_descriptor = partial(parameter_descriptor, read_only=False)
+# Parameters that may change at runtime (parameters/kinematics_node.yaml); the others are read once at start-up.
+_DYNAMIC = tuple(name for name, spec in load_schema(NODE_NAME).items() if not spec.read_only)
 
 
 class KinematicsNode(Node):
-    """Forward kinematics of ``/joint_states`` and IK on ``~/ik/target``; see the module docstring."""
+    """Forward kinematics of ``/joint_states`` and IK on ``~/ik/target``; see doc/kinematics.md."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
-        self.declare_parameter('arm_description', '', _descriptor(
-            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s, read_only=True))
-        self.declare_parameter('base_frame', 'arm_link_0', _descriptor(
-            "Frame of the published poses and markers (DH frame 0); IK targets must be in it.", s, read_only=True))
-        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
-            "sensor_msgs/JointState topic to compute forward kinematics from.", s, read_only=True))
-        self.declare_parameter('max_pose_rate', 100.0, _descriptor(
-            "Maximum rate [Hz] of ~/end_effector_pose and ~/link_frames; 0 = on every joint state.",
-            d, range_=(0.0, 100000.0)))
-        self.declare_parameter('publish_markers', True, _descriptor(
-            "Publish the link frames as visualization_msgs/MarkerArray on ~/link_frames.", b))
-        self.declare_parameter('marker_scale', 0.05, _descriptor(
-            "Length [m] of the frame axis arrows.", d, range_=(0.001, 10.0)))
-        self.declare_parameter('orientation_tolerance', 1e-3, _descriptor(
-            "IK: largest sine of the angle between the target approach axis and the arm plane that "
-            "still counts as reachable (5-DOF arm).", d, range_=(0.0, 1.0)))
-        self.declare_parameter('project_orientation', False, _descriptor(
-            "IK: project an unreachable target orientation onto the closest reachable one "
-            "(logged with the angle) instead of rejecting it.", b))
-        self.declare_parameter('warn_throttle_period', 1.0, _descriptor(
-            "Minimum period [s] between warnings about rejected joint states.", d, read_only=True,
-            range_=(0.0, 3600.0)))
+        declare_parameters(self, NODE_NAME)
 
         path = self.get_parameter('arm_description').value
         self.arm = load_arm(path or None)

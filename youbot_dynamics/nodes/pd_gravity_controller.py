@@ -1,27 +1,10 @@
 """ROS 2 node: PD + gravity regulation of the youBot arm to a goal position (seed 002, (4.1)).
 
-``tau = Kp (q_d - q) - Kd q' + G(q) [+ t_f(q')]`` on the model of ``model_file``
-(:class:`youbot_dynamics.control.PDGravityController`), inside the safety guard of
-:mod:`.controller_node` (joint states, torque topic, ``~/enable``, ``~/state``, ``~/status``,
-diagnostics, faults: see there). Goals:
+Executable ``pd_gravity_controller``: :class:`youbot_dynamics.control.PDGravityController` on
+``~/goal`` and ``~/goal_pose``, inside the common :class:`~.controller_node.ControllerNode`.
 
-* ``~/goal`` (``sensor_msgs/JointState``): the positions of the arm joints, picked by name;
-* ``~/goal_pose`` (``geometry_msgs/PoseStamped`` in ``base_frame``): the tool pose, solved by the
-  analytic IK (4 branches) in the planning thread; of the solutions inside the joint limits the one
-  closest (max-norm) to the measured position becomes the goal.
-
-A goal outside the joint limits, with NaN, unreachable, or sent while the controller is disabled
-is refused: the previous goal stays, the reason is logged and published on ``~/status``. Enabling
-holds the current position (the goal is reset to it). A goal is not applied as a step: the
-reference moves from its current value to the goal along a synchronized quintic profile whose
-peak speed is ``goal_velocity_fraction`` (default 0.7) of ``velocity_max`` and whose acceleration
-stays within ``acceleration_max`` (:mod:`youbot_dynamics.control.laws`, "Shaped goals"; the
-accepted goal's status gives its duration). ``q_desired`` on ``~/state`` is that moving reference
-``q_d(t)`` (as for the computed-torque controller), :attr:`~youbot_dynamics.control.PDGravityController.goal`
-the final goal.
-
-Default gains (``kp``, ``kd`` unset): ``Kp = max(m bandwidth^2, fc / static_accuracy)``,
-``Kd = 2 damping sqrt(Kp m)`` on the model's reference inertia ``m`` and Coulomb friction ``fc``.
+Interface, behaviour and figures: doc/control.md; parameters:
+youbot_dynamics/nodes/parameters/pd_gravity_controller.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -34,11 +17,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from ..control import PDGravityController
-from ..control.laws import GOAL_VELOCITY_FRACTION, PD_BANDWIDTH, STATIC_ACCURACY
 from ..ik import inverse_kinematics, sort_by_distance
 from .controller_node import QOS_DEPTH, ControllerNode, run
-from .controller_params import BOOL, DOUBLE, descriptor
-from .conversions import joint_positions_from_state, pose_to_matrix
+from .messages import joint_positions_from_state, pose_to_matrix
 
 __all__ = ["PDGravityControllerNode", "main"]
 
@@ -46,25 +27,12 @@ NODE_NAME = "pd_gravity_controller"
 
 
 class PDGravityControllerNode(ControllerNode):
-    """PD + gravity regulation to goals on ``~/goal`` and ``~/goal_pose``; see the module docstring."""
+    """PD + gravity regulation to goals on ``~/goal`` and ``~/goal_pose``; see doc/control.md."""
 
     LAW_NAME = "PD + gravity"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-
-    def _declare_parameters(self) -> None:
-        self.declare_parameter('bandwidth', PD_BANDWIDTH, descriptor(
-            "Natural frequency [rad/s] of the designed gains on each joint's reference inertia.", DOUBLE,
-            range_=(0.1, 1000.0)))
-        self.declare_parameter('static_accuracy', STATIC_ACCURACY, descriptor(
-            "Designed gains: Kp at least fc / static_accuracy [rad], so that static friction can hold a "
-            "joint at most this far from the goal.", DOUBLE, range_=(1e-6, 1.0)))
-        self.declare_parameter('gravity_compensation', True, descriptor(
-            "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", BOOL))
-        self.declare_parameter('goal_velocity_fraction', GOAL_VELOCITY_FRACTION, descriptor(
-            "Peak speed of the shaped profile to a new goal, as a fraction of velocity_max (the safety guard "
-            "damps joints beyond 0.9 x velocity_max).", DOUBLE, range_=(0.05, 0.9)))
 
     def _create_law(self) -> PDGravityController:
         return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),

@@ -1,60 +1,10 @@
 """ROS 2 node: the simulated youBot arm (MuJoCo) behind ros2_control-style topics.
 
-Thin wrapper around :class:`youbot_dynamics.sim.ArmSimulator` (the "true robot" of
-``config/sim.yaml``: perturbed inertials, rotor inertia, friction (Stribeck, asymmetric and
-load-dependent included), saturation, hard stops, quantization, lagged velocity, torque noise and
-calibration error, on-board drive controllers, command timeout, payload). The node:
+Executable ``sim_node``: a thin wrapper around :class:`youbot_dynamics.sim.ArmSimulator` (the "true robot"
+of ``config/sim.yaml``), whose physics runs in its own thread; it can host a controller in that loop (:mod:`.hosted`).
 
-* steps the physics in a dedicated thread at the simulator's rate, paced to wall time times
-  ``real_time_factor`` (0 = as fast as possible), and publishes ``sensor_msgs/JointState`` on
-  ``joint_states_topic`` (names ``arm_joint_1..5``; position, velocity, effort = the torque the
-  drives produce, as the real driver reports it) every ``1 / publish_rate`` s of simulated time,
-  or, with ``publish_jitter > 0``, at ``publish_rate`` on average with random timing jitter (e.g.
-  300 Hz as the real youBot driver: :class:`youbot_dynamics.sim.schedule.PublishSchedule`);
-* takes a payload at the tool on ``~/payload`` (``geometry_msgs/Inertia``: mass ``m`` [kg], centre
-  of mass ``com`` [m] in the tool frame, inertia about it in tool-frame axes, zero for a point
-  mass; ``m = 0`` removes it): applied between two physics steps; a NaN or negative mass or an
-  unphysical inertia is logged as an error and ignored;
-* takes an external wrench on a link on ``~/external_wrench`` (``geometry_msgs/WrenchStamped``:
-  ``header.frame_id`` names the link, one of the arm description's ``link_names``, e.g.
-  ``arm_link_3``; force [N] and torque [N m] expressed in that link's frame, acting at its origin):
-  applied from the next physics step (the stamp is not used) for ``external_wrench_duration`` s of
-  simulated time, or (0) until the next wrench replaces it, an all-zero wrench (any frame) clears it
-  or ``~/reset``; an unknown link or a NaN or infinite value is logged as a throttled error and
-  ignored (the previous wrench stays);
-* publishes with every joint state the joint torques the external wrench caused in the last physics
-  step (``J^T`` of the wrench at the kinematics of the step before, zero without one) on
-  ``~/external_torque_true`` (``sensor_msgs/JointState``: names, effort only, the joint state's
-  stamp): the truth an external-torque estimate is judged against;
-* forwards ``std_msgs/Float64MultiArray`` commands from the effort, position and velocity
-  controller topics and ``trajectory_msgs/JointTrajectory`` from the trajectory topic to the
-  simulator; a rejected command (wrong length, NaN, outside limits, interface not in
-  ``command_interfaces``) is logged as a throttled error and ignored, the last valid command
-  stays active until the simulator's command timeout stops the motors (zero torque);
-* starts with the drives holding ``initial_positions`` (``hold_on_start``; false: motors off, and
-  the arm falls onto its stops until the first command);
-* services ``~/reset`` (to ``initial_positions``, the home pose of the sim file when empty),
-  ``~/pause`` and ``~/resume`` (``std_srvs/Trigger``); while paused nothing is stepped or published;
-* publishes achieved rate, jitter and overruns on ``/diagnostics`` (``diagnostic_msgs``) every
-  ``diagnostics_period`` s and, with ``publish_clock``, the simulated time on ``/clock``;
-* with ``controller`` (``pd_gravity``, ``computed_torque``, ``float``; ``''`` = none) runs that
-  controller node in this process, in the physics loop (:mod:`.hosted`): on each state the loop
-  publishes, before publishing it, its torque the effort command of the next physics step; its
-  interfaces are the stand-alone node's (parameters from ``controller_params_file``), and
-  ``/diagnostics`` adds the latency from the measurement to the command (``controller_latency_*``).
-
-Joint state stamps are the simulated instant on the node's ROS clock: ``t_0 + (sim.time - s_0) /
-real_time_factor``, anchored (``t_0`` the ROS clock at the instant the loop was *due* to publish
-the state, ``s_0`` its simulated time) at the first state, after a reset, a pause and a
-resynchronisation (the loop more than 10 periods late: the stamps jump by the stall, as a real
-driver's after lost bus cycles), and whenever a stamp would be later than its publication (clock
-adjustments); so consecutive stamps differ by the simulated time between the states, as a real
-driver's bus-cycle stamps do, also while the loop catches up a few late steps at once. (Before, the
-ROS clock at publication: in a catch-up burst states 1 ms apart were stamped 0.07-0.2 ms apart, and
-whatever differentiated or integrated over the stamps was off by up to 5x; later, an anchor taken at
-a late publication (after a resynchronisation) was corrected by the states after it, stamped
-0.1-0.9 ms apart: the external-torque observer read 2-24 N m out of them with two CPU hogs.) With
-``real_time_factor`` 0 the ROS clock; with ``publish_clock`` the simulated time.
+Interface, behaviour, joint state stamps and figures: doc/simulation.md; parameters:
+youbot_dynamics/nodes/parameters/sim_node.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -62,18 +12,15 @@ import dataclasses
 import sys
 import threading
 import time
-from functools import partial
 from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia, WrenchStamped
-from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
@@ -82,14 +29,14 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..commands import from_stamp
-from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
-from ..sim import INTERFACES, ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
+from ..sim import ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
+from ..sim.simulator import REALISM_EFFECTS
 from ..sim.schedule import PublishSchedule
 from ..sim.true_robot import PUBLISH_STREAM, rng_stream
 from ..timing import LoopStatistics, LoopThread
-from .common import background_worker, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
-from .hosted import CONTROLLERS, SimHost, create_hosted_controller, latency_report
+from .common import background_worker, declare_parameters, run_node
+from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
+from .hosted import SimHost, create_hosted_controller, latency_report
 
 __all__ = ["SimNode", "main"]
 
@@ -98,10 +45,6 @@ QOS_DEPTH = 10
 # command interface -> parameter holding its Float64MultiArray topic
 COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
                   "velocity": "velocity_command_topic"}
-REALISM_EFFECTS = tuple(f.name for f in dataclasses.fields(Realism))
-
-
-_descriptor = partial(parameter_descriptor, read_only=True)
 
 
 def _stamp(seconds: float) -> Time:
@@ -110,79 +53,14 @@ def _stamp(seconds: float) -> Time:
 
 
 class SimNode(Node):
-    """The MuJoCo arm behind ``/joint_states`` and the controller topics; see the module docstring."""
+    """The MuJoCo arm behind ``/joint_states`` and the controller topics; see doc/simulation.md."""
 
     def __init__(self, **kwargs: Any) -> None:
         self._thread = LoopThread(self._loop, "sim_physics")  # first: destroy_node() may run on a half-built node
         self.host: SimHost | None = None
         self.controller = None  # the controller node in the physics loop (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
-        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
-        i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
-                     ParameterType.PARAMETER_DOUBLE_ARRAY)
-        self.declare_parameter('arm_description', '', _descriptor(
-            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
-        self.declare_parameter('sim_config', '', _descriptor(
-            "Path of the simulated robot file; '' = the package's config/sim.yaml.", s))
-        self.declare_parameter('physics_rate', 0.0, _descriptor(
-            "Physics rate [Hz]; 0 = 1 / timestep of the sim file (1 kHz).", d, range_=(0.0, 100000.0)))
-        self.declare_parameter('publish_rate', 1000.0, _descriptor(
-            "Joint state rate [Hz] in simulated time; at most the physics rate, which it must divide "
-            "unless publish_jitter > 0.", d, range_=(1.0, 100000.0)))
-        self.declare_parameter('publish_jitter', 0.0, _descriptor(
-            "Standard deviation [s] of random timing jitter of each joint state (Gaussian, clipped to "
-            "0.45 / publish_rate); > 0: publish_rate on average at the physics step after each jittered "
-            "instant (e.g. 300.0 Hz with 0.0005 s, as the real driver); 0 = every 1 / publish_rate exactly.",
-            d, range_=(0.0, 1.0)))
-        self.declare_parameter('real_time_factor', 1.0, _descriptor(
-            "Simulated seconds per wall-clock second; 0 = as fast as possible.", d, range_=(0.0, 100.0)))
-        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
-            "sensor_msgs/JointState output topic.", s))
-        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray effort command topic: joint torques [N m], one per joint.", s))
-        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray position command topic [rad], executed by the drives' PID.", s))
-        self.declare_parameter('velocity_command_topic', VELOCITY_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray velocity command topic [rad/s], executed by the drives' PI.", s))
-        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
-            "trajectory_msgs/JointTrajectory topic, interpolated and executed by the drives' position PID.", s))
-        self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
-            f"Command interfaces that are accepted (of {list(INTERFACES)}); commands on the others "
-            "are rejected.", sa))
-        self.declare_parameter('initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
-            "Joint positions [rad] at start and after ~/reset; empty = the home pose of the sim file.",
-            da, read_only=False))
-        self.declare_parameter('hold_on_start', True, _descriptor(
-            "At start and after ~/reset the drives hold the initial position until the first command (as "
-            "ros2_control's joint_trajectory_controller once activated); false = motors off: the arm falls onto "
-            "its stops, as a real arm without power.", b))
-        self.declare_parameter('realism', True, _descriptor(
-            "The non-ideal effects of the sim file listed in realism_effects; false = ideal rigid-body arm.", b))
-        self.declare_parameter('realism_effects', list(REALISM_EFFECTS), _descriptor(
-            f"With realism: the effects simulated, of {list(REALISM_EFFECTS)} (youbot_dynamics.sim.Realism); "
-            "the others are off.", sa))
-        self.declare_parameter('seed', -1, _descriptor(
-            "Seed of the perturbed inertials and the noise; -1 = the seed of the sim file.", i))
-        self.declare_parameter('external_wrench_duration', 0.0, _descriptor(
-            "Simulated time [s] each wrench received on ~/external_wrench acts; 0 = until the next wrench, an "
-            "all-zero wrench or ~/reset. Dynamic: for the wrenches received after it is set.",
-            d, range_=(0.0, 3600.0), read_only=False))
-        self.declare_parameter('publish_clock', False, _descriptor(
-            "Publish the simulated time on /clock and stamp joint states with it.", b))
-        self.declare_parameter('error_throttle_period', 1.0, _descriptor(
-            "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
-        self.declare_parameter('diagnostics_period', 1.0, _descriptor(
-            "Period [s] of the rate/jitter report on /diagnostics; 0 = none.", d, range_=(0.0, 3600.0)))
-        self.declare_parameter('realtime_priority', *realtime_priority_parameter(0))
-        self.declare_parameter('controller', '', _descriptor(
-            f"Controller run in this process, in the physics loop (one of {sorted(CONTROLLERS)}; '' = none): "
-            "its torque is commanded on the state just measured, without DDS; its node (same name, services and "
-            "topics as the stand-alone controller) takes its parameters from controller_params_file.", s))
-        self.declare_parameter('controller_params_file', '', _descriptor(
-            "Parameter file of that controller (its node's section and /**); '' = the package's "
-            "config/<controller>_controller.yaml. Its rate must be publish_rate x real_time_factor.", s))
-
-        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        p = declare_parameters(self, NODE_NAME)
         self.arm = load_arm(p['arm_description'] or None)
         config = load_sim_config(p['sim_config'] or None, self.arm)
         if p['physics_rate'] > 0.0:
@@ -190,13 +68,7 @@ class SimNode(Node):
         if p['seed'] >= 0:
             config = dataclasses.replace(config, seed=int(p['seed']))
         interfaces = tuple(p['command_interfaces'])
-        unknown = sorted(set(interfaces) - set(INTERFACES))
-        if unknown:
-            raise ValueError(f"command_interfaces: unknown {unknown}; known: {list(INTERFACES)}")
         effects = tuple(p['realism_effects'])
-        unknown = sorted(set(effects) - set(REALISM_EFFECTS))
-        if unknown:
-            raise ValueError(f"realism_effects: unknown {unknown}; known: {list(REALISM_EFFECTS)}")
         realism = Realism(**{name: bool(p['realism']) and name in effects for name in REALISM_EFFECTS})
         self.sim = ArmSimulator(self.arm, config, enabled_interfaces=interfaces, realism=realism)
         self._schedule = PublishSchedule(p['publish_rate'], self.sim.timestep, p['publish_jitter'],
@@ -226,7 +98,7 @@ class SimNode(Node):
         for interface, name in COMMAND_TOPICS.items():
             self.create_subscription(Float64MultiArray, p[name],
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
-        # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
+        # raw: a trajectory's size is judged before it is deserialized (messages.deserialize_trajectory)
         self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
         self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench, QOS_DEPTH)
@@ -344,7 +216,7 @@ class SimNode(Node):
             self.clock_pub.publish(Clock(clock=msg.header.stamp))
 
     def _state_stamp(self, sim_time: float, due: float | None) -> Time:
-        """The simulated instant ``sim_time`` on the ROS clock (module docstring), never later than now;
+        """The simulated instant ``sim_time`` on the ROS clock (doc/simulation.md), never later than now;
         ``due`` the ``perf_counter`` instant the loop was due to publish it at."""
         now = self.get_clock().now().nanoseconds
         if self._real_time_factor == 0.0:

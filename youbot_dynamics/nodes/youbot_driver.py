@@ -1,33 +1,10 @@
 """ROS 2 node: the real youBot arm over EtherCAT (pysoem), or its virtual twin, behind the sim's topic contract.
 
-Thin wrapper around :class:`youbot_dynamics.driver.ArmDriver` (all logic and safety live there):
+Executable ``youbot_driver``: a thin wrapper around :class:`youbot_dynamics.driver.ArmDriver` (all logic and
+safety live there), whose bus cycle runs in its own thread; it can host a controller in that cycle (:mod:`.hosted`).
 
-* the driver's cycle runs in its own thread (:class:`~youbot_dynamics.driver.CyclicLoop`, every
-  ``cycle_period``); ROS callbacks only hand commands and requests over, they never touch the bus;
-* ``sensor_msgs/JointState`` on ``joint_states_topic`` (``arm_joint_1..5``: position [rad],
-  velocity [rad/s], effort = the current-derived joint torque [N m]) at ``publish_rate``, from a
-  publisher thread woken by the cycle;
-* ``std_msgs/Float64MultiArray`` on the effort (current mode), position and velocity topics and
-  ``trajectory_msgs/JointTrajectory`` on the trajectory topic, as ``sim_node``; a rejected command
-  (wrong length, NaN, outside the limits, interface not in ``command_interfaces``, motors off)
-  is logged as a throttled error and changes nothing; streamed commands time out after
-  ``command_timeout`` (motors stop);
-* services (``std_srvs/Trigger``) ``~/motors_on`` (also clears drive errors), ``~/motors_off``,
-  ``~/calibrate``, ``~/reconnect`` (after a lost bus); with the virtual backend also ``~/reset``
-  (the virtual arm at rest at ``virtual_initial_positions``, as ``sim_node``) and, with
-  ``publish_clock``, the virtual time on ``/clock``;
-* ``/diagnostics`` every ``diagnostics_period``: the bus (phase, statistics, cycle timing) and
-  each drive's decoded status/error flags and raw values.
-
-``backend: virtual`` replaces the EtherCAT master by :class:`~youbot_dynamics.driver.VirtualBus`
-(drives with the firmware's behaviour on the MuJoCo arm): the whole driver runs without hardware.
-
-``controller`` (``pd_gravity``, ``computed_torque``, ``float``; ``''`` = none) runs that controller
-node in this process, in the bus cycle (:mod:`.hosted`): its torque goes out in the cycle that read
-its state. Its interfaces are the stand-alone node's; ``/diagnostics`` adds the latency from the
-read to the torque in the outputs (``controller_latency_*``) and the refused torques
-(``controller_refusals``). At shutdown it lets go of the arm (the release to the trajectory
-interface) and the bus runs until the arm is at rest (at most 2 s) before the motors stop.
+Interface, behaviour, figures and the first run on hardware: doc/driver.md; parameters:
+youbot_dynamics/nodes/parameters/youbot_driver.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
 
@@ -35,16 +12,13 @@ import dataclasses
 import sys
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from functools import partial
 from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterType
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.time import Time as RosTime
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -54,31 +28,26 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..commands import from_stamp
-from ..contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS, TRAJECTORY, VELOCITY_COMMANDS
-from ..driver import (INTERFACES, ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
+from ..driver import (ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
                       VirtualBus)
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
-from ..interpolation import INTERPOLATIONS
 from ..sim import SimConfigError, load_sim_config
 from ..timing import LoopThread
-from .common import REALTIME_PRIORITY, parameter_descriptor, realtime_priority_parameter, run_node
-from .conversions import deserialize_trajectory, stamp_seconds, trajectory_arrays
-from .hosted import CONTROLLERS, DriverHost, create_hosted_controller, latency_report
+from .common import declare_parameters, run_node
+from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
+from .hosted import DriverHost, create_hosted_controller, latency_report
 
-__all__ = ["YoubotDriverNode", "main", "BACKENDS"]
+__all__ = ["YoubotDriverNode", "main"]
 
 NODE_NAME = "youbot_driver"
 QOS_DEPTH = 10
-BACKENDS = ("pysoem", "virtual")
 COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
                   "velocity": "velocity_command_topic"}
 SERVICES = ("motors_on", "motors_off", "calibrate", "reconnect")
 
-_descriptor = partial(parameter_descriptor, read_only=True)
-
 
 class YoubotDriverNode(Node):
-    """The youBot arm driver node; see the module docstring."""
+    """The youBot arm driver node; see doc/driver.md."""
 
     def __init__(self, **kwargs: Any) -> None:
         # first: destroy_node() may run on a half-built node
@@ -87,108 +56,10 @@ class YoubotDriverNode(Node):
         self.host: DriverHost | None = None
         self.controller = None  # the controller node in the bus cycle (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
-        s, d, b = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_BOOL
-        i, sa, da = (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_STRING_ARRAY,
-                     ParameterType.PARAMETER_DOUBLE_ARRAY)
-        dc = DriverConfig()
-        self.declare_parameter('backend', 'pysoem', _descriptor(
-            "EtherCAT backend: 'pysoem' (the real arm on 'interface') or 'virtual' (drives on the MuJoCo arm).", s))
-        self.declare_parameter('interface', 'eth0', _descriptor(
-            "Network interface of the youBot's EtherCAT port (see `ip link`); pysoem backend only.", s))
-        self.declare_parameter('arm_description', '', _descriptor(
-            "Path of the arm description YAML; '' = the package's config/youbot_arm.yaml.", s))
-        self.declare_parameter('cycle_period', dc.cycle_period, _descriptor(
-            "Bus cycle [s] (the youBot driver's EtherCATUpdateRate: 1 ms).", d, range_=(1e-4, 0.1)))
-        self.declare_parameter('command_timeout', dc.command_timeout, _descriptor(
-            "A streamed effort/position/velocity command older than this [s] stops the motors.", d,
-            range_=(0.001, 10.0)))
-        self.declare_parameter('max_lost_frames', dc.max_lost_frames, _descriptor(
-            "Consecutive lost frames after which the bus counts as lost (motors stopped, ~/reconnect).", i,
-            int_range=(1, 100000)))
-        self.declare_parameter('firmware', dc.firmware, _descriptor(
-            "Drive firmware, selects the commutation procedure: '2.00' (velocity mode) or '1.48' (INITIALIZE).", s))
-        self.declare_parameter('commutation_rpm', dc.commutation_rpm, _descriptor(
-            "Motor speed [rpm] of the firmware 2.00 commutation.", i, int_range=(1, 1000)))
-        self.declare_parameter('commutation_timeout', dc.commutation_timeout, _descriptor(
-            "Time [s] the drives get to report commutation (status bit 15).", d, range_=(0.01, 60.0)))
-        self.declare_parameter('calibrate_on_start', dc.calibrate_on_start, _descriptor(
-            "Drive every joint to its calibration stop at start-up and zero it there (else trust the drives' "
-            "zero from an earlier calibration in this power cycle; ~/calibrate does it on request).", b))
-        self.declare_parameter('calibration_velocity', dc.calibration_velocity, _descriptor(
-            "Joint speed [rad/s] towards the calibration stops (0.1047 = 1 rpm at the output).", d,
-            range_=(0.001, 0.5)))
-        self.declare_parameter('calibration_timeout', dc.calibration_timeout, _descriptor(
-            "Time [s] the calibration may take before it fails.", d, range_=(0.1, 600.0)))
-        self.declare_parameter('calibration_settle', dc.calibration_settle, _descriptor(
-            "Time [s] at 0 mA after reaching a stop before the position is set.", d, range_=(0.0, 5.0)))
-        self.declare_parameter('calibration_stall_time', dc.calibration_stall_time, _descriptor(
-            "A calibrating joint that moved less than 10 % of the commanded distance in this time [s] is at "
-            "its stop.", d, range_=(0.01, 10.0)))
-        self.declare_parameter('current_limit_scale', dc.current_limit_scale, _descriptor(
-            "Fraction (0, 1] of each drive's max_current (arm description) that current commands may use.", d,
-            range_=(0.01, 1.0)))
-        self.declare_parameter('limit_margin', dc.limit_margin, _descriptor(
-            "Within this distance [rad] of a joint limit, current/velocity towards the limit is set to 0.", d,
-            range_=(0.0, 0.5)))
-        self.declare_parameter('trajectory_interpolation', dc.trajectory_interpolation, _descriptor(
-            f"Interpolation of trajectory waypoints: one of {list(INTERPOLATIONS)}.", s))
-        self.declare_parameter('trajectory_gain', dc.trajectory_gain, _descriptor(
-            "Position feedback [1/s] of trajectory execution: v = v_ref + gain (q_ref - q), in velocity mode.", d,
-            range_=(0.1, 200.0)))
-        self.declare_parameter('enable_on_start', dc.enable_on_start, _descriptor(
-            "Accept commands right after start-up (else call ~/motors_on first).", b))
-        self.declare_parameter('publish_rate', 1000.0, _descriptor(
-            "Joint state rate [Hz]; must divide the cycle rate.", d, range_=(1.0, 10000.0)))
-        self.declare_parameter('joint_states_topic', JOINT_STATES, _descriptor(
-            "sensor_msgs/JointState output topic.", s))
-        self.declare_parameter('effort_command_topic', EFFORT_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray joint torques [N m], sent as currents (drive current mode).", s))
-        self.declare_parameter('position_command_topic', POSITION_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray joint positions [rad], executed by the drives' position loop.", s))
-        self.declare_parameter('velocity_command_topic', VELOCITY_COMMANDS, _descriptor(
-            "std_msgs/Float64MultiArray joint velocities [rad/s], executed by the drives' velocity loop.", s))
-        self.declare_parameter('trajectory_topic', TRAJECTORY, _descriptor(
-            "trajectory_msgs/JointTrajectory, interpolated by the driver, executed in velocity mode.", s))
-        self.declare_parameter('command_interfaces', list(INTERFACES), _descriptor(
-            f"Accepted command interfaces (of {list(INTERFACES)}).", sa))
-        self.declare_parameter('request_timeout', 120.0, _descriptor(
-            "Longest wait [s] of a service call for the driver (a calibration takes up to calibration_timeout).",
-            d, range_=(0.1, 3600.0)))
-        self.declare_parameter('error_throttle_period', 1.0, _descriptor(
-            "Minimum period [s] between error messages about rejected commands.", d, range_=(0.0, 3600.0)))
-        self.declare_parameter('diagnostics_period', 1.0, _descriptor(
-            "Period [s] of the /diagnostics report; 0 = none.", d, range_=(0.0, 3600.0)))
-        self.declare_parameter('realtime_priority', *realtime_priority_parameter(REALTIME_PRIORITY))
-        self.declare_parameter('virtual_sim_config', '', _descriptor(
-            "Virtual backend: simulated robot file; '' = the package's config/sim.yaml.", s))
-        self.declare_parameter('virtual_initial_positions', Parameter.Type.DOUBLE_ARRAY, _descriptor(
-            "Virtual backend: joint positions [rad] at power-up; unset = parked on the calibration stops (q = 0), "
-            "where the unpowered arm rests.", da))
-        self.declare_parameter('virtual_calibrated', True, _descriptor(
-            "Virtual backend: the drives count from the calibration stops (as after an earlier calibration); "
-            "false = from the power-up pose, so only a calibration gives true angles.", b))
-        self.declare_parameter('virtual_realism', True, _descriptor(
-            "Virtual backend: friction, noise and quantization of the sim file; false = ideal arm.", b))
-        self.declare_parameter('publish_clock', False, _descriptor(
-            "Virtual backend: the virtual arm's time is the bus' (cycles x cycle_period), published on /clock "
-            "and in the joint state stamps, like sim_node (for use_sim_time nodes on a loaded machine); "
-            "false = the virtual arm keeps wall-clock time like the real one.", b))
-        self.declare_parameter('controller', '', _descriptor(
-            f"Controller run in this process, in the bus cycle (one of {sorted(CONTROLLERS)}; '' = none): its "
-            "torque goes out in the cycle that read its state, without DDS; its node (same name, services and "
-            "topics as the stand-alone controller) takes its parameters from controller_params_file.", s))
-        self.declare_parameter('controller_params_file', '', _descriptor(
-            "Parameter file of that controller (its node's section and /**); '' = the package's "
-            "config/<controller>_controller.yaml. Its rate must be the bus rate (1 / cycle_period).", s))
-
-        p = {name: param.value for name, param in self.get_parameters_by_prefix('').items()}
+        p = declare_parameters(self, NODE_NAME)
         self.arm = load_arm(p['arm_description'] or None)
         config = DriverConfig(**{f.name: p[f.name] for f in dataclasses.fields(DriverConfig)})
-        interfaces = tuple(p['command_interfaces'])
-        unknown = sorted(set(interfaces) - set(INTERFACES))
-        if unknown:
-            raise ValueError(f"command_interfaces: unknown {unknown}; known: {list(INTERFACES)}")
-        self._interfaces = interfaces
+        self._interfaces = tuple(p['command_interfaces'])
         cycle_rate = 1.0 / config.cycle_period
         ratio = cycle_rate / p['publish_rate']
         self._publish_every = int(round(ratio))
@@ -215,8 +86,8 @@ class YoubotDriverNode(Node):
             bus = PysoemBus(p['interface'])
             clock = time.monotonic
             self.hardware_id = p['interface']
-        else:
-            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {self.backend!r}")
+        else:  # the schema allows no other (parameters/youbot_driver.yaml)
+            raise AssertionError(self.backend)
         self.bus = bus
         self.driver = ArmDriver(bus, self.arm, config, clock=clock)
         if p['controller']:  # before the bus is opened: a controller that cannot start leaves it closed
@@ -235,7 +106,7 @@ class YoubotDriverNode(Node):
         for interface, name in COMMAND_TOPICS.items():
             self.create_subscription(Float64MultiArray, p[name],
                                      lambda msg, kind=interface: self._on_command(kind, msg), QOS_DEPTH)
-        # raw: a trajectory's size is judged before it is deserialized (conversions.deserialize_trajectory)
+        # raw: a trajectory's size is judged before it is deserialized (messages.deserialize_trajectory)
         self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, QOS_DEPTH, raw=True)
         for name in SERVICES:
             self.create_service(Trigger, f'~/{name}', lambda req, res, what=name: self._on_request(what, res))

@@ -76,7 +76,7 @@ from .true_robot import (ASYMMETRY_VELOCITY, NOISE_STREAM, Payload, TrueFriction
                          rng_stream, true_arm, true_standard_parameters)
 from ..urdf import generate_urdf
 
-__all__ = ["INTERFACES", "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
+__all__ = ["INTERFACES", "REALISM_EFFECTS", "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
 
 Array = NDArray[np.float64]
 
@@ -118,6 +118,10 @@ class Realism:
         if isinstance(value, Realism):
             return value
         return cls(*(bool(value),) * len(dataclasses.fields(cls)))
+
+
+#: the names of the effects (fields of :class:`Realism`), in their order
+REALISM_EFFECTS = tuple(field.name for field in dataclasses.fields(Realism))
 
 
 def _quantize(values: Array, resolution: Array | None) -> Array:

@@ -71,7 +71,7 @@ from ..excitation.limits import verification_times
 from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
 from .streaming import BrakingTail, braking_duration, horizon_waypoints, sample_waypoints, tail_extremes
 
-__all__ = ["Phase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample",
+__all__ = ["ExperimentPhase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample",
            "ExcitationSession", "MIN_APPROACH_TIME", "MAX_START_VELOCITY", "LIMIT_VELOCITY", "TRAJECTORY_STEP"]
 
 Array = NDArray[np.float64]
@@ -86,7 +86,7 @@ TRAJECTORY_STEP = 0.1  # [s] spacing of the points sent to a trajectory controll
 REST_TOLERANCE = 1e-6  # [rad/s], [rad] an excitation must start and end at rest at the same pose
 
 
-class Phase(str, Enum):
+class ExperimentPhase(str, Enum):
     """The phases of an experiment (module docstring)."""
 
     IDLE = "idle"
@@ -100,7 +100,7 @@ class Phase(str, Enum):
     FAILED = "failed"
 
 
-MOTION_PHASES = (Phase.APPROACH, Phase.SETTLE, Phase.EXCITE, Phase.HOLD)
+MOTION_PHASES = (ExperimentPhase.APPROACH, ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.HOLD)
 RECORDING_WAIT = 5.0  # [s] after the motion, longest wait for the recording to hold the last requested sample
 _PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; identification the rest
 
@@ -198,7 +198,7 @@ class ExcitationSession:
             raise ValueError(f"the excitation exceeds velocity_max on joint(s) {', '.join(str(j + 1) for j in fast)}")
         self.deceleration = np.minimum(config.stop_deceleration, arm.acceleration_max)
         self.max_tail = self._check_tails(q, dq, ddq)
-        self.phase = Phase.IDLE
+        self.phase = ExperimentPhase.IDLE
         self.reason = ""
         self.phase_start = 0.0
         self.start_time: float | None = None
@@ -240,17 +240,17 @@ class ExcitationSession:
 
     # -- timeline -------------------------------------------------------------------------------
 
-    def _phase_duration(self, phase: Phase) -> float:
+    def _phase_duration(self, phase: ExperimentPhase) -> float:
         c = self.config
-        return {Phase.APPROACH: self.approach_duration, Phase.SETTLE: c.settle_time,
-                Phase.EXCITE: c.periods * self.period, Phase.HOLD: c.hold_time}[phase]
+        return {ExperimentPhase.APPROACH: self.approach_duration, ExperimentPhase.SETTLE: c.settle_time,
+                ExperimentPhase.EXCITE: c.periods * self.period, ExperimentPhase.HOLD: c.hold_time}[phase]
 
     @property
     def motion_duration(self) -> float:
         """Planned duration of the motion phases [s] (known once started)."""
         return sum(self._phase_duration(p) for p in MOTION_PHASES)
 
-    def _enter(self, phase: Phase, now: float, reason: str = "") -> Phase:
+    def _enter(self, phase: ExperimentPhase, now: float, reason: str = "") -> ExperimentPhase:
         self.phase, self.phase_start, self.reason = phase, float(now), reason
         self.history.append((phase.value, float(now)))
         return phase
@@ -263,14 +263,15 @@ class ExcitationSession:
     @property
     def commanding(self) -> bool:
         """The session drives the arm (motion, or holding after it): commands must keep coming."""
-        return self.phase is not Phase.IDLE and not (self.phase is Phase.FAILED and self.start_time is None)
+        return self.phase is not ExperimentPhase.IDLE and not (self.phase is ExperimentPhase.FAILED
+                                                               and self.start_time is None)
 
     # -- start, abort, finish -------------------------------------------------------------------
 
     def check_start(self, now: float, sample: JointSample | None) -> None:
         """:class:`SessionRefused` with the reason unless the experiment can start now (module docstring)."""
         c = self.config
-        if self.phase is not Phase.IDLE:
+        if self.phase is not ExperimentPhase.IDLE:
             raise SessionRefused(f"already {self.phase.value}: one experiment per session")
         if sample is None:
             raise SessionRefused("no joint state received yet")
@@ -301,7 +302,7 @@ class ExcitationSession:
         self.approach_duration = self._approach_duration(self.q_start - origin)
         self.approach = WaypointTrajectory(np.vstack([origin, self.q_start]), np.array([self.approach_duration]), 0.0)
         self.start_time = float(now)
-        self._enter(Phase.APPROACH, now)
+        self._enter(ExperimentPhase.APPROACH, now)
         return self.approach_duration
 
     def _approach_duration(self, delta: Array) -> float:
@@ -313,7 +314,7 @@ class ExcitationSession:
 
     def refuse(self, now: float, reason: str) -> None:
         """Record a refused start as ``failed`` (used for ``start_on_launch``); nothing moves."""
-        self._enter(Phase.FAILED, now, reason)
+        self._enter(ExperimentPhase.FAILED, now, reason)
 
     def abort(self, now: float, reason: str) -> bool:
         """Stop and hold (module docstring): brake from the reference state at ``now``. False
@@ -323,16 +324,16 @@ class ExcitationSession:
         self.abort_progress = self.progress(now)
         self.stop = BrakingTail.from_state(*self.reference(now), self.deceleration)
         self.stop_time = float(now)
-        self._enter(Phase.ABORTED, now, reason)
+        self._enter(ExperimentPhase.ABORTED, now, reason)
         return True
 
     def fail(self, now: float, reason: str) -> None:
         """The identification failed (the arm holds the start pose)."""
-        self._enter(Phase.FAILED, now, reason)
+        self._enter(ExperimentPhase.FAILED, now, reason)
 
     def finish(self, now: float) -> None:
         """The identification succeeded."""
-        self._enter(Phase.DONE, now)
+        self._enter(ExperimentPhase.DONE, now)
 
     # -- each cycle -----------------------------------------------------------------------------
 
@@ -409,7 +410,7 @@ class ExcitationSession:
         """Planned reference positions (m, n) at node times ``times`` (m,) (:meth:`planned`)."""
         return self.planned(times)[0]
 
-    def update(self, now: float, sample: JointSample | None) -> Phase | None:
+    def update(self, now: float, sample: JointSample | None) -> ExperimentPhase | None:
         """Safety checks and phase changes of one cycle; the new phase when it changed, else ``None``.
         ``identify`` is entered when the recording is complete (the node then closes it and
         identifies); ``aborted`` by the safety checks."""
@@ -418,13 +419,14 @@ class ExcitationSession:
         problem = self.safety_problem(now, sample)
         if problem is not None:
             self.abort(now, problem)
-            return Phase.ABORTED
+            return ExperimentPhase.ABORTED
         end = self.phase_start + self._phase_duration(self.phase)
         if now < end:
             return None
-        following = {Phase.APPROACH: Phase.SETTLE, Phase.SETTLE: Phase.EXCITE, Phase.EXCITE: Phase.HOLD,
-                     Phase.HOLD: Phase.IDENTIFY}[self.phase]
-        if following is Phase.EXCITE:
+        following = {ExperimentPhase.APPROACH: ExperimentPhase.SETTLE, ExperimentPhase.SETTLE: ExperimentPhase.EXCITE,
+                     ExperimentPhase.EXCITE: ExperimentPhase.HOLD,
+                     ExperimentPhase.HOLD: ExperimentPhase.IDENTIFY}[self.phase]
+        if following is ExperimentPhase.EXCITE:
             self.excite_start = end
             self._observe(sample)
             if self.stamp_offset is not None:
@@ -438,7 +440,7 @@ class ExcitationSession:
         plus ``max_command_delay`` (the arm's delay the identification may find)
         (a node that handles joint states late, on a loaded machine, would otherwise close the
         recording before its end is in); after :data:`RECORDING_WAIT` it closes anyway."""
-        if self.phase is Phase.ABORTED:
+        if self.phase is ExperimentPhase.ABORTED:
             return now >= self.stop_time + (self.stop.duration if self.stop else 0.0) + self.config.stop_settle
         if self.start_time is None or self.moving:
             return False
@@ -478,7 +480,7 @@ class ExcitationSession:
         """Commanded ``(q, q', q'')`` at ``now``: the plan (:meth:`planned`); the braking tail of
         the last streamed message once its horizon has passed (what a trajectory controller
         executes then); the stop after an abort; the start pose before the start."""
-        if self.phase is Phase.ABORTED and self.stop is not None:
+        if self.phase is ExperimentPhase.ABORTED and self.stop is not None:
             return self.stop.evaluate(now - self.stop_time)
         if self.start_time is None:
             zero = np.zeros(self.arm.n_joints)
@@ -497,7 +499,7 @@ class ExcitationSession:
             message, tail = horizon_waypoints(self._plan, now, self.config.stream_horizon, step, self.deceleration)
             self.sent = (float(now), tail)
             return message
-        if self.phase is Phase.ABORTED and self.stop is not None:
+        if self.phase is ExperimentPhase.ABORTED and self.stop is not None:
             stop, start = self.stop, now - self.stop_time
             times, q, dq, ddq = sample_waypoints(lambda t: stop.evaluate(start + t), stop.duration - start, step)
             return times, np.clip(q, self.arm.position_min, self.arm.position_max), dq, ddq
@@ -507,17 +509,17 @@ class ExcitationSession:
 
     def progress(self, now: float) -> float:
         """Percent done: the motion phases take 0-90 % (by time), identification 90-100 %."""
-        if self.phase is Phase.IDLE or self.start_time is None:
+        if self.phase is ExperimentPhase.IDLE or self.start_time is None:
             return 0.0
         if self.moving:
             elapsed = sum(self._phase_duration(p) for p in MOTION_PHASES[: MOTION_PHASES.index(self.phase)])
             elapsed += min(now - self.phase_start, self._phase_duration(self.phase))
             return _PROGRESS_MOTION * elapsed / max(self.motion_duration, 1e-9)
-        if self.phase is Phase.IDENTIFY:
+        if self.phase is ExperimentPhase.IDENTIFY:
             return _PROGRESS_MOTION + (100.0 - _PROGRESS_MOTION) * min(max(self.identify_fraction, 0.0), 1.0)
-        if self.phase is Phase.DONE:
+        if self.phase is ExperimentPhase.DONE:
             return 100.0
-        if self.phase is Phase.ABORTED:
+        if self.phase is ExperimentPhase.ABORTED:
             return self.abort_progress
         return _PROGRESS_MOTION + (100.0 - _PROGRESS_MOTION) * self.identify_fraction  # failed identification
 
@@ -540,18 +542,18 @@ class ExcitationSession:
         """What the experiment is doing or waiting for now, in words (the node logs it every
         ``log_period``; nothing in the log for a while must never mean "stuck")."""
         c, phase = self.config, self.phase
-        if phase is Phase.APPROACH:
+        if phase is ExperimentPhase.APPROACH:
             return ("moving to the start pose "
                     f"({max(self.approach_duration - (now - self.phase_start), 0.0):.1f} s left)")
-        if phase is Phase.SETTLE:
+        if phase is ExperimentPhase.SETTLE:
             return f"holding the start pose while the arm settles ({c.settle_time:g} s)"
-        if phase is Phase.EXCITE:
+        if phase is ExperimentPhase.EXCITE:
             k = min(int((now - self.phase_start) // self.period), c.periods - 1)
             use = "identification" if k < c.identification_periods else "validation"
             return f"excitation period {k + 1} of {c.periods} ({use}), max tracking error {self.max_tracking:.4f} rad"
-        if phase is Phase.HOLD:
+        if phase is ExperimentPhase.HOLD:
             return "holding the final pose; the recording closes after it"
-        if phase is Phase.IDENTIFY:
+        if phase is ExperimentPhase.IDENTIFY:
             return f"computing the parameters from the recording ({now - self.phase_start:.0f} s)"
         return phase.value + (f": {self.reason}" if self.reason else "")
 

@@ -1,4 +1,4 @@
-"""ROS message <-> numpy conversions for the youbot_dynamics nodes.
+"""ROS messages <-> numpy for the youbot_dynamics nodes (conversions at the message boundary).
 
 Only conversions live here (no kinematics): the nodes call the pure-Python core with numpy arrays
 and use these helpers at the message boundary. Everything that comes from a message is validated:

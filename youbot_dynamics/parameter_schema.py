@@ -1,0 +1,237 @@
+"""The nodes' parameter schemas: one YAML file per node in ``youbot_dynamics/nodes/parameters/``, the
+one declaration of each parameter (name, type, default, description, bounds, choices). The nodes
+declare from it (:func:`youbot_dynamics.nodes.common.declare_parameters`), the static tests read it
+to check the parameter files in ``config/``, and ``doc/parameters.md`` is generated from it.
+Pure Python: no rclpy.
+
+The layout follows ros2_controllers' generate_parameter_library::
+
+    <node>:                            # the node's name: its parameters in declaration order
+      <parameter>:
+        type: double                   # bool, int, double, string, bool_array, int_array,
+                                       # double_array, string_array
+        default_value: 0.5             # absent: declared unset (the node derives a value)
+        description: "..."
+        read_only: false               # absent: true (read once at start-up)
+        validation:
+          bounds<>: [0.0, 1.0]         # closed range of an int/double (enforced by rclpy)
+          one_of<>: [[a, b]]           # the value is one of these (checked at declaration)
+          subset_of<>: [[a, b]]        # every element of an array is one of these
+      <parameter>:
+        like: <schema>.<parameter>     # that schema's entry; keys given here replace its keys
+    _extends:                          # optional: another schema's parameters, declared after the own
+      schema: controller_common        # ones (a name declared above keeps its own entry)
+      except: [kp, kd]
+
+Where a default or a choice list belongs to the core (a config dataclass, a constant), the schema
+names it instead of repeating it: ``default_value: {from: youbot_dynamics.control.safety:SafetyConfig.ramp_time}``
+(``module:attribute.path``; a tuple becomes a list). Differences to generate_parameter_library:
+``read_only`` defaults to true, ``like``, ``_extends`` and ``from``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import math
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = ["EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "load_schema", "resolve", "schema_names"]
+
+SCHEMA_PACKAGE = "youbot_dynamics.nodes"
+SCHEMA_DIRECTORY = "parameters"
+EXTENDS = "_extends"
+#: schema type -> Python type of a value (of each element for arrays)
+TYPES: dict[str, type] = {"bool": bool, "int": int, "double": float, "string": str, "bool_array": bool,
+                          "int_array": int, "double_array": float, "string_array": str}
+_ENTRY_KEYS = {"type", "default_value", "description", "read_only", "validation", "like"}
+_VALIDATIONS = {"bounds<>", "one_of<>", "subset_of<>"}
+
+
+class SchemaError(ValueError):
+    """A schema file that cannot be used (names the file and the entry)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter of a node: ``default`` None = declared unset."""
+
+    name: str
+    type: str
+    description: str
+    default: Any = None
+    read_only: bool = True
+    bounds: tuple[float, float] | None = None
+    one_of: tuple | None = None
+    subset_of: tuple | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.endswith("_array")
+
+    def check(self, value: Any) -> None:
+        """ValueError unless ``value`` (of this parameter's type) is within its bounds and choices."""
+        if self.bounds is not None and not self.is_array and not self.bounds[0] <= value <= self.bounds[1]:
+            raise ValueError(f"{self.name} must be within [{self.bounds[0]}, {self.bounds[1]}], got {value!r}")
+        if self.one_of is not None and value not in self.one_of:
+            raise ValueError(f"{self.name} must be one of {self.one_of}, got {value!r}")
+        if self.subset_of is not None:
+            unknown = sorted(set(value) - set(self.subset_of))
+            if unknown:
+                raise ValueError(f"{self.name}: unknown {unknown}; known: {list(self.subset_of)}")
+
+
+def resolve(reference: str) -> Any:
+    """The core's value named ``module:attribute.path`` (a tuple as a list)."""
+    module, _, path = reference.partition(":")
+    if not module or not path:
+        raise SchemaError(f"'from: {reference}' is not of the form module:attribute")
+    try:
+        value: Any = importlib.import_module(module)
+        for attribute in path.split("."):
+            value = getattr(value, attribute)
+    except (ImportError, AttributeError) as exc:
+        raise SchemaError(f"'from: {reference}': {exc}") from None
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _value(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        if set(raw) != {"from"}:
+            raise SchemaError(f"a value given as a mapping must be {{from: module:attribute}}, got {raw}")
+        return resolve(raw["from"])
+    return raw
+
+
+def _typed(value: Any, kind: str, what: str) -> Any:
+    """``value`` as the parameter type ``kind`` (an int is a double), SchemaError if it is not one."""
+    element = TYPES[kind]
+
+    def one(v: Any) -> Any:
+        if element is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if type(v) is not element or (element is float and not math.isfinite(v)):
+            raise SchemaError(f"{what}: {v!r} is not a {kind}")
+        return v
+
+    if kind.endswith("_array"):
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(f"{what}: {value!r} is not a {kind}")
+        return [one(v) for v in value]
+    return one(value)
+
+
+def _borrowed(entry: dict, what: str, depth: int = 0) -> dict:
+    """``entry`` with its ``like`` resolved: the named entry (itself resolved), then ``entry``'s keys."""
+    if "like" not in entry:
+        return entry
+    schema, _, other = str(entry["like"]).partition(".")
+    base = _raw_entries(schema).get(other)
+    if not isinstance(base, dict) or depth > 10:
+        raise SchemaError(f"{what}: like {entry['like']}: no such parameter")
+    return {**_borrowed(base, what, depth + 1), **{k: v for k, v in entry.items() if k != "like"}}
+
+
+def _spec(name: str, entry: Any, where: str) -> ParameterSpec:
+    what = f"{where}: {name}"
+    if not isinstance(entry, dict):
+        raise SchemaError(f"{what}: an entry is a mapping, got {entry!r}")
+    entry = _borrowed(entry, what)
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise SchemaError(f"{what}: unknown keys {unknown}; known: {sorted(_ENTRY_KEYS)}")
+    kind = entry.get("type")
+    if kind not in TYPES:
+        raise SchemaError(f"{what}: type must be one of {sorted(TYPES)}, got {kind!r}")
+    description = entry.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise SchemaError(f"{what}: no description")
+    read_only = entry.get("read_only", True)
+    if not isinstance(read_only, bool):
+        raise SchemaError(f"{what}: read_only must be true or false")
+    validation = entry.get("validation") or {}
+    unknown = sorted(set(validation) - _VALIDATIONS)
+    if unknown:
+        raise SchemaError(f"{what}: unknown validation {unknown}; known: {sorted(_VALIDATIONS)}")
+    fields: dict[str, Any] = {}
+    if "bounds<>" in validation:
+        bounds = [_value(b) for b in validation["bounds<>"]]
+        if kind not in ("int", "double") or len(bounds) != 2:
+            raise SchemaError(f"{what}: bounds<> are [low, high] of an int or double")
+        low, high = (_typed(b, kind, f"{what}: bounds<>") for b in bounds)
+        if not low <= high:
+            raise SchemaError(f"{what}: bounds<> [{low}, {high}] are empty")
+        fields["bounds"] = (low, high)
+    for key, field, element_kind in (("one_of<>", "one_of", kind), ("subset_of<>", "subset_of", kind[:-6])):
+        if key in validation:
+            arguments = validation[key]
+            if not (isinstance(arguments, list) and len(arguments) == 1):
+                raise SchemaError(f"{what}: {key} takes one argument, the list of choices")
+            if key == "subset_of<>" and not kind.endswith("_array"):
+                raise SchemaError(f"{what}: subset_of<> is for arrays")
+            choices = _value(arguments[0])
+            fields[field] = tuple(_typed(choices, f"{element_kind}_array", f"{what}: {key}"))
+    spec = ParameterSpec(name=name, type=kind, description=" ".join(description.split()), read_only=read_only,
+                         **fields)
+    if "default_value" in entry:
+        default = _typed(_value(entry["default_value"]), kind, f"{what}: default_value")
+        try:
+            spec.check(default)
+        except ValueError as exc:
+            raise SchemaError(f"{where}: default_value: {exc}") from None
+        spec = dataclasses.replace(spec, default=default)
+    return spec
+
+
+def _read(schema: str) -> str:
+    """The text of the shipped schema file ``<schema>.yaml``."""
+    try:
+        return resources.files(SCHEMA_PACKAGE).joinpath(SCHEMA_DIRECTORY).joinpath(f"{schema}.yaml").read_text()
+    except FileNotFoundError:
+        raise SchemaError(f"no parameter schema '{schema}'; known: {schema_names()}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _document(schema: str) -> dict:
+    text = _read(schema)
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SchemaError(f"parameter schema {schema}.yaml: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get(schema), dict) \
+            or set(document) - {schema, EXTENDS}:
+        raise SchemaError(f"parameter schema {schema}.yaml: one section '{schema}' (and optionally {EXTENDS})")
+    return document
+
+
+def _raw_entries(schema: str) -> dict:
+    return _document(schema)[schema]
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(schema: str) -> dict[str, ParameterSpec]:
+    """Node ``schema``'s parameters by name, in declaration order (:class:`SchemaError` if the file is
+    not a usable schema)."""
+    document = _document(schema)
+    where = f"parameter schema {schema}.yaml"
+    specs = {name: _spec(name, entry, where) for name, entry in document[schema].items()}
+    extends = document.get(EXTENDS)
+    if extends is not None:
+        if not isinstance(extends, dict) or set(extends) - {"schema", "except"} or "schema" not in extends:
+            raise SchemaError(f"{where}: {EXTENDS} is {{schema: <name>, except: [<parameter>, ...]}}")
+        base = load_schema(extends["schema"])
+        excluded = set(extends.get("except") or ())
+        if excluded - set(base):
+            raise SchemaError(f"{where}: {EXTENDS} excepts parameters {extends['schema']} does not have: "
+                              f"{sorted(excluded - set(base))}")
+        specs.update({name: spec for name, spec in base.items() if name not in excluded and name not in specs})
+    return specs
+
+
+def schema_names() -> list[str]:
+    """The shipped schemas, sorted."""
+    folder = resources.files(SCHEMA_PACKAGE).joinpath(SCHEMA_DIRECTORY)
+    return sorted(entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
