@@ -27,8 +27,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from youbot_dynamics.launch_pieces import controller_arguments, include, params_file_argument, place_controller
+from youbot_dynamics.parameter_schema import load_schema
 
-BACKENDS = ['', 'pysoem', 'virtual']
+# '' (as in the params file) or one of the driver's backends (its parameter schema)
+BACKENDS = ['', *load_schema('youbot_driver')['backend'].one_of]
 
 
 def _configured(context):
