@@ -12,7 +12,7 @@ The ROS 2 node is :mod:`youbot_dynamics.nodes.youbot_driver`.
 """
 from .bus import Bus, BusError, PysoemBus, SlaveInfo
 from .driver import (INTERFACES, JOINT_SLAVE_NAMES, REQUESTS, ArmDriver, CommandError, DriverConfig, DriverError,
-                     DriverState, DriverPhase)
+                     DriverPhase, DriverState)
 from .loop import CyclicLoop
 from .process_data import (ERROR_FLAGS, ControllerMode, DriveInput, DriveOutput, MailboxReply, MailboxRequest,
                            StatusFlag, decode_flags)
@@ -21,7 +21,7 @@ from .virtual import VirtualBus, VirtualDriveConfig
 
 __all__ = [
     "ArmDriver", "Bus", "BusError", "CommandError", "ControllerMode", "CyclicLoop", "DriveInput", "DriveOutput",
-    "DriverConfig", "DriverError", "DriverState", "ERROR_FLAGS", "INTERFACES", "JOINT_SLAVE_NAMES", "JointUnits",
-    "MailboxReply", "MailboxRequest", "DriverPhase", "PysoemBus", "REQUESTS", "SlaveInfo", "StatusFlag", "VirtualBus",
+    "DriverConfig", "DriverError", "DriverPhase", "DriverState", "ERROR_FLAGS", "INTERFACES", "JOINT_SLAVE_NAMES",
+    "JointUnits", "MailboxReply", "MailboxRequest", "PysoemBus", "REQUESTS", "SlaveInfo", "StatusFlag", "VirtualBus",
     "VirtualDriveConfig", "decode_flags",
 ]

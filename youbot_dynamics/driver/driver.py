@@ -69,7 +69,7 @@ from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
 from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
                            StatusFlag, TmclCommand, decode_flags)
-from .sequences import DriverError, DriveSequences, Outputs, DriverPhase
+from .sequences import DriverError, DriverPhase, DriveSequences, Outputs
 from .units import JointUnits
 
 __all__ = ["JOINT_SLAVE_NAMES", "INTERFACES", "REQUESTS", "FIRMWARES", "DriverError", "CommandError", "DriverPhase",

@@ -33,7 +33,7 @@ from .process_data import STOP, AxisParameter, ControllerMode, DriveOutput, Stat
 if TYPE_CHECKING:
     from .driver import ArmDriver
 
-__all__ = ["DriverError", "DriveSequences", "Outputs", "DriverPhase"]
+__all__ = ["DriverError", "DriverPhase", "DriveSequences", "Outputs"]
 
 Outputs = list[DriveOutput]  # one output per joint slave: a bus cycle's decision
 

@@ -42,8 +42,8 @@ from ..paths import config_path
 from ..timing import LoopStatistics
 from .common import background_worker, declare_parameters, run_node
 from .controller_diagnostics import CycleTimes, controller_status
-from .messages import JointStateReader, stamp_seconds, trajectory_message
 from .external_torque import ExternalTorqueMonitor, thresholds_from
+from .messages import JointStateReader, stamp_seconds, trajectory_message
 
 __all__ = ["ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "run"]
 

@@ -23,8 +23,8 @@ from ..dynamics.paramfile import ModelFileError, load_model
 from ..paths import config_path
 from .common import declare_parameters, run_node
 from .controller_node import NOMINAL_MODEL
-from .messages import JointStateReader, stamp_seconds
 from .external_torque import QOS_DEPTH, ExternalTorqueMonitor, thresholds_from
+from .messages import JointStateReader, stamp_seconds
 
 __all__ = ["ExternalTorqueNode", "main"]
 

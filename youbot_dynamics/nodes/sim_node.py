@@ -35,8 +35,8 @@ from ..sim.schedule import PublishSchedule
 from ..sim.true_robot import PUBLISH_STREAM, rng_stream
 from ..timing import LoopStatistics, LoopThread
 from .common import background_worker, declare_parameters, run_node
-from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 from .hosted import SimHost, create_hosted_controller, latency_report
+from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
 __all__ = ["SimNode", "main"]
 

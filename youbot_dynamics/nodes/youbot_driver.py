@@ -34,8 +34,8 @@ from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..sim import SimConfigError, load_sim_config
 from ..timing import LoopThread
 from .common import declare_parameters, run_node
-from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 from .hosted import DriverHost, create_hosted_controller, latency_report
+from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
 __all__ = ["YoubotDriverNode", "main"]
 
