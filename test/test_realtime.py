@@ -1,6 +1,7 @@
 """Real-time scheduling of the loop nodes (``nodes/common.py``): ``realtime_priority`` puts every
-thread of the process under SCHED_FIFO, or warns and carries on when the system refuses; the
-executor the loop nodes spin (the events executor, or the single-threaded one by choice); the
+thread of the process under SCHED_FIFO, or warns and carries on when the system refuses, the loop
+thread one priority above; ``cpu_affinity`` puts the Python threads on one CPU, ``cpu_dma_latency``
+holds the CPUs' wake-up latency while the node runs; the executor the loop nodes spin (the events executor, or the single-threaded one by choice); the
 controller executable's watchdog with either.
 
 Each case runs in a subprocess (a SCHED_FIFO pytest would outrank everything else on the machine),
@@ -88,9 +89,128 @@ def test_set_realtime_priority_covers_every_thread_or_says_why_not():
         assert result["helper"] == [os.SCHED_OTHER, 0]  # unchanged
 
 
-@pytest.mark.parametrize("priority", [0, 23])
-def test_run_node_applies_the_parameter_before_spinning(priority):
+AFFINITY = """
+    import os, threading
+    def affinities():
+        # Python's threads by name, the others (the middleware's) by thread id
+        python = {t.native_id: t.name for t in threading.enumerate()}
+        found = {}
+        for t in os.listdir("/proc/self/task"):
+            try:
+                found[python.get(int(t), t)] = sorted(os.sched_getaffinity(int(t)))
+            except ProcessLookupError:  # the thread ended meanwhile
+                pass
+        return found
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no sched_setaffinity on this system")
+def test_pin_interpreter_puts_the_python_threads_on_one_cpu_and_leaves_the_middleware_alone():
+    out = _run(AFFINITY + """
+    import json, rclpy
+    from youbot_dynamics.nodes.common import pin_interpreter
+    rclpy.init()  # the middleware's threads exist from here on
+    allowed = sorted(os.sched_getaffinity(0))
+    stop = threading.Event()
+    early = threading.Thread(target=stop.wait, name="early"); early.start()
+    refused = pin_interpreter(max(allowed) + 1)
+    unchanged = affinities()
+    cpu, reason = pin_interpreter(-1)
+    after = affinities()
+    late = []
+    t = threading.Thread(target=lambda: late.append(sorted(os.sched_getaffinity(0))), name="late")
+    t.start(); t.join()
+    stop.set(); early.join()
+    print(json.dumps({"allowed": allowed, "refused": refused, "unchanged": unchanged, "cpu": cpu,
+                      "reason": reason, "after": after, "late": late[0]}))
+    rclpy.shutdown()
+    """)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    allowed = r["allowed"]
+    assert r["refused"][0] is None and f"CPU {max(allowed) + 1} is not one this process may use" in r["refused"][1]
+    assert all(cpus == allowed for cpus in r["unchanged"].values())  # a refusal changes nothing
+    assert r["reason"] is None and r["cpu"] == max(allowed)
+    python = {"MainThread", "early"}
+    assert python <= set(r["after"])
+    assert all(r["after"][name] == [max(allowed)] for name in python)
+    assert r["late"] == [max(allowed)]  # threads started afterwards inherit it
+    middleware = [cpus for name, cpus in r["after"].items() if name not in python]
+    assert middleware and all(cpus == allowed for cpus in middleware)  # not pinned
+
+
+def test_a_loop_thread_runs_one_priority_above_the_process():
     out = _run(POLICIES + """
+    import json, threading
+    from youbot_dynamics.nodes.common import set_realtime_priority
+    from youbot_dynamics.timing import LoopThread, raise_above_process
+
+    def policy_of(above):
+        seen = []
+        def target():
+            seen.append([os.sched_getscheduler(0), os.sched_getparam(0).sched_priority])
+            loop.running = False
+        loop = LoopThread(target, "probe", above=above)
+        loop.start(); loop.stop()
+        return seen[0]
+
+    normal = [policy_of(True), raise_above_process()]  # nothing to raise without SCHED_FIFO
+    reason = set_realtime_priority(97)
+    print(json.dumps({"normal": normal, "reason": reason, "above": policy_of(True), "plain": policy_of(False),
+                      "main": policies()}))
+    """)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["normal"] == [[os.SCHED_OTHER, 0], None]
+    if r["reason"] is None:
+        assert r["above"] == [os.SCHED_FIFO, 98] and r["plain"] == [os.SCHED_FIFO, 97]
+        assert r["main"] == [[os.SCHED_FIFO, 97]]  # the process itself is not raised
+    else:
+        assert not FIFO_ALLOWED, r["reason"]
+        assert r["above"] == r["plain"] == [os.SCHED_OTHER, 0]
+
+
+def test_the_bus_thread_runs_above_the_driver_process():
+    out = _run("""
+    import json, os, time
+    from youbot_dynamics.driver import ArmDriver, CyclicLoop, VirtualBus
+    from youbot_dynamics.nodes.common import set_realtime_priority
+    reason = set_realtime_priority(20)
+    driver = ArmDriver(VirtualBus(realism=False))
+    driver.connect()
+    loop = CyclicLoop(driver)
+    loop.start()
+    try:
+        assert driver.wait_state(0, timeout=5.0) is not None
+        tid = loop._thread._thread.native_id
+        print(json.dumps({"reason": reason, "bus": os.sched_getparam(tid).sched_priority,
+                          "main": os.sched_getparam(0).sched_priority}))
+    finally:
+        loop.stop()
+    """)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    if r["reason"] is None:
+        assert (r["bus"], r["main"]) == (21, 20)
+    else:
+        assert not FIFO_ALLOWED and (r["bus"], r["main"]) == (0, 0)
+
+
+def _latency_limit() -> int | None:
+    """The CPUs' wake-up latency limit [us] Linux applies now (None: the device is not readable)."""
+    try:
+        with open("/dev/cpu_dma_latency", "rb") as f:
+            return int.from_bytes(f.read(4), sys.byteorder, signed=True)
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("settings", [(0, -1, 0), (23, -1, 0), (23, 0, 7), (23, 1023, -1)],
+                         ids=["off", "defaults", "cpu0_7us", "bad_cpu_no_latency"])
+def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
+    priority, cpu, latency = settings
+    before = _latency_limit()
+    out = _run(POLICIES + AFFINITY + """
     import sys
     from rclpy.node import Node
     from youbot_dynamics.nodes.common import declare_parameter, run_node
@@ -99,26 +219,50 @@ def test_run_node_applies_the_parameter_before_spinning(priority):
     class Loop(Node):
         def __init__(self):
             super().__init__("rt_probe")
-            declare_parameter(self, load_schema("common")["realtime_priority"])
+            for name in ("realtime_priority", "cpu_affinity", "cpu_dma_latency"):
+                declare_parameter(self, load_schema("common")[name])
 
     def before_spin(node):
         print("policies", policies(), flush=True)
+        print("main", sorted(os.sched_getaffinity(0)), flush=True)
+        try:
+            with open("/dev/cpu_dma_latency", "rb") as f:
+                print("latency", int.from_bytes(f.read(4), sys.byteorder, signed=True), flush=True)
+        except OSError:
+            pass
         raise KeyboardInterrupt  # stop instead of spinning
 
-    sys.exit(run_node("rt_probe", Loop, (), ["--ros-args", "-p", f"realtime_priority:={sys.argv[1]}"],
+    sys.exit(run_node("rt_probe", Loop, (), ["--ros-args", "-p", f"realtime_priority:={sys.argv[1]}",
+                                             "-p", f"cpu_affinity:={sys.argv[2]}", "-p", f"cpu_dma_latency:={sys.argv[3]}"],
                       realtime=True, before_spin=before_spin))
-    """, str(priority))
+    """, str(priority), str(cpu), str(latency))
     assert out.returncode == 0, out.stderr
-    line = next(x for x in out.stdout.splitlines() if x.startswith("policies"))
-    policies = json.loads(line.split(" ", 1)[1].replace("(", "[").replace(")", "]"))
+    lines = dict(x.split(" ", 1) for x in out.stdout.splitlines() if x.split(" ", 1)[0] in ("policies", "main", "latency"))
+    policies = json.loads(lines["policies"].replace("(", "[").replace(")", "]"))
+    main_cpus = json.loads(lines["main"])
+    allowed = sorted(os.sched_getaffinity(0))
     log = out.stdout + out.stderr
-    if priority == 0:
+    if priority == 0:  # nothing real-time: not pinned, no latency request
         assert policies == [[os.SCHED_OTHER, 0]] and "real-time scheduling" not in log
+        assert main_cpus == allowed
+        assert "latency" not in lines or int(lines["latency"]) == before
     elif FIFO_ALLOWED:
         assert policies == [[os.SCHED_FIFO, priority]]
         assert f"SCHED_FIFO priority {priority}" in log
+        if cpu == 1023:  # (a machine with fewer CPUs)
+            assert main_cpus == allowed and "cpu_affinity: CPU 1023 is not one this process may use" in log
+        else:
+            expected = max(allowed) if cpu == -1 else cpu
+            assert main_cpus == [expected] and f"Python threads on CPU {expected}" in log
+        if latency >= 0:
+            # the limit Linux applies is the lowest request held (another process may hold one)
+            assert int(lines["latency"]) == min(latency, before) and f"CPU wake-up latency held at {latency} us" in log
+        else:
+            assert "latency held" not in log
     else:
         assert policies == [[os.SCHED_OTHER, 0]] and "real-time scheduling refused" in log
+        assert main_cpus == allowed
+    assert _latency_limit() == before  # the request ended with the node
 
 
 def test_sim_node_refuses_realtime_priority_when_running_as_fast_as_possible():
@@ -130,17 +274,20 @@ def test_sim_node_refuses_realtime_priority_when_running_as_fast_as_possible():
 
 
 @pytest.mark.skipif(not FIFO_ALLOWED, reason="needs root to drop to an unprivileged user")
-def test_set_realtime_priority_says_why_when_refused():
+def test_set_realtime_priority_and_the_latency_request_say_why_when_refused():
     out = _run(POLICIES + """
-    import json, resource
-    from youbot_dynamics.nodes.common import set_realtime_priority
+    import contextlib, json, resource
+    from youbot_dynamics.nodes.common import hold_cpu_latency, set_realtime_priority
     resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
     os.setuid(65534)  # nobody: no CAP_SYS_NICE, no rtprio limit
-    print(json.dumps({"reason": set_realtime_priority(17), "after": policies()}))
+    with contextlib.ExitStack() as stack:
+        latency = hold_cpu_latency(0, stack)
+    print(json.dumps({"reason": set_realtime_priority(17), "after": policies(), "latency": latency}))
     """)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert "no permission" in result["reason"] and result["after"] == [[os.SCHED_OTHER, 0]]
+    assert result["latency"] == "cannot open /dev/cpu_dma_latency: Permission denied"
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ report and starts a new window. A cycle counts as *missed* when its period excee
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "spread"]
+__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "raise_above_process", "spread"]
 
 MISSED_FACTOR = 1.5
 _STATISTICS = {"median": lambda v: float(np.percentile(v, 50.0)), "p99": lambda v: float(np.percentile(v, 99.0)),
@@ -27,14 +28,30 @@ def spread(values: list[float], key: str, unit: str = "ms",
     return {f"{key}_{name}_{unit}": scale * _STATISTICS[name](values) if len(values) else 0.0 for name in statistics}
 
 
+def raise_above_process() -> int | None:
+    """Put the calling thread one ``SCHED_FIFO`` priority above the one it inherited (the process's,
+    :func:`youbot_dynamics.nodes.common.set_realtime_priority`; at most the system's maximum), so that
+    it preempts the process's other threads on its CPU. Its new priority, or None (and nothing
+    changed) when the thread does not run under ``SCHED_FIFO``."""
+    if not hasattr(os, "sched_getscheduler"):
+        return None
+    tid = threading.get_native_id()
+    if os.sched_getscheduler(tid) != os.SCHED_FIFO:
+        return None
+    priority = min(os.sched_getparam(tid).sched_priority + 1, os.sched_get_priority_max(os.SCHED_FIFO))
+    os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+    return priority
+
+
 class LoopThread:
     """The daemon thread of a loop (the driver's bus cycle, the simulator's physics): ``target``
     runs while :attr:`running` is true; :meth:`start` is idempotent, :meth:`stop` clears the flag
-    and joins (the loop ends its current pass)."""
+    and joins (the loop ends its current pass). ``above``: the thread first calls
+    :func:`raise_above_process` (the loop the process exists for, above its executor and helpers)."""
 
-    def __init__(self, target: Callable[[], None], name: str) -> None:
+    def __init__(self, target: Callable[[], None], name: str, above: bool = False) -> None:
         self.running = False
-        self._target, self._name = target, name
+        self._target, self._name, self._above = target, name, above
         self._thread: threading.Thread | None = None
 
     @property
@@ -44,7 +61,7 @@ class LoopThread:
     def start(self) -> None:
         if self._thread is None:
             self.running = True
-            self._thread = threading.Thread(target=self._target, name=self._name, daemon=True)
+            self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -52,6 +69,11 @@ class LoopThread:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def _main(self) -> None:
+        if self._above:
+            raise_above_process()
+        self._target()
 
 
 class LoopStatistics:

@@ -4,7 +4,9 @@ The thread is the only one that touches the bus; other threads use the driver's 
 Deadlines advance by one period per cycle; a cycle that ends late is counted by
 :class:`~youbot_dynamics.timing.LoopStatistics` (missed when over 1.5 periods), and when the loop
 falls more than ten periods behind (the machine stalled) it resynchronises instead of bursting.
-An exception in a cycle stops the loop and is kept in ``error`` (the node reports it).
+An exception in a cycle stops the loop and is kept in ``error`` (the node reports it). Under
+real-time scheduling the thread runs one priority above the rest of the process
+(:func:`~youbot_dynamics.timing.raise_above_process`).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ class CyclicLoop:
         self.period = driver.config.cycle_period
         self.timing = LoopStatistics(self.period)
         self.error: BaseException | None = None
-        self._thread = LoopThread(self._run, name)
+        self._thread = LoopThread(self._run, name, above=True)
 
     @property
     def running(self) -> bool:

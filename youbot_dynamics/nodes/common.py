@@ -5,10 +5,11 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import struct
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
@@ -24,11 +25,12 @@ from ..parameter_schema import ParameterSpec, load_schema
 
 __all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY", "STOP_SIGNALS",
            "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor", "declare_parameter",
-           "declare_parameters", "parameter_descriptor", "realtime_interpreter", "run_node",
+           "declare_parameters", "hold_cpu_latency", "parameter_descriptor", "pin_interpreter", "realtime_interpreter", "run_node",
            "set_realtime_priority"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)
+CPU_LATENCY_DEVICE = "/dev/cpu_dma_latency"  # Linux PM QoS: the CPUs' wake-up latency limit [us] (hold_cpu_latency)
 SIGNAL_WAKEUP = 0.1  # [s] longest wait of the executor before a pending SIGINT/SIGTERM is handled
 #: SCHED_FIFO priority of the control loops (ros2_control's controller manager: 50), the default of
 #: ``realtime_priority`` in the controllers and the driver (parameters/common.yaml)
@@ -90,6 +92,55 @@ def set_realtime_priority(priority: int) -> str | None:
                 "/etc/security/limits.conf)")
     except OSError as exc:
         return str(exc)
+    return None
+
+
+def pin_interpreter(cpu: int = -1) -> tuple[int | None, str | None]:
+    """Run every Python thread of this process (and, inherited, the threads they start later) on one
+    CPU: ``cpu``, or with -1 the last one the process may use (``taskset``, cgroups). ``(cpu, None)``
+    on success, else ``(None, why not)`` and nothing changed.
+
+    Why (with :func:`set_realtime_priority` and a loop thread raised by
+    :func:`~youbot_dynamics.timing.raise_above_process`): Python threads share one interpreter lock. A
+    thread on another CPU that wants it (the executor in a callback, a planner) takes it from the
+    loop every switch interval, so a busy helper halves the loop's speed and the lock's hand-overs
+    between the two CPUs' caches cost the rest (measured in ``youbot_driver``'s bus cycle: the late
+    cycles blocked 13-146 times on the lock). On one CPU under the loop's higher priority no other
+    Python thread runs while the loop does: it meets the lock only when it wakes up while another
+    thread holds it (for at most one switch interval). The middleware's threads, which run without
+    the lock, are not pinned."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None, "CPU affinity is not available on this system"
+    allowed = sorted(os.sched_getaffinity(0))
+    chosen = allowed[-1] if cpu == -1 else cpu
+    if chosen not in allowed:
+        return None, f"CPU {cpu} is not one this process may use ({', '.join(map(str, allowed))})"
+    for thread in threading.enumerate():
+        if thread.native_id is not None:
+            try:
+                os.sched_setaffinity(thread.native_id, {chosen})
+            except ProcessLookupError:  # the thread has ended meanwhile
+                continue
+    return chosen, None
+
+
+def hold_cpu_latency(microseconds: int, stack: ExitStack) -> str | None:
+    """Ask Linux to keep every CPU's wake-up latency within ``microseconds`` until ``stack`` closes (a
+    PM QoS request on :data:`CPU_LATENCY_DEVICE`, held while the file is open, as cyclictest does):
+    the idle governor then skips the sleep states that take longer to leave; with 0 an idle CPU
+    polls instead of halting (in a virtual machine a halted CPU is handed back to the host). None on
+    success, else why not (the device is root's). Measured in ``youbot_driver``'s bus cycle (doc/driver.md):
+    p99 state-to-torque latency 0.22 -> 0.16-0.18 ms on an otherwise quiet machine. The price is power:
+    an idle CPU keeps spinning while the node runs."""
+    try:
+        fd = os.open(CPU_LATENCY_DEVICE, os.O_WRONLY)
+    except OSError as exc:
+        return f"cannot open {CPU_LATENCY_DEVICE}: {exc.strerror}"
+    stack.callback(os.close, fd)
+    try:
+        os.write(fd, struct.pack("i", microseconds))
+    except OSError as exc:
+        return f"{CPU_LATENCY_DEVICE} refused {microseconds}: {exc.strerror}"
     return None
 
 
@@ -218,7 +269,9 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
     spin inside :func:`realtime_interpreter` and, if the node has a ``realtime_priority`` parameter
     above 0 (``realtime_priority`` of parameters/common.yaml), :func:`set_realtime_priority` (a warning if
-    refused).
+    refused) and then, if it has a ``cpu_affinity`` parameter, :func:`pin_interpreter`, and if it has
+    a ``cpu_dma_latency`` parameter of 0 or more, :func:`hold_cpu_latency` until after ``after_spin``
+    (each a warning if refused).
     """
     stop = _StopRequest()
     for signum in STOP_SIGNALS:
@@ -236,13 +289,14 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
         _ignore_stop_signals()
         rclpy.try_shutdown()
         return 0
+    held = ExitStack()  # the real-time requests that outlast the spin (the shutdown's release is a loop's work too)
     try:
         executor.add_node(node)
         for other in hosted(node) if hosted is not None else ():
             executor.add_node(other)
         with realtime_interpreter() if realtime else nullcontext():
             if realtime:
-                _apply_realtime_priority(node)
+                _apply_realtime_priority(node, held)
             if before_spin is not None:
                 before_spin(node)
             while executor.context.ok() and stop.signum is None:
@@ -258,19 +312,44 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
                 after_spin(node)
             except Exception as exc:  # noqa: BLE001 - report, then still shut down cleanly
                 get_logger(name).error(f"shutdown: {exc}")
+        held.close()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
 
 
-def _apply_realtime_priority(node: Node) -> None:
+def _pin(node: Node) -> str:
+    """:func:`pin_interpreter` as the node's ``cpu_affinity`` asks (if it has one); for the log line."""
+    if not node.has_parameter('cpu_affinity'):
+        return ""
+    cpu, reason = pin_interpreter(node.get_parameter('cpu_affinity').value)
+    if reason is not None:
+        node.get_logger().warning(f"cpu_affinity: {reason}; the Python threads are not pinned")
+        return ""
+    return f", Python threads on CPU {cpu}"
+
+
+def _hold_latency(node: Node, stack: ExitStack) -> str:
+    """:func:`hold_cpu_latency` as the node's ``cpu_dma_latency`` asks (if it has one); for the log line."""
+    limit = node.get_parameter('cpu_dma_latency').value if node.has_parameter('cpu_dma_latency') else -1
+    if limit < 0:
+        return ""
+    reason = hold_cpu_latency(limit, stack)
+    if reason is not None:
+        node.get_logger().warning(f"cpu_dma_latency: {reason}; the CPUs may sleep deeper between cycles")
+        return ""
+    return f", CPU wake-up latency held at {limit} us"
+
+
+def _apply_realtime_priority(node: Node, stack: ExitStack) -> None:
     priority = node.get_parameter('realtime_priority').value if node.has_parameter('realtime_priority') else 0
     if priority <= 0:
         return
     reason = set_realtime_priority(priority)
     if reason is None:
-        node.get_logger().info(f"real-time scheduling: SCHED_FIFO priority {priority}")
+        node.get_logger().info(f"real-time scheduling: SCHED_FIFO priority {priority}{_pin(node)}"
+                               f"{_hold_latency(node, stack)}")
     else:
         node.get_logger().warning(f"real-time scheduling refused ({reason}): running on the normal scheduler, "
                                   "expect late cycles on a loaded machine; realtime_priority:=0 silences this")
