@@ -1,8 +1,8 @@
 """Real-time scheduling of the loop nodes (``nodes/common.py``): ``realtime_priority`` puts every
 thread of the process under SCHED_FIFO, or warns and carries on when the system refuses, the loop
 thread one priority above; ``cpu_affinity`` puts the Python threads on one CPU, ``cpu_dma_latency``
-holds the CPUs' wake-up latency while the node runs; the executor the loop nodes spin (the events executor, or the single-threaded one by choice); the
-controller executable's watchdog with either.
+holds the CPUs' wake-up latency while the node runs; the executor the loop nodes spin (the events
+executor, or the single-threaded one by choice); the controller executable's watchdog with either.
 
 Each case runs in a subprocess (a SCHED_FIFO pytest would outrank everything else on the machine),
 on the module's DDS domain (conftest), localhost only. Where the system refuses SCHED_FIFO (no root, no CAP_SYS_NICE),
@@ -232,12 +232,13 @@ def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
             pass
         raise KeyboardInterrupt  # stop instead of spinning
 
-    sys.exit(run_node("rt_probe", Loop, (), ["--ros-args", "-p", f"realtime_priority:={sys.argv[1]}",
-                                             "-p", f"cpu_affinity:={sys.argv[2]}", "-p", f"cpu_dma_latency:={sys.argv[3]}"],
-                      realtime=True, before_spin=before_spin))
+    names = ("realtime_priority", "cpu_affinity", "cpu_dma_latency")
+    overrides = [x for name, value in zip(names, sys.argv[1:]) for x in ("-p", f"{name}:={value}")]
+    sys.exit(run_node("rt_probe", Loop, (), ["--ros-args", *overrides], realtime=True, before_spin=before_spin))
     """, str(priority), str(cpu), str(latency))
     assert out.returncode == 0, out.stderr
-    lines = dict(x.split(" ", 1) for x in out.stdout.splitlines() if x.split(" ", 1)[0] in ("policies", "main", "latency"))
+    lines = dict(x.split(" ", 1) for x in out.stdout.splitlines()
+                 if x.split(" ", 1)[0] in ("policies", "main", "latency"))
     policies = json.loads(lines["policies"].replace("(", "[").replace(")", "]"))
     main_cpus = json.loads(lines["main"])
     allowed = sorted(os.sched_getaffinity(0))

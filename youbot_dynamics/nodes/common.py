@@ -23,10 +23,10 @@ from rclpy.signals import SignalHandlerOptions
 
 from ..parameter_schema import ParameterSpec, load_schema
 
-__all__ = ["BACKGROUND_PRIORITY", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY", "STOP_SIGNALS",
-           "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor", "declare_parameter",
-           "declare_parameters", "hold_cpu_latency", "parameter_descriptor", "pin_interpreter", "realtime_interpreter", "run_node",
-           "set_realtime_priority"]
+__all__ = ["BACKGROUND_PRIORITY", "CPU_LATENCY_DEVICE", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY",
+           "STOP_SIGNALS", "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor",
+           "declare_parameter", "declare_parameters", "hold_cpu_latency", "parameter_descriptor", "pin_interpreter",
+           "realtime_interpreter", "run_node", "set_realtime_priority"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)

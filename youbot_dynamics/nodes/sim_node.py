@@ -56,7 +56,8 @@ class SimNode(Node):
     """The MuJoCo arm behind ``/joint_states`` and the controller topics; see doc/simulation.md."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._thread = LoopThread(self._loop, "sim_physics", above=True)  # first: destroy_node() may run on a half-built node
+        # first: destroy_node() may run on a half-built node
+        self._thread = LoopThread(self._loop, "sim_physics", above=True)
         self.host: SimHost | None = None
         self.controller = None  # the controller node in the physics loop (parameter 'controller'), if any
         super().__init__(NODE_NAME, **kwargs)
