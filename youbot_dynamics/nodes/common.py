@@ -128,10 +128,10 @@ def hold_cpu_latency(microseconds: int, stack: ExitStack) -> str | None:
     """Ask Linux to keep every CPU's wake-up latency within ``microseconds`` until ``stack`` closes (a
     PM QoS request on :data:`CPU_LATENCY_DEVICE`, held while the file is open, as cyclictest does):
     the idle governor then skips the sleep states that take longer to leave; with 0 an idle CPU
-    polls instead of halting (in a virtual machine a halted CPU is handed back to the host). None on
-    success, else why not (the device is root's). Measured in ``youbot_driver``'s bus cycle (doc/driver.md):
-    p99 state-to-torque latency 0.22 -> 0.16-0.18 ms on an otherwise quiet machine. The price is power:
-    an idle CPU keeps spinning while the node runs."""
+    polls instead of halting (in a virtual machine a halted CPU is handed back to the host, and the
+    loop wakes up on a cold one; figures in doc/driver.md, "Real-time set-up"). The price is power: an
+    idle CPU keeps spinning while the node runs. The request ends with the process, however it ends.
+    None on success, else why not (the device is root's)."""
     try:
         fd = os.open(CPU_LATENCY_DEVICE, os.O_WRONLY)
     except OSError as exc:
