@@ -56,9 +56,9 @@ from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import save_model
 from youbot_dynamics.nodes.common import (REALTIME_PRIORITY, background_priority, hold_cpu_latency, run_node,
                                           set_realtime_priority)
-from youbot_dynamics.parameter_schema import load_schema
 from youbot_dynamics.nodes.messages import trajectory_message
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode
+from youbot_dynamics.parameter_schema import load_schema
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.timing import LoopStatistics
 

@@ -296,7 +296,7 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
             executor.add_node(other)
         with realtime_interpreter() if realtime else nullcontext():
             if realtime:
-                _apply_realtime_priority(node, held)
+                _apply_realtime_setup(node, held)
             if before_spin is not None:
                 before_spin(node)
             while executor.context.ok() and stop.signum is None:
@@ -337,12 +337,13 @@ def _hold_latency(node: Node, stack: ExitStack) -> str:
         return ""
     reason = hold_cpu_latency(limit, stack)
     if reason is not None:
-        node.get_logger().warning(f"cpu_dma_latency: {reason}; the CPUs may sleep deeper between cycles")
+        node.get_logger().warning(f"cpu_dma_latency: {reason}; the CPUs may sleep deeper between cycles "
+                                  "(cpu_dma_latency:=-1 silences this)")
         return ""
     return f", CPU wake-up latency held at {limit} us"
 
 
-def _apply_realtime_priority(node: Node, stack: ExitStack) -> None:
+def _apply_realtime_setup(node: Node, stack: ExitStack) -> None:
     priority = node.get_parameter('realtime_priority').value if node.has_parameter('realtime_priority') else 0
     if priority <= 0:
         return
