@@ -109,7 +109,8 @@ def test_pin_interpreter_puts_the_python_threads_on_one_cpu_and_leaves_the_middl
     out = _run(AFFINITY + """
     import json, rclpy
     from youbot_dynamics.nodes.common import pin_interpreter
-    rclpy.init()  # the middleware's threads exist from here on
+    rclpy.init()
+    node = rclpy.create_node("pin_probe")  # the middleware's threads exist from here on
     allowed = sorted(os.sched_getaffinity(0))
     stop = threading.Event()
     early = threading.Thread(target=stop.wait, name="early"); early.start()
@@ -123,6 +124,7 @@ def test_pin_interpreter_puts_the_python_threads_on_one_cpu_and_leaves_the_middl
     stop.set(); early.join()
     print(json.dumps({"allowed": allowed, "refused": refused, "unchanged": unchanged, "cpu": cpu,
                       "reason": reason, "after": after, "late": late[0]}))
+    node.destroy_node()
     rclpy.shutdown()
     """)
     assert out.returncode == 0, out.stderr
@@ -172,7 +174,7 @@ def test_a_loop_thread_runs_one_priority_above_the_process():
 
 def test_the_bus_thread_runs_above_the_driver_process():
     out = _run("""
-    import json, os, time
+    import json, os, threading
     from youbot_dynamics.driver import ArmDriver, CyclicLoop, VirtualBus
     from youbot_dynamics.nodes.common import set_realtime_priority
     reason = set_realtime_priority(20)
@@ -182,7 +184,7 @@ def test_the_bus_thread_runs_above_the_driver_process():
     loop.start()
     try:
         assert driver.wait_state(0, timeout=5.0) is not None
-        tid = loop._thread._thread.native_id
+        tid = next(t.native_id for t in threading.enumerate() if t.name == "youbot_ethercat")  # CyclicLoop's
         print(json.dumps({"reason": reason, "bus": os.sched_getparam(tid).sched_priority,
                           "main": os.sched_getparam(0).sched_priority}))
     finally:
@@ -205,11 +207,13 @@ def _latency_limit() -> int | None:
         return None
 
 
-@pytest.mark.parametrize("settings", [(0, -1, 0), (23, -1, 0), (23, 0, 7), (23, 1023, -1)],
-                         ids=["off", "defaults", "cpu0_7us", "bad_cpu_no_latency"])
+@pytest.mark.parametrize("settings", [(0, -1, 0), (23, -1, 0), (23, "first", 7), (23, 1023, -1)],
+                         ids=["off", "defaults", "first_cpu_7us", "bad_cpu_no_latency"])
 def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
     priority, cpu, latency = settings
-    before = _latency_limit()
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = allowed[0] if cpu == "first" else cpu
+    before = _latency_limit()  # None: no /dev/cpu_dma_latency to read (then none to write either)
     out = _run(POLICIES + AFFINITY + """
     import sys
     from rclpy.node import Node
@@ -241,7 +245,6 @@ def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
                  if x.split(" ", 1)[0] in ("policies", "main", "latency"))
     policies = json.loads(lines["policies"].replace("(", "[").replace(")", "]"))
     main_cpus = json.loads(lines["main"])
-    allowed = sorted(os.sched_getaffinity(0))
     log = out.stdout + out.stderr
     if priority == 0:  # nothing real-time: not pinned, no latency request
         assert policies == [[os.SCHED_OTHER, 0]] and "real-time scheduling" not in log
@@ -255,9 +258,11 @@ def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
         else:
             expected = max(allowed) if cpu == -1 else cpu
             assert main_cpus == [expected] and f"Python threads on CPU {expected}" in log
-        if latency >= 0:
+        if latency >= 0 and before is not None:
             # the limit Linux applies is the lowest request held (another process may hold one)
             assert int(lines["latency"]) == min(latency, before) and f"CPU wake-up latency held at {latency} us" in log
+        elif latency >= 0:
+            assert "cpu_dma_latency: cannot open /dev/cpu_dma_latency" in log
         else:
             assert "latency held" not in log
     else:
