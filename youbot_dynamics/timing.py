@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "raise_above_process", "spread"]
+__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "change_fifo_priority", "raise_above_process", "spread"]
 
 MISSED_FACTOR = 1.5
 _STATISTICS = {"median": lambda v: float(np.percentile(v, 50.0)), "p99": lambda v: float(np.percentile(v, 99.0)),
@@ -28,19 +28,25 @@ def spread(values: list[float], key: str, unit: str = "ms",
     return {f"{key}_{name}_{unit}": scale * _STATISTICS[name](values) if len(values) else 0.0 for name in statistics}
 
 
-def raise_above_process() -> int | None:
-    """Put the calling thread one ``SCHED_FIFO`` priority above the one it inherited (the process's,
-    :func:`youbot_dynamics.nodes.common.set_realtime_priority`; at most the system's maximum), so that
-    it preempts the process's other threads on its CPU. Its new priority, or None (and nothing
-    changed) when the thread does not run under ``SCHED_FIFO``."""
+def change_fifo_priority(change: Callable[[int], int]) -> int | None:
+    """If the calling thread runs under ``SCHED_FIFO``: its priority becomes ``change(priority)``;
+    the new priority, or None (and nothing changed) on the normal scheduler."""
     if not hasattr(os, "sched_getscheduler"):
         return None
     tid = threading.get_native_id()
     if os.sched_getscheduler(tid) != os.SCHED_FIFO:
         return None
-    priority = min(os.sched_getparam(tid).sched_priority + 1, os.sched_get_priority_max(os.SCHED_FIFO))
+    priority = change(os.sched_getparam(tid).sched_priority)
     os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
     return priority
+
+
+def raise_above_process() -> int | None:
+    """Put the calling thread one ``SCHED_FIFO`` priority above the one it inherited (the process's,
+    :func:`youbot_dynamics.nodes.common.set_realtime_priority`; at most the system's maximum), so that
+    it preempts the process's other threads on its CPU. Its new priority, or None (and nothing
+    changed) when the thread does not run under ``SCHED_FIFO``."""
+    return change_fifo_priority(lambda priority: min(priority + 1, os.sched_get_priority_max(os.SCHED_FIFO)))
 
 
 class LoopThread:

@@ -22,6 +22,7 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from ..parameter_schema import ParameterSpec, load_schema
+from ..timing import change_fifo_priority
 
 __all__ = ["BACKGROUND_PRIORITY", "CPU_LATENCY_DEVICE", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY",
            "STOP_SIGNALS", "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor",
@@ -152,10 +153,7 @@ def background_priority() -> None:
     descheduled for a time slice while it holds the interpreter lock the loop is waiting for (the
     priority inversion a helper on the normal scheduler suffers on a busy machine). Without
     real-time scheduling nothing changes."""
-    if hasattr(os, "sched_getscheduler"):
-        tid = threading.get_native_id()
-        if os.sched_getscheduler(tid) == os.SCHED_FIFO:
-            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(BACKGROUND_PRIORITY))
+    change_fifo_priority(lambda _: BACKGROUND_PRIORITY)
 
 
 def background_worker(name: str) -> ThreadPoolExecutor:
