@@ -160,33 +160,30 @@ def test_computed_torque_tracks_within_1_mrad_rms_true_vs_nominal(tracking):
     assert np.all(pd >= 5 * true)  # the same error gains without the model
 
 
-def test_cycle_cost(arm, sim, true_model):
-    """The safety guard is cheap next to the law it guards: one full cycle (reference sample, M,
-    C q', G, law, friction, guard) on the states of a real motion against the law alone, measured
-    interleaved in the same run (a ratio: robust to the machine's speed and load). The absolute
-    cycle cost and its 60 us goal are in ``make bench``. The stall bound needs ``M``, ``C q'`` and ``G``
-    at the state, which computed torque has just evaluated (kept by the model): measured 1.6-1.9 x
-    the law alone (1.5 x before the stall bound; 2.2-2.5 x when the coupled bound evaluated them
-    again). The law alone runs on another state, so that it finds nothing kept."""
-    ctl = ComputedTorqueController(true_model, arm)
-    ctl.follow(out_and_back(HOME), 0.0)
-    guard = SafetyGuard(arm, true_model)
-    guard.enable(-1.0)
-    t = np.linspace(0.0, 2 * SEGMENT, 2000)
-    states = [ctl.reference(tk)[:2] for tk in t]
-    ratios = []
-    for _ in range(3):  # the best of three: robust to other load on the machine
-        cycle, law = np.empty(t.size), np.empty(t.size)
-        for k, (tk, (q, dq)) in enumerate(zip(t, states)):
-            start = time.perf_counter()
-            guard.command(tk, tk, q + 1e-3, dq, ctl.torque)
-            middle = time.perf_counter()
-            ctl.torque(tk, q + 2e-3, dq)
-            cycle[k], law[k] = middle - start, time.perf_counter() - middle
-        ratios.append(np.median(cycle) / np.median(law))
-        print(f"\ncycle cost (computed torque + safety guard): median {1e6 * np.median(cycle):.1f} us, "
-              f"99th percentile {1e6 * np.percentile(cycle, 99):.1f} us; the law alone {1e6 * np.median(law):.1f} us")
-    assert min(ratios) <= 2.0
+# Joints 1-4 out and back by 0.9 rad in 1.2 s segments from the candle: 1.875 x 0.9 / 1.2 = 1.41 rad/s
+# (90 % of velocity_max) and 3.6 rad/s^2, with the joints moving against each other so that the
+# Coriolis and centrifugal acceleration M^-1 C q' reaches 0.66 / 0.54 / 0.16 / 1.1 rad/s^2.
+FAST_STROKE = np.array([0.9, -0.9, -0.9, -0.9, 0.0])
+FAST_SEGMENT = 1.2
+
+
+def test_computed_torque_tracks_a_fast_stroke_on_the_ideal_arm_within_0_25_mrad(arm):
+    """(4.8) with the default gains on the ideal rigid-body arm (MuJoCo without friction, noise, lag or
+    quantization: the plant holds nothing the true model lacks) tracking the fast stroke above: the
+    error dynamics ``e'' + Kd e' + Kp e = 0`` leave only the sampling's error, 0.09 mrad at most
+    (measured). Every term of the model matters here: without ``C q'`` the error dynamics get the
+    disturbance ``M^-1 C q'``, ~1.1 / 1600 = 0.7 mrad on joint 4 (measured 0.40 / 0.29 / 0.17 / 0.71 mrad),
+    which the 1 mrad RMS case on the seed structure does not see."""
+    sim = ArmSimulator(arm, realism=False)
+    model = DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+    ctl = ComputedTorqueController(model, arm)
+    ctl.hold(HOME)
+    start = RAMP + 0.1
+    ctl.follow(JointTrajectory.through(HOME, [FAST_SEGMENT, 2 * FAST_SEGMENT], [HOME + FAST_STROKE, HOME]), start)
+    t, q, ref, _ = closed_loop(sim, ctl, SafetyGuard(arm, model), start + 2 * FAST_SEGMENT + 0.2, ctl.reference)
+    error = np.abs(q - ref)[t >= start].max(axis=0)
+    print(f"\ncomputed torque on the ideal arm, fast stroke: largest |q - q_d| {np.round(1e3 * error, 3)} mrad")
+    assert np.all(error <= 0.25e-3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -658,11 +655,12 @@ def test_config_validation(arm, nominal):
 # The release to the drives
 
 
-def test_release_brakes_within_the_limits_and_refuses_a_state_that_is_not_the_arms(arm):
+def test_release_brakes_within_the_limits_from_any_state(arm):
     """From a state moving at 0.8 x velocity_max the release stops within acceleration_max (checked
     on the samples, independently of the braking tail's own formula) and ends at rest; from a
-    state far beyond a limit, or one whose velocity carries it there (1280 rad/s: a 0.5 rad jump
-    of a second publisher differentiated over 0.39 ms, measured), it is refused."""
+    state far beyond a limit, or one whose velocity would carry it there (1280 rad/s: a 0.5 rad jump
+    of a second publisher differentiated over 0.39 ms, measured), it is clamped, never refused
+    (issue 35): inside the limits, within velocity_max."""
     from youbot_dynamics.control.release import release_waypoints
 
     dq = 0.8 * arm.velocity_max * np.array([1, -1, 1, -1, 1])
@@ -671,16 +669,16 @@ def test_release_brakes_within_the_limits_and_refuses_a_state_that_is_not_the_ar
     assert np.all(np.abs(a) <= arm.acceleration_max + 1e-9)
     dense_v = np.diff(q, axis=0) / np.diff(times)[:, None]  # mean velocities between samples
     assert np.all(np.abs(dense_v) <= arm.velocity_max)
-    assert np.all((q >= arm.position_min - 0.05) & (q <= arm.position_max + 0.05))
+    assert np.all((q >= arm.position_min) & (q <= arm.position_max))
     runaway = np.zeros(5)
     runaway[2] = 1280.0
-    with pytest.raises(ValueError, match=r"ends at .* beyond the limits .* of arm_joint_3: not a state of the arm"):
-        release_waypoints(arm, HOME, runaway)
     far = HOME.copy()
     far[4] = arm.position_max[4] + 0.5
-    with pytest.raises(ValueError, match=r"starts at .* arm_joint_5"):
-        release_waypoints(arm, far, np.zeros(5))
+    for state in ((HOME, runaway), (far, np.zeros(5))):
+        times, q, v, _ = release_waypoints(arm, *state)
+        assert np.all((q >= arm.position_min) & (q <= arm.position_max)) and np.all(np.abs(v) <= arm.velocity_max)
+    np.testing.assert_allclose(q[-1, 4], arm.position_max[4])  # from beyond the stop: held at the limit
     on_stop = HOME.copy()
-    on_stop[1] = arm.position_max[1] + 0.003  # resting on a stop: released where it is
+    on_stop[1] = arm.position_max[1] + 0.003  # resting on a stop: released at the limit
     times, q, _, _ = release_waypoints(arm, on_stop, np.zeros(5))
-    np.testing.assert_allclose(q[-1], on_stop)
+    np.testing.assert_allclose(q[-1], np.minimum(on_stop, arm.position_max))

@@ -452,12 +452,12 @@ def test_cyclic_loop_runs_in_its_thread_and_stops_the_motors():
         while driver.state().phase != DriverPhase.RUNNING and time.monotonic() < deadline:
             time.sleep(0.01)
         start = driver.state().sequence
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 0.5:
+        deadline = time.monotonic() + 10.0
+        while driver.state().sequence - start <= 150:  # the thread cycles (its rate: make bench)
+            assert time.monotonic() < deadline, f"{driver.state().sequence - start} cycles in 10 s"
             driver.command("position", Q_START)
             time.sleep(0.02)
         later = driver.state()
-        assert later.sequence - start > 150  # ~500 at 1 kHz; loose for a loaded machine
         assert later.interface == "position"
         assert loop.timing.report()["cycles"] > 0 and loop.error is None
     finally:
@@ -465,3 +465,182 @@ def test_cyclic_loop_runs_in_its_thread_and_stops_the_motors():
     assert driver.phase == DriverPhase.DISCONNECTED
     with pytest.raises(BusError):
         bus.exchange({})
+
+
+# -- what goes on the wire: bus loss and drive errors (issue 34) ------------------------------------
+
+class WireLog:
+    """Every output frame the driver hands to ``bus.exchange`` (lost ones included), decoded: what the
+    drives get, observed outside the driver (its own state is not asked)."""
+
+    def __init__(self, bus) -> None:
+        self.frames: list[list[DriveOutput]] = []
+        exchange = bus.exchange
+
+        def recording(outputs):
+            self.frames.append([DriveOutput.decode(data) for data in outputs.values()])
+            return exchange(outputs)
+
+        bus.exchange = recording
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def assert_stopped(self, start: int, what: str, allowed=()) -> None:
+        """Every drive output of frames ``start`` on is MOTOR_STOP (or one of ``allowed``)."""
+        assert len(self) > start, f"no frames {what}"
+        for k, frame in enumerate(self.frames[start:], start):
+            moving = [(j, out.mode.name, out.value) for j, out in enumerate(frame)
+                      if out.mode != ControllerMode.MOTOR_STOP and out not in allowed]
+            assert not moving, f"frame {k - start} {what} drives the joints: {moving}"
+
+
+class ZeroTorque:
+    """A controller in the bus cycle that commands 0 N m every cycle (CURRENT_MODE 0 mA on the wire)."""
+
+    def command(self, inputs):
+        return np.zeros(N)
+
+    def after_outputs(self) -> None:
+        pass
+
+
+TRAJECTORY_GOAL = Q_START + np.array([0.4, -0.3, 0.3, -0.3, 0.4])
+
+
+@pytest.mark.parametrize("driving", ["trajectory", "streamed velocity", "controller in the bus cycle"])
+def test_lost_bus_sends_only_motor_stop_until_reconnect_and_motors_on(driving):
+    """Issue 34: from the cycle that declares the bus lost, every output the driver puts on the wire is
+    MOTOR_STOP and no command is active, while the frames are lost, after they return, through a refused
+    motors_on and until reconnect (its start-up: MOTOR_STOP or 0 mA) and motors_on; a trajectory that
+    was running at the loss does not resume after them."""
+    bus, driver = make(realism=True)  # friction holds the arm once the timed-out drives let it go
+    controller = ZeroTorque() if driving == "controller in the bus cycle" else None
+
+    def drive(k: int) -> None:
+        if driving == "streamed velocity" and k % 20 == 0:
+            try:
+                driver.command("velocity", [0.3, 0.0, 0.0, 0.0, -0.3])
+            except CommandError:
+                pass
+
+    if driving == "trajectory":
+        driver.command_trajectory([0.8], TRAJECTORY_GOAL[None, :])  # at the loss: 0.8 rad/s
+    driver.attach_controller(controller)
+    for k in range(300):
+        drive(k)
+        state = driver.cycle()
+    moving_mode = ControllerMode.CURRENT_MODE if controller else ControllerMode.VELOCITY_CONTROL
+    assert state.interface is not None and all(m == moving_mode for m in state.modes)  # driving at the loss
+    assert controller or np.max(np.abs(state.velocity)) > 0.25  # the arm moves
+    wire = WireLog(bus)
+    bus.drop_frames(150)
+    k = 0
+    while state.phase != DriverPhase.BUS_LOST:
+        drive(k)
+        state = driver.cycle()
+        k += 1
+        assert k <= DriverConfig().max_lost_frames, "the bus was not declared lost"
+    lost = len(wire)  # the outputs decided in the declaring cycle go out in the next frame
+    states = [state]
+    for _ in range(250):  # the frames return after 150; the driver waits for reconnect
+        drive(k)
+        states.append(driver.cycle())
+        k += 1
+    assert request(driver, "motors_on") == (False, "the bus is lost: call reconnect first")
+    wire.assert_stopped(lost, "after the bus was declared lost")
+    assert all(bus.drive_mode(j) == ControllerMode.MOTOR_STOP for j in range(N))  # what the drives hold
+    assert states[-1].fresh and "bus lost" in states[-1].faults[0]
+    assert all(s.phase == DriverPhase.BUS_LOST and s.interface is None and not s.enabled for s in states)
+    before_reconnect = len(wire)
+    assert request(driver, "reconnect") == (True, "done")
+    wire.assert_stopped(before_reconnect, "of the start-up after reconnect",
+                        allowed=(DriveOutput(0, ControllerMode.CURRENT_MODE),))
+    after_reconnect = len(wire)
+    for _ in range(50):
+        drive(k)
+        state = driver.cycle()
+        k += 1
+    assert state.phase == DriverPhase.RUNNING and not state.enabled and state.interface is None
+    wire.assert_stopped(after_reconnect, "after reconnect, before motors_on")
+    assert all(bus.drive_mode(j) == ControllerMode.MOTOR_STOP for j in range(N))
+    assert request(driver, "motors_on")[0]
+    if driving == "trajectory":  # the trajectory of before the loss is gone: a new command is needed
+        after_motors_on = len(wire)
+        state = run(driver, 50)
+        assert state.interface is None
+        wire.assert_stopped(after_motors_on, "after motors_on (the old trajectory must not resume)")
+        driver.command_trajectory([], np.empty((0, N)))  # hold here: accepted, on the wire again
+    state = run(driver, 5) if driving != "streamed velocity" else hold(driver, "velocity", np.zeros(N), 5)
+    assert state.interface is not None and all(out.mode == moving_mode for out in wire.frames[-1]), wire.frames[-1]
+
+
+#: the drives' error flags and the driver's documented reaction to each (doc/driver.md, Safety): all
+#: motors stop, the driver goes to fault naming the joint and the flag, commands are refused until
+#: motors_on clears the flags. Listed here, not taken from the driver's ERROR_FLAGS.
+DRIVE_ERRORS = ("OVER_CURRENT", "UNDER_VOLTAGE", "OVER_VOLTAGE", "OVER_TEMPERATURE", "HALL_SENSOR_ERROR",
+                "ENCODER_ERROR", "INITIALIZATION_ERROR", "EMERGENCY_STOP", "TIMEOUT", "I2T_EXCEEDED")
+
+
+@pytest.mark.parametrize("flag", DRIVE_ERRORS)
+def test_each_drive_error_flag_stops_all_motors_and_faults_until_cleared(flag):
+    joint = DRIVE_ERRORS.index(flag) % N
+    bus, driver = make(realism=True)
+    driver.command_trajectory([1.0], TRAJECTORY_GOAL[None, :])
+    state = run(driver, 200)
+    assert state.interface == "trajectory" and all(m == ControllerMode.VELOCITY_CONTROL for m in state.modes)
+    wire = WireLog(bus)
+    bus.inject(joint, StatusFlag[flag])
+    state = driver.cycle()  # the flag arrives with this cycle's inputs: the decision of this cycle stops
+    assert state.phase == DriverPhase.FAULT, f"{flag} on {ARM.joint_names[joint]}: still {state.phase.value}"
+    assert not state.enabled and state.interface is None
+    assert f"{ARM.joint_names[joint]}: {flag}" in state.faults[0] and flag in state.flag_names(joint)
+    assert driver.statistics.faults == 1
+    with pytest.raises(CommandError, match=flag):
+        driver.command("position", Q_START)
+    run(driver, 100)
+    assert request(driver, "motors_on")[0] is False  # the flag is still raised
+    wire.assert_stopped(1, f"after {flag}")
+    assert driver.state().phase == DriverPhase.FAULT
+    bus.clear_injected(joint)
+    assert request(driver, "motors_on") == (True, "done")
+    state = run(driver, 20)
+    assert state.phase == DriverPhase.RUNNING and state.enabled and state.interface is None  # nothing resumed
+    wire.assert_stopped(1, f"after {flag}, until a new command")
+    assert hold(driver, "position", state.position, 5).interface == "position"
+
+
+@pytest.mark.parametrize("flag", ["MOTOR_HALTED", "POSITION_REACHED", "FREE_RUNNING"])
+def test_status_flags_that_are_no_error_do_not_stop_the_arm(flag):
+    """The status bits a healthy drive reports (MOTOR_HALTED at 0 rpm, POSITION_REACHED) are no fault."""
+    bus, driver = make(realism=True)
+    bus.inject(2, StatusFlag[flag])
+    state = hold(driver, "position", Q_START, 50)
+    assert state.phase == DriverPhase.RUNNING and state.enabled and state.interface == "position"
+    assert all(m == ControllerMode.POSITION_CONTROL for m in state.modes)
+
+
+def test_lost_frames_do_not_wind_up_the_trajectory_feedback():
+    """Below ``max_lost_frames`` the driver keeps sending outputs, and they may reach the drives (an
+    answer that came late, a short working counter: the drives took the frame). The trajectory's
+    position feedback must not act on the stale positions of those cycles: each output stays at the
+    reference velocity (the quintic written out), where feedback on the last received position climbed
+    to velocity_max within 60 lost frames."""
+    bus, driver = make(realism=True)
+    driver.command_trajectory([0.8], TRAJECTORY_GOAL[None, :])
+    first = driver.cycle()  # the trajectory starts here, at rest at the measured position
+    run(driver, 299)
+    wire = WireLog(bus)
+    times = [driver.state().time]  # frame k was decided in the cycle of times[k]
+    bus.drop_frames(60)
+    for _ in range(60):
+        times.append(driver.cycle().time)
+    sign = np.where(ARM.inverse_direction, -1.0, 1.0)
+    worst = 0.0
+    for frame, t in zip(wire.frames, times):
+        u = (t - first.time) / 0.8
+        reference = (TRAJECTORY_GOAL - first.position) * 30 * u ** 2 * (1 - u) ** 2 / 0.8  # quintic rest to rest
+        sent = np.array([out.value for out in frame]) * sign * 2 * np.pi / (60 * ARM.gear_ratio)  # rpm -> rad/s
+        worst = max(worst, np.abs(sent - reference).max())
+    print(f"\nlargest |output - reference velocity| during 60 lost frames: {worst:.4f} rad/s")
+    assert worst < 0.1, f"{worst:.3f} rad/s from the reference velocity during 60 lost frames"

@@ -8,13 +8,17 @@ model here has, against the issue's 0.3 N m); detection and float against the is
 """
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 from stroke import HOME, START, stroke
+from test_control import FAST_SEGMENT, FAST_STROKE
 
-from youbot_dynamics.control import (CollisionDetector, FloatController, MomentumObserver, SafetyGuard,
-                                     collision_thresholds)
+from youbot_dynamics.control import (CollisionDetector, ComputedTorqueController, FloatController, JointTrajectory,
+                                     MomentumObserver, SafetyGuard, collision_thresholds)
+from youbot_dynamics.control.laws import FLOAT_DAMPING
 from youbot_dynamics.control.observer import STICTION_FACTOR
+from youbot_dynamics.control.terms import reference_inertia
 from youbot_dynamics.control.velocity import VelocityFromPositions
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
@@ -182,6 +186,81 @@ def test_a_gap_in_the_states_keeps_the_estimate(arm):
     np.testing.assert_array_equal(observer.update(10.0, HOME, np.zeros(5), np.zeros(5)), np.zeros(5))
 
 
+def ideal_arm(arm):
+    """The ideal rigid-body arm (no friction, noise, lag or quantization) and its exact model."""
+    sim = ArmSimulator(arm, realism=False)
+    return sim, DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+
+
+def held_by_computed_torque(sim, model, arm, trajectory=None):
+    """From a reset, computed torque on ``model`` holding HOME (and following ``trajectory`` from
+    ``START``), the drives' exact state: yields ``(t, q, dq, tau)`` before each step."""
+    sim.reset()
+    law = ComputedTorqueController(model, arm)
+    law.hold(HOME)
+    if trajectory is not None:
+        law.follow(trajectory, START)
+    guard = SafetyGuard(arm, model)
+    m = sim.measure()
+    guard.enable(m.time, law.gravity(m.position))
+    while True:
+        m = sim.measure()
+        tau = guard.command(m.time, m.time, m.position, m.velocity, law.torque)
+        assert tau is not None, guard.fault_reason
+        yield m.time, m.position, m.velocity, tau
+        sim.command("effort", tau)
+        sim.step()
+
+
+def test_observer_holds_zero_through_a_fast_stroke_without_external_torque(arm):
+    """No external torque, the ideal arm (no friction to hide anything), the fast stroke of
+    ``test_control`` (1.41 rad/s, joints 2-4 against each other): the residual stays within 0.01 N m
+    (measured 0.005). ``C^T q'`` reaches 0.13 / 0.04 / 0.04 N m on joints 2-4 here: an observer
+    without it reads that as an external torque, 13 times the tolerance on joint 2."""
+    sim, model = ideal_arm(arm)
+    trajectory = JointTrajectory.through(HOME, [FAST_SEGMENT, 2 * FAST_SEGMENT], [HOME + FAST_STROKE, HOME])
+    observer = MomentumObserver(model)
+    largest = np.zeros(5)
+    for t, q, dq, tau in held_by_computed_torque(sim, model, arm, trajectory):
+        largest = np.maximum(largest, np.abs(observer.update(t, q, dq, tau)))
+        if t > START + 2 * FAST_SEGMENT + 0.1:
+            break
+    print(f"\nfast stroke, no external torque: largest |r| {np.round(largest, 4)} N m")
+    assert np.all(largest <= 0.01), f"largest |r| {np.round(largest, 4)} N m without an external torque"
+
+
+# A pure torque on the forearm about its frame's -z axis, parallel to joints 2 and 3 (and 4, which does
+# not carry the forearm): 2 N m on joints 2 and 3 in every configuration (q counts against the DH angle).
+FOREARM_TORQUE = np.array([0.0, 0.0, -2.0])
+
+
+@pytest.mark.parametrize("gain", [25.0, [100.0, 25.0, 10.0, 100.0, 100.0]], ids=["25", "per-joint"])
+def test_observer_at_another_gain_is_the_first_order_step_response(arm, gain):
+    """Not the default gain: a step of 2 N m on joints 2 and 3 while computed torque holds the ideal
+    arm; each ``r_j`` follows ``tau_ext (1 - exp(-K_j t))`` (``r' = K (tau_ext - r)``), the closed form,
+    within 0.02 N m from the state at which the push began (the observer's explicit 1 ms step departs
+    from it by at most ``tau_ext K dt / (2 e)``, 0.009 N m at K = 25)."""
+    sim, model = ideal_arm(arm)
+    observer = MomentumObserver(model, gain)
+    k = np.broadcast_to(np.asarray(gain, dtype=float), (5,))
+    began, worst = None, 0.0
+    for t, q, dq, tau in held_by_computed_torque(sim, model, arm):
+        r = observer.update(t, q, dq, tau)
+        if began is not None:
+            np.testing.assert_allclose(sim.external_torque, [0.0, 2.0, 2.0, 0.0, 0.0], atol=1e-9)
+            expected = sim.external_torque * (1.0 - np.exp(-k * (t - began)))
+            worst = max(worst, np.abs(r - expected).max())
+        elif t >= 0.7:  # held still after the enable ramp: the push begins with the coming step
+            began = t
+        if began is not None:
+            sim.apply_wrench(FOREARM, [0.0, 0.0, 0.0], FOREARM_TORQUE, duration=1.5 * sim.timestep)
+            if t > began + 8.0 / k.min():
+                break
+    print(f"\nobserver at gain {gain}: largest |r - 2 (1 - exp(-K t))| {worst:.4f} N m; r at the end {np.round(r, 3)}")
+    np.testing.assert_allclose(r, [0.0, 2.0, 2.0, 0.0, 0.0], atol=0.01)
+    assert worst <= 0.02, f"r departs from tau_ext (1 - exp(-K t)) by {worst:.3f} N m"
+
+
 def test_observer_refuses_bad_input(true_model):
     with pytest.raises(ValueError, match="gain"):
         MomentumObserver(true_model, gain=0.0)
@@ -309,6 +388,60 @@ def test_float_law_refuses_bad_input(arm, true_model):
         FloatController(true_model, arm, damping=-1.0)
     with pytest.raises(ValueError, match="rest_velocity"):
         FloatController(true_model, arm, rest_velocity=0.0)
+
+
+def test_float_law_damping_opposes_every_joint_velocity(arm, true_model):
+    """The law's damping term alone (friction compensation off; a joint faster than ``rest_velocity``
+    carries its anchor, so no virtual stiction): ``tau - G(q) = -D q'`` with ``D`` the documented
+    default ``FLOAT_DAMPING`` x the reference inertia, positive: each joint's torque beyond gravity
+    opposes its own velocity (negative power), whatever the state."""
+    law = FloatController(true_model, arm, friction_compensation=False)
+    expected_damping = FLOAT_DAMPING * reference_inertia(true_model, arm)
+    np.testing.assert_allclose(law.damping, expected_damping, rtol=1e-12)
+    assert np.all(expected_damping > 0.0)
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        q = rng.uniform(arm.position_min + 0.1, arm.position_max - 0.1)
+        dq = rng.choice([-1.0, 1.0], 5) * rng.uniform(0.05, 1.5, 5)
+        law.hold(q)
+        beyond_gravity = law.torque(0.0, q, dq) - true_model.gravity(q)
+        np.testing.assert_allclose(beyond_gravity, -expected_damping * dq, rtol=1e-9, atol=1e-12)
+        assert np.all(beyond_gravity * dq < 0.0), (dq, beyond_gravity)
+
+
+def test_float_takes_energy_out_of_the_frictionless_arm(arm):
+    """On the ideal arm (MuJoCo, no friction: only the law can take energy out) with its exact model,
+    after a push on the hand the joints coast down and the arm's mechanical energy (MuJoCo's kinetic +
+    potential) goes: ``dE/dt = (tau - G) . q' = -q'^T D q'`` (measured: 0.018 J out; it rises only by
+    what the virtual stiction's springs, 0.05 N m at 2 mrad each, give back near rest: 2e-4 J). With
+    the damping's sign wrong the arm speeds up (1.2 rad/s within 0.1 s of the push)."""
+    sim = ArmSimulator(arm, realism=False)
+    model = DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters)
+    sim.model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    q0 = HOME + np.array([0.3, -0.4, 0.5, -0.4, 0.3])
+    sim.reset(q0)
+    law = FloatController(model, arm)
+    law.hold(q0)
+    energy, speed = [], []
+    while sim.time < 1.5:
+        m = sim.measure()
+        if m.time < 0.1:  # the push
+            sim.apply_wrench(arm.link_names[-1], [1.0, -1.0, 0.5], [0.02, 0.02, -0.02], duration=1.5 * sim.timestep)
+        sim.command("effort", law.torque(m.time, m.position, m.velocity))
+        sim.step()
+        if m.time >= 0.1:
+            energy.append(sim.data.energy.sum())
+            speed.append(np.abs(m.velocity).max())
+        if speed and speed[-1] > 1.2:
+            break  # running away (before the arm leaves its limits)
+    energy = np.array(energy)
+    rise = np.max(energy - np.minimum.accumulate(energy))
+    print(f"\nfloat on the frictionless arm: {speed[0]:.3f} rad/s after the push, {speed[-1]:.4f} rad/s "
+          f"{len(speed)} ms later; energy {energy[0] - energy[-1]:.4f} J taken out, largest rise {rise:.1e} J")
+    assert speed[0] > 0.3  # the push moved the arm
+    assert rise <= 1e-3, f"the arm's energy rose by {rise:.4f} J"
+    assert energy[0] - energy[-1] > 0.01
+    assert len(speed) >= 1300 and speed[-1] < 0.05 * speed[0]
 
 
 def test_momentum_terms_against_finite_differences(true_model):

@@ -17,7 +17,8 @@ drives' PID and ramp), ``velocity`` [rad/s] -> VELOCITY_CONTROL (motor rpm), ``t
 interpolated here (:mod:`youbot_dynamics.interpolation`) and executed every cycle in velocity mode
 with position feedback, ``v = v_ref + trajectory_gain (q_ref - q)`` (clipped to ``velocity_max``):
 the drives' position mode would limit the motion to its ramp generator's speed. The last point is
-held without timeout.
+held without timeout. In a cycle without fresh inputs (a lost frame, whose outputs may still reach
+the drives) ``v = v_ref``: feedback on the stale position wound up to ``velocity_max``.
 
 **Safety**, every cycle:
 
@@ -464,7 +465,9 @@ class ArmDriver(DriveSequences):
             return [DriveOutput(int(r), ControllerMode.VELOCITY_CONTROL) for r in rpm]
         if active.interface == "trajectory":
             active.reference, reference_velocity = active.spline.evaluate(now - active.started)
-            velocity = reference_velocity + self.config.trajectory_gain * (active.reference - q)
+            velocity = reference_velocity  # stale inputs (a lost frame): no feedback on an old position
+            if not self.statistics.consecutive_lost:
+                velocity = velocity + self.config.trajectory_gain * (active.reference - q)
             velocity = np.clip(velocity, -self.arm.velocity_max, self.arm.velocity_max)
             rpm = self._limit_monitor(units.rad_s_to_rpm(velocity), q)
             return [DriveOutput(int(r), ControllerMode.VELOCITY_CONTROL) for r in rpm]
