@@ -2,6 +2,17 @@
 EtherCAT driver (:mod:`youbot_dynamics.driver`), so both refuse the same commands with the same
 reasons: a wrong number of values, NaN or infinity, positions outside the joint limits,
 velocities above ``velocity_max``, trajectory times that are not positive and increasing.
+
+**Braking from any state** (:func:`braking_waypoints`, issue 35): the trajectory that brings the arm
+to rest from a measured state the executors accept whatever that state is (the controllers' release,
+:mod:`youbot_dynamics.control.release`; the simulator's hold after a rejected trajectory). Where the
+state is beyond what the arm may be commanded, it is clamped, never refused: a joint beyond a
+position limit brakes from the limit (the drives pull it back inside), a joint faster than
+``velocity_max`` brakes from ``velocity_max`` (the drives' position loop takes the excess), a joint
+at a limit moving outwards is held there; a joint whose braking would end beyond a limit stops at the
+limit (braking harder than ``acceleration_max``: the drives saturate, which is all they can do).
+Every waypoint is inside the position limits and within ``velocity_max``, and the executors start a
+trajectory from the measured state clamped the same way (:meth:`CommandChecker.start_state`).
 """
 from __future__ import annotations
 
@@ -11,17 +22,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .arm import ArmDescription
+from .identification.experiment.streaming import braking_duration, sample_waypoints, tail_states
 from .interpolation import HermiteSpline
 from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
 from .validation import joint_values
 
-__all__ = ["CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "drop_start_point", "from_stamp",
-           "path_from"]
+__all__ = ["BRAKING_STEP", "CommandError", "CommandChecker", "START_TOLERANCE", "STAMP_TOLERANCE", "braking_waypoints",
+           "drop_start_point", "from_stamp", "path_from"]
 
 Array = NDArray[np.float64]
 Trajectory = tuple[Array, Array | None, Array | None, Array | None]
 
 STAMP_TOLERANCE = 1.0  # [s] a trajectory stamped further than this from the executor's clock is refused
+BRAKING_STEP = 0.02  # [s] between the waypoints of a braking trajectory
 
 
 def _brief(times: Array) -> str:
@@ -58,6 +71,12 @@ class CommandChecker:
             joints = sorted({self.arm.joint_names[j] for j in np.nonzero(over)[-1]})
             raise CommandError(f"{name}: |velocity| above velocity_max {self.arm.velocity_max.tolist()} "
                                f"at {', '.join(joints)}")
+
+    def start_state(self, q: Array, dq: Array) -> tuple[Array, Array]:
+        """A measured state as a trajectory's start: ``q`` clamped into the position limits, ``dq``
+        into ``+-velocity_max`` (module docstring: braking from any state)."""
+        return (np.clip(q, self.arm.position_min, self.arm.position_max),
+                np.clip(dq, -self.arm.velocity_max, self.arm.velocity_max))
 
     def set_point(self, interface: str, values: Any) -> Array:
         """A streamed ``effort``, ``position`` (within the limits) or ``velocity`` (within
@@ -116,6 +135,34 @@ class CommandChecker:
             raise CommandError(f"trajectory: {self.arm.joint_names[j]} would move at {peak[j]:.3g} rad/s at "
                                f"t = {at[j]:.3f} s, above its velocity_max {self.arm.velocity_max[j]:.4g} rad/s "
                                "(give the waypoints more time)")
+
+
+def braking_waypoints(arm: ArmDescription, q: Any, dq: Any, step: float = BRAKING_STEP
+                      ) -> tuple[Array, Array, Array, Array]:
+    """``(times [s] from now, q, q', q'')`` bringing the arm from the measured ``q``, ``q'`` (n,) to
+    rest (module docstring), sampled every ``step`` (the last point at the end; at rest: one point at
+    ``q`` after ``step``). Each joint follows the braking tail of
+    :class:`~youbot_dynamics.identification.experiment.streaming.BrakingTail` (``q''0 = 0``: a quartic,
+    which a quintic Hermite executor reproduces exactly) from the clamped start state
+    (:meth:`CommandChecker.start_state`) over the common duration within ``acceleration_max``,
+    shortened for a joint whose tail would pass a limit to end there. ``ValueError`` only for a state
+    of the wrong length or not finite."""
+    q, dq = CommandChecker(arm).start_state(arm.check_q(q, "q"), arm.check_q(dq, "dq"))
+    low, high = arm.position_min, arm.position_max
+    dq = np.where(((q <= low) & (dq < 0.0)) | ((q >= high) & (dq > 0.0)), 0.0, dq)  # pressing on a stop: held
+    duration = float(braking_duration(dq, np.zeros_like(dq), arm.acceleration_max))
+    end = q + 0.5 * duration * dq
+    limit = np.clip(end, low, high)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a shortened joint moves: dq != 0
+        durations = np.where(end != limit, 2.0 * (limit - q) / dq, duration)
+    zero = np.zeros_like(q)
+
+    def evaluate(t: float) -> tuple[Array, Array, Array]:
+        s = np.clip(np.divide(t, durations, out=np.ones_like(q), where=durations > 0.0), 0.0, 1.0)
+        position, velocity, acceleration = tail_states(q, dq, zero, durations, s)
+        return np.clip(position, low, high), velocity, acceleration
+
+    return sample_waypoints(evaluate, duration, step)
 
 
 def path_from(start_q: Array, start_dq: Array, trajectory: Trajectory, hold_time: float,

@@ -55,8 +55,11 @@ joint whose friction creeps (the simulator's soft dry friction does below about 
 gearbox too) would drift. So the law adds a virtual stiction: a joint slower than
 ``rest_velocity`` is held at its anchor ``a_j`` (its position when it came to rest) by
 ``-clip(S_j (q_j - a_j) / FLOAT_REST_DEFLECTION, -S_j, S_j)``, ``S_j = FLOAT_REST_FRACTION x fc_j`` of
-the model (at least ``FLOAT_REST_MIN``); while it moves faster the anchor follows it. A hand
-breaks it away with ``S_j`` more than the joint's own friction.
+the model (at least ``FLOAT_REST_MIN``, at most the bound below); while it moves faster the anchor
+follows it. A hand breaks it away with ``S_j`` more than the joint's own friction, so ``S_j`` is at
+most ``FLOAT_REST_MAX_FRACTION`` (a quarter) of the joint's rated torque ``min(effort_max,
+drive_torque_limit)`` (4.25, 4.25, 2, 0.675, 0.25 N m on the youBot); a larger ``rest_torque``
+(100 N m: a spring no hand moves, saturating the drives) is refused.
 
 **Baselines** (what the model buys, measured by ``make demo``): ``gravity_compensation=False``
 drops ``G(q)`` from (4.1) (with ``friction_compensation=False`` too: PD only);
@@ -100,6 +103,7 @@ from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, referen
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
 __all__ = ["PDFeedforward", "PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
+           "FLOAT_REST_MAX_FRACTION",
            "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController", "ComputedTorqueController",
            "GoalProfile", "goal_profile", "speed_limited"]
 
@@ -114,6 +118,7 @@ FLOAT_REST_VELOCITY = 0.02  # [rad/s] a joint slower than this is held at its an
 FLOAT_REST_FRACTION = 0.5  # the float law's virtual stiction S_j, fraction of the model's Coulomb level fc_j
 FLOAT_REST_MIN = 0.05  # [N m] smallest S_j
 FLOAT_REST_DEFLECTION = 0.002  # [rad] deflection from the anchor at which S_j is reached
+FLOAT_REST_MAX_FRACTION = 0.25  # largest S_j, fraction of the joint's rated torque min(effort_max, drive limit)
 GOAL_VELOCITY_FRACTION = 0.7  # peak speed of a shaped PD + gravity goal, fraction of velocity_max
 _QUINTIC_PEAK_VELOCITY = 1.875  # max s'(u) of s(u) = 10 u^3 - 15 u^4 + 6 u^5
 _QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)  # max |s''(u)|
@@ -383,9 +388,15 @@ class FloatController(_Controller):
         if damping is None:
             damping = FLOAT_DAMPING * reference_inertia(model, arm)
         self.kd = per_joint(damping, arm.n_joints, "damping")
+        largest = FLOAT_REST_MAX_FRACTION * np.minimum(arm.effort_max, arm.drive_torque_limit)
         if rest_torque is None:
-            rest_torque = np.maximum(FLOAT_REST_FRACTION * self.terms.coulomb, FLOAT_REST_MIN)
+            rest_torque = np.minimum(np.maximum(FLOAT_REST_FRACTION * self.terms.coulomb, FLOAT_REST_MIN), largest)
         self.rest_torque = per_joint(rest_torque, arm.n_joints, "rest_torque")
+        if np.any(self.rest_torque > largest):
+            j = int(np.argmax(self.rest_torque / largest))
+            raise ValueError(f"rest_torque {self.rest_torque[j]:g} N m on {arm.joint_names[j]} is more than a hand "
+                             f"breaks away: at most {largest[j]:.4g} N m per joint ({FLOAT_REST_MAX_FRACTION:g} x "
+                             f"its rated torque; {np.round(largest, 4).tolist()})")
         if not rest_velocity > 0.0:
             raise ValueError(f"rest_velocity must be positive, got {rest_velocity}")
         self.rest_velocity = float(rest_velocity)

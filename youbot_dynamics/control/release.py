@@ -12,44 +12,26 @@ timeout (as ros2_control's joint_trajectory_controller).
 in position and velocity at its start) from the last measured state ``q, q'`` (``q'' = 0``) to
 rest within ``acceleration_max``, sampled every ``step`` with ``q, q', q''`` (a quintic Hermite
 executor reproduces it exactly). With ``q' = 0`` it is one point at ``q`` reached after ``step``:
-the drives hold where the arm is. The executor checks the path against ``velocity_max`` itself
-and refuses it from a state that is not the arm's (e.g. a second publisher's).
+the drives hold where the arm is.
+
+**Release policy** (issue 35; doc/safety.md): the release is one the arm accepts from any state it
+can be in, never all-or-nothing. A state beyond what may be commanded is clamped, not refused
+(:func:`~youbot_dynamics.commands.braking_waypoints`): faster than ``velocity_max`` (a push, a fall)
+the braking starts from ``velocity_max`` and the drives' position loop takes the excess; at or
+past a stop it starts from the limit and a joint pressing outwards is held there; a braking that
+would end beyond a limit ends at the limit. Every waypoint is inside the limits and within
+``velocity_max``, and the executors start from the measured state clamped the same way. An
+executor that still refuses a release (one computed from another arm's state, e.g. a second
+simulator in the same ROS domain) holds the arm by the drives (doc/simulation.md).
 """
 from __future__ import annotations
 
-from typing import Any
+from ..commands import BRAKING_STEP, braking_waypoints
 
-import numpy as np
-from numpy.typing import NDArray
+__all__ = ["RELEASE_STEP", "release_waypoints"]
 
-from ..arm import ArmDescription
-from ..identification.experiment.streaming import BrakingTail, sample_waypoints
+RELEASE_STEP = BRAKING_STEP  # [s] between the waypoints of a release trajectory
 
-__all__ = ["RELEASE_STEP", "LIMIT_TOLERANCE", "release_waypoints"]
-
-Array = NDArray[np.float64]
-
-RELEASE_STEP = 0.02  # [s] between the waypoints of a release trajectory
-# [rad] how far beyond a position limit a release may start or end (an arm resting on its stop is
-# a few mrad beyond); further, the state cannot be the arm's
-LIMIT_TOLERANCE = 0.05
-
-
-def release_waypoints(arm: ArmDescription, q: Any, dq: Any, step: float = RELEASE_STEP
-                      ) -> tuple[Array, Array, Array, Array]:
-    """``(times [s] from now, q, q', q'')`` of the braking trajectory from ``q, q'`` (n,) to rest
-    within ``arm.acceleration_max``; see the module docstring. Raises ``ValueError`` on a state
-    of the wrong length or not finite, and when the trajectory would start or end more than
-    :data:`LIMIT_TOLERANCE` beyond a position limit (a state that is not the arm's: a trajectory
-    controller that does not check the limits would drive the arm there)."""
-    q, dq = arm.check_q(q, "q"), arm.check_q(dq, "dq")
-    tail = BrakingTail.from_state(q, dq, np.zeros_like(q), arm.acceleration_max)
-    waypoints = sample_waypoints(tail.evaluate, tail.duration, step)
-    for where, position in (("starts", q), ("ends", waypoints[1][-1])):
-        beyond = (position > arm.position_max + LIMIT_TOLERANCE) | (position < arm.position_min - LIMIT_TOLERANCE)
-        if beyond.any():
-            j = int(np.flatnonzero(beyond)[0])
-            raise ValueError(f"the braking trajectory from q = {q[j]:.4g} rad, q' = {dq[j]:.4g} rad/s {where} at "
-                             f"{position[j]:.4g} rad, beyond the limits [{arm.position_min[j]:.4g}, "
-                             f"{arm.position_max[j]:.4g}] of {arm.joint_names[j]}: not a state of the arm")
-    return waypoints
+#: ``(times [s] from now, q, q', q'')`` of the release from the measured ``q, q'`` (module docstring);
+#: ``ValueError`` only for a state of the wrong length or not finite
+release_waypoints = braking_waypoints

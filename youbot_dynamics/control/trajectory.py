@@ -31,6 +31,14 @@ limits refuses the line. A 5-DOF arm cannot take every slerped orientation: each
 onto the reachable set and the line is refused if that changes it by more than
 ``orientation_tolerance``. The samples become the waypoints of a joint trajectory (velocities and
 accelerations by central differences), which is then checked against the limits.
+
+**Arrival at a goal** (:class:`GoalArrival`, issue 35): a regulation goal is *reached* when the
+measured position is within :data:`GOAL_TOLERANCE` of it on every joint and every joint is slower
+than :data:`GOAL_REST_SPEED`, not when its planned profile ends. It is judged from the planned
+arrival on; if it is not reached :data:`GOAL_SETTLE_TIME` after it, the verdict names the joint
+furthest away and why it may have stopped: a PD torque ``Kp e`` below the torque limit there is held
+by static friction (more ``Kp``, or a model with the arm's friction, closes the gap), a saturated one
+means a blocked joint, a joint still moving creeps or oscillates.
 """
 from __future__ import annotations
 
@@ -49,7 +57,8 @@ from ..transforms import quaternion_to_rotation, rotation_to_quaternion
 from ..validation import joint_values
 
 __all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp", "MAX_TRAJECTORY_POINTS",
-           "LINE_IK_RATE", "MAX_LINE_DURATION"]
+           "LINE_IK_RATE", "MAX_LINE_DURATION", "GoalArrival", "GOAL_TOLERANCE", "GOAL_REST_SPEED",
+           "GOAL_SETTLE_TIME"]
 
 Array = NDArray[np.float64]
 
@@ -60,10 +69,52 @@ MAX_TRAJECTORY_POINTS = 5_000
 LINE_IK_RATE = 100.0  # [1/s] default IK samples per second of a Cartesian line
 MAX_LINE_DURATION = MAX_TRAJECTORY_POINTS / LINE_IK_RATE  # [s] longest line at LINE_IK_RATE samples per second
 _EXPONENTS = np.arange(6)  # of a quintic's monomials
+GOAL_TOLERANCE = 0.01  # [rad] a goal is reached with every joint this close to it ...
+GOAL_REST_SPEED = 0.05  # [rad/s] ... and slower than this
+GOAL_SETTLE_TIME = 1.0  # [s] after the planned arrival, a goal not reached is reported as such
 
 
 class TrajectoryError(ValueError):
     """A goal or trajectory was refused; the message gives the reason."""
+
+
+@dataclass(frozen=True)
+class GoalArrival:
+    """Whether the arm got to ``goal`` (n,) [rad], planned to arrive ``duration`` [s] after ``start``
+    [s] (module docstring: arrival at a goal). ``kp`` [N m/rad] and ``torque_limit`` [N m] per joint
+    (n,) explain a goal not reached; ``names`` are the joints'."""
+
+    goal: Array
+    start: float
+    duration: float
+    kp: Array
+    torque_limit: Array
+    names: tuple[str, ...]
+
+    def verdict(self, t: float, q: Array, dq: Array) -> tuple[bool, str] | None:
+        """At time ``t`` [s] with the measured ``q``, ``dq``: ``(True, message)`` once reached,
+        ``(False, message)`` if not reached :data:`GOAL_SETTLE_TIME` after the planned arrival, else
+        None (not judged yet)."""
+        due = self.start + self.duration
+        if t < due:
+            return None
+        error = self.goal - q
+        j = int(np.argmax(np.abs(error)))
+        took = f"{t - self.start:.2f} s after it was accepted (planned {self.duration:.2f} s)"
+        if np.all(np.abs(error) <= GOAL_TOLERANCE) and np.all(np.abs(dq) <= GOAL_REST_SPEED):
+            return True, f"goal reached {took}: largest error {1e3 * abs(error[j]):.1f} mrad ({self.names[j]})"
+        if t < due + GOAL_SETTLE_TIME:
+            return None
+        pd = self.kp[j] * abs(error[j])
+        fastest = int(np.argmax(np.abs(dq)))
+        if abs(dq[fastest]) > GOAL_REST_SPEED:
+            why = f"{self.names[fastest]} still moves at {abs(dq[fastest]):.3g} rad/s: creeping or oscillating?"
+        elif pd < self.torque_limit[j]:
+            why = (f"the PD torque Kp e = {pd:.3g} N m there is held by static friction? more Kp, or a model with "
+                   "the arm's friction (static_accuracy), closes the gap")
+        else:
+            why = f"the PD torque is saturated at {self.torque_limit[j]:.3g} N m there: the joint is blocked?"
+        return False, f"goal not reached: {self.names[j]} is {abs(error[j]):.3g} rad from its goal {took} ({why})"
 
 
 def _rows(values: Any, n: int, name: str, rows: int | None = None) -> Array:

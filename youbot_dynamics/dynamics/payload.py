@@ -8,6 +8,17 @@ The base parameters are linear in the standard ones (``beta = K chi``), so a mod
 ``beta + K dchi`` (:func:`with_payload`): exact for any model, identified or nominal, whatever its
 regrouping; a payload replaces none, it adds to what the model holds (give :func:`with_payload` the
 model without payload to set one).
+
+**Bounds** (what the arm can carry; every path that takes a payload, the simulator's ``set_payload`` and
+``sim_node``'s ``~/payload``, the controllers' ``~/payload``, the simulator's configured payload, goes through
+:meth:`Payload.of`): mass at most :data:`PAYLOAD_MASS_MAX` (twice the youBot arm's rated payload of
+0.5 kg), centre of mass at most :data:`PAYLOAD_REACH_MAX` from the tool frame origin, and an inertia
+that a body whose mass lies within that distance of its centre of mass can have (principal moments
+``0 <= I_k <= m R^2``, each no larger than the sum of the other two); and, given the arm, no more
+gravity torque on any joint than :data:`PAYLOAD_TORQUE_FRACTION` of its rated torque
+``min(effort_max, drive_torque_limit)``, over every pose (:func:`payload_levers`: 1 kg at the tool
+frame takes 2.1 of joint 4's 2.7 N m). Beyond them a model holding the payload is not one the drives
+can follow (1e6 kg made the simulator explode, issue 35).
 """
 from __future__ import annotations
 
@@ -17,13 +28,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import LinkInertial
+from ..arm import ArmDescription, LinkInertial
 from .model import DynamicModel
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, inertial_to_standard
 
-__all__ = ["Payload", "payload_parameters", "with_payload"]
+__all__ = ["PAYLOAD_MASS_MAX", "PAYLOAD_REACH_MAX", "PAYLOAD_TORQUE_FRACTION", "Payload", "payload_levers",
+           "payload_parameters", "with_payload"]
 
 Array = NDArray[np.float64]
+
+PAYLOAD_MASS_MAX = 1.0  # [kg] largest payload: twice the youBot arm's rated 0.5 kg (KUKA)
+PAYLOAD_REACH_MAX = 0.2  # [m] largest distance of its centre of mass from the tool frame origin, and its radius
+PAYLOAD_TORQUE_FRACTION = 0.8  # largest share of a joint's rated torque the payload's gravity may take
 
 
 @dataclass(frozen=True)
@@ -36,15 +52,25 @@ class Payload:
     inertia: Array
 
     @classmethod
-    def of(cls, mass: float, position: Array | None = None, inertia: Array | None = None) -> "Payload":
-        """Validated payload (``ValueError`` naming the problem): finite ``mass >= 0``, 3 finite
-        coordinates, a symmetric positive semi-definite inertia obeying the triangle inequality."""
+    def of(cls, mass: float, position: Array | None = None, inertia: Array | None = None,
+           arm: ArmDescription | None = None) -> "Payload":
+        """Validated payload (``ValueError`` naming the problem, one line): finite ``0 <= mass <=``
+        :data:`PAYLOAD_MASS_MAX`, 3 finite coordinates within :data:`PAYLOAD_REACH_MAX` of the tool
+        frame origin, a symmetric positive semi-definite inertia obeying the triangle inequality whose
+        principal moments are at most ``mass PAYLOAD_REACH_MAX^2``; with ``arm``, a gravity torque
+        within :data:`PAYLOAD_TORQUE_FRACTION` of each joint's rated torque (module docstring)."""
         mass = float(mass)
         if not np.isfinite(mass) or mass < 0:
             raise ValueError(f"payload mass must be a finite number >= 0 kg, got {mass!r}")
+        if mass > PAYLOAD_MASS_MAX:
+            raise ValueError(f"payload mass {mass:g} kg is more than the arm can carry (at most {PAYLOAD_MASS_MAX:g} "
+                             "kg, twice the youBot arm's rated 0.5 kg; doc/safety.md)")
         pos = np.zeros(3) if position is None else np.asarray(position, dtype=float)
         if pos.shape != (3,) or not np.all(np.isfinite(pos)):
             raise ValueError(f"payload position must be 3 finite coordinates [m], got {np.asarray(position).tolist()}")
+        if np.linalg.norm(pos) > PAYLOAD_REACH_MAX:
+            raise ValueError(f"payload centre of mass {pos.tolist()} m is {np.linalg.norm(pos):.4g} m from the tool "
+                             f"frame (at most {PAYLOAD_REACH_MAX:g} m; doc/safety.md)")
         inertia_ = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
         if inertia_.shape != (3, 3) or not np.all(np.isfinite(inertia_)):
             raise ValueError("payload inertia must be a finite 3x3 matrix [kg m^2]")
@@ -57,7 +83,39 @@ class Payload:
                              "each must be >= 0 and no larger than the sum of the other two)")
         if mass == 0.0 and np.any(inertia_ != 0):
             raise ValueError("a payload with an inertia needs a mass > 0")
-        return cls(mass, pos, inertia_)
+        largest = mass * PAYLOAD_REACH_MAX**2
+        if moments[-1] > largest * (1.0 + 1e-9):
+            raise ValueError(f"payload inertia {moments[-1]:.4g} kg m^2 (largest principal moment) is more than a "
+                             f"{mass:g} kg body within {PAYLOAD_REACH_MAX:g} m of its centre of mass can have "
+                             f"({largest:.4g} kg m^2; doc/safety.md)")
+        payload = cls(mass, pos, inertia_)
+        if arm is not None:
+            torque = mass * arm.gravity * payload_levers(payload, arm)
+            rated = PAYLOAD_TORQUE_FRACTION * np.minimum(arm.effort_max, arm.drive_torque_limit)
+            j = int(np.argmax(torque / rated))
+            if torque[j] > rated[j]:
+                raise ValueError(f"payload {mass:g} kg at {pos.tolist()} m would load {arm.joint_names[j]} with up to "
+                                 f"{torque[j]:.3g} N m of gravity, more than {PAYLOAD_TORQUE_FRACTION:g} x its rated "
+                                 f"{rated[j] / PAYLOAD_TORQUE_FRACTION:.3g} N m (doc/safety.md)")
+        return payload
+
+
+def payload_levers(payload: Payload, arm: ArmDescription) -> Array:
+    """Per joint, the largest distance [m] from its axis to the payload's centre of mass over all poses
+    (its gravity torque is at most ``m g`` times it): joint 1's axis is vertical (zero); the last
+    joint's is exact (its axis ``z_{n-1}`` turns the point ``Tz(d_n) Tx(a_n) Rx(alpha_n) c`` about itself:
+    the distance is that point's ``x, y``); for joint ``j`` in between at most
+    ``|a_j| + sum_{i > j} (|a_i| + |d_i|) + |c|`` (``d_j`` runs along the axis), ``c`` the centre
+    of mass in the last DH frame."""
+    tool = np.asarray(arm.tool, dtype=float)
+    c = tool[:3, :3] @ payload.position + tool[:3, 3]
+    a, d = np.abs(arm.dh_a), np.abs(arm.dh_d)
+    after = np.concatenate([np.cumsum((a + d)[::-1])[::-1][1:], [0.0]])  # sum over i > j of |a_i| + |d_i|
+    levers = a + after + np.linalg.norm(c)
+    alpha = arm.dh_alpha[-1]
+    levers[-1] = np.hypot(c[0] + arm.dh_a[-1], np.cos(alpha) * c[1] - np.sin(alpha) * c[2])
+    levers[0] = 0.0
+    return levers
 
 
 def payload_parameters(payload: Payload, tool: Any) -> Array:

@@ -30,9 +30,10 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescription, ArmDescriptionError, load_arm
-from ..compiled import cache_location, compile_kernels
+from ..compiled import cache_location, compilations, compile_kernels
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.release import release_waypoints
+from ..control.trajectory import GoalArrival
 from ..control.velocity import VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
@@ -55,7 +56,6 @@ ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 RELEASE_DELAY = 0.002  # [s] between the zero effort and the release trajectory (delivered in that order)
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
-SLOW_WARM_UP = 2.0  # [s] a warm-up this long compiled the kernels (a first start): said in the log
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
@@ -173,6 +173,7 @@ class ControllerNode(Node):
         self._reporter = background_worker(f"{node_name}_status")  # log lines and ~/status
         self._planned: queue.SimpleQueue = queue.SimpleQueue()
         self._reference_id = 0  # changes with every new reference, enable and disable
+        self._arrival: tuple[GoalArrival, int] | None = None  # the goal being watched, with its reference id
 
         # timing: per-cycle latency and compute time, swapped out by timing_report()
         self.statistics = LoopStatistics(1.0 / self.rate)
@@ -263,13 +264,17 @@ class ControllerNode(Node):
 
     def _warm_up(self) -> None:
         """Make the compiled kernels ready before anything uses them (:func:`~..compiled.compile_kernels`):
-        loaded from numba's cache in well under a second, compiled in 6-25 s on the first start after
-        an install (then said in the log, with how to do it ahead of time)."""
-        seconds = sum(compile_kernels(self.arm, batches=False).values())
-        if seconds > SLOW_WARM_UP:
+        loaded from numba's cache in well under a second (a debug line), compiled in 6-25 s on the first
+        start after an install (:func:`~..compiled.compilations`: then said in the log, with how to do it
+        ahead of time; issue 35: said on later starts too when loading the cache took over 2 s)."""
+        with compilations() as compiled:
+            seconds = sum(compile_kernels(self.arm, batches=False).values())
+        if compiled:
             self.get_logger().info(f"compiled the model kernels in {seconds:.1f} s (a first start; cached in "
                                    f"{cache_location()} for the next ones; `youbot-dynamics compile` does it ahead "
                                    "of time, e.g. after colcon build)")
+        else:
+            self.get_logger().debug(f"model kernels loaded from numba's cache in {seconds:.1f} s")
 
     # -- parameters -----------------------------------------------------------------------------
 
@@ -380,6 +385,24 @@ class ControllerNode(Node):
                 self._planned.put((what, reference_id, None, exc))
 
         self._planner.submit(job)
+
+    def watch_arrival(self, goal: Array, start: float, duration: float) -> None:
+        """From an ``install`` function of :meth:`apply`: report whether the arm gets to ``goal``,
+        planned ``duration`` [s] after ``start`` [s, perf_counter] (:class:`~..control.trajectory.GoalArrival`),
+        unless another reference, a disable or a fault comes first."""
+        arrival = GoalArrival(goal, start, duration, self.law.kp, self.guard.torque_limit, self.arm.joint_names)
+        self._arrival = (arrival, self._reference_id + 1)  # apply() gives the reference it installs the next id
+
+    def _judge_arrival(self, now: float, q: Array, dq: Array) -> None:
+        """The watched goal's verdict at ``now``, reported once (:meth:`watch_arrival`)."""
+        arrival, reference_id = self._arrival
+        if reference_id != self._reference_id or not self.enabled or self.floating:
+            self._arrival = None
+            return
+        verdict = arrival.verdict(now, q, dq)
+        if verdict is not None:
+            self._arrival = None
+            self.report_status(verdict[1], error=not verdict[0])
 
     def _install_planned(self) -> None:
         while True:
@@ -607,6 +630,8 @@ class ControllerNode(Node):
                 else:
                     then = "zero effort" if not self._releases else "zero effort, then released to the drives,"
                 self.report_status(f"fault: {self.guard.fault_reason}; {then} until ~/enable", error=True)
+        if self._arrival is not None and state is not None:
+            self._judge_arrival(start, state[1], state[2])
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
             self._publish_state(start if stamp is None else stamp, None if state is None else state[1], tau)
@@ -626,7 +651,7 @@ class ControllerNode(Node):
         with it is built and checked in the planning thread, installed between two cycles."""
         inertia = [[msg.ixx, msg.ixy, msg.ixz], [msg.ixy, msg.iyy, msg.iyz], [msg.ixz, msg.iyz, msg.izz]]
         try:
-            payload = Payload.of(msg.m, [msg.com.x, msg.com.y, msg.com.z], inertia)
+            payload = Payload.of(msg.m, [msg.com.x, msg.com.y, msg.com.z], inertia, arm=self.arm)
         except ValueError as exc:
             self.refuse("payload", exc)
             return

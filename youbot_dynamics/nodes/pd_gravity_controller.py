@@ -65,8 +65,10 @@ class PDGravityControllerNode(ControllerNode):
 
     def _install_goal(self, q_goal: np.ndarray, detail: str = "") -> str:
         # TrajectoryError (limits, NaN): refused, the previous goal stays; ~0.2 ms (closed-form profile)
-        duration = self.law.set_goal(q_goal, time.perf_counter())
-        return f"{np.round(self.law.goal, 4).tolist()}{detail}, reached in {duration:.2f} s"
+        now = time.perf_counter()
+        duration = self.law.set_goal(q_goal, now)
+        self.watch_arrival(self.law.goal, now, duration)  # "goal reached" or "not reached" follows
+        return f"{np.round(self.law.goal, 4).tolist()}{detail}, planned to arrive in {duration:.2f} s"
 
     def _on_goal_pose(self, msg: PoseStamped) -> None:
         try:
