@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import local_ros_domain, ros_domain_id
-from ros_harness import RosHarness
+from ros_harness import RosHarness, SharedHarness, shared_harness_fixture
 import yaml
 
 from youbot_dynamics.arm import default_arm
@@ -40,6 +40,7 @@ from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, reference_models
+from youbot_dynamics.identification.experiment.analysis import HELD_OUT, SAME_MOTION
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
                                                                ExcitationSession, ExperimentPhase, JointSample,
                                                                SessionConfig, SessionRefused)
@@ -57,10 +58,12 @@ DOMAIN_ID = ros_domain_id(__file__)
 CLOCK_DOMAIN_ID = int(ros_domain_id(__file__, 1))  # a domain without any /clock publisher
 SUBPROCESS_DOMAIN_ID = ros_domain_id(__file__, 2)
 # held-out relative torque errors in the simulator, whose true robot has friction beyond every
-# structure identify fits (Stribeck, asymmetric, load-dependent on the link-side torque, issue 13):
-# measured overall 4.07 %, joints 3.5-6.5 %, moving rows 2.9 %, 14x better than the nominal model
-# (0.3-0.4 % on the seed's robot, which had exactly the fitted structure)
-GOALS = {"overall": 0.06, "joint": 0.10, "moving": 0.04, "gain": 5.0}
+# structure identify fits (Stribeck, asymmetric, load-dependent on the link-side torque, issue 13).
+# Held-out means a different motion since issue 31 (the validation trajectory): measured in the
+# pure-Python session and simulator core with this test's settings, overall 5.32 %, joints
+# 4.6-9.1 %, moving rows 4.3 %, 11x better than the nominal model (the same-motion period: 3.55 %;
+# before issue 31 that period was the "held-out" figure: 4.07 %, moving rows 2.9 %)
+GOALS = {"overall": 0.07, "joint": 0.12, "moving": 0.06, "gain": 5.0}
 
 
 def sample(t, q, dq=None, stamp_offset=0.0):
@@ -137,7 +140,7 @@ def test_phases_progress_and_segments():
     periods = [a.split(",")[0] for a in activities[ExperimentPhase.EXCITE]]
     assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
                                     "excitation period 2 of 3 (identification)",
-                                    "excitation period 3 of 3 (validation)"]
+                                    "excitation period 3 of 3 (same-motion check; not fitted)"]
     assert activities[ExperimentPhase.HOLD][0].startswith("holding the final pose")
     assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)
@@ -153,7 +156,9 @@ def test_phases_progress_and_segments():
     assert session.recording_complete(session.phase_start + RECORDING_WAIT, last_stamp=end_stamp - 0.2)
     segments = session.segments()  # on the stamps' clock (7 s behind the node's here), exactly as planned
     assert segments == {"start": pytest.approx(10.0 + approach + 0.5 - 7.0), "period": 8.0,
-                        "identification_periods": 2, "validation_periods": 1}
+                        "identification_periods": 2, "validation_periods": 1,
+                        "validation_start": pytest.approx(10.0 + approach + 0.5 - 7.0 + 3 * 8.0),
+                        "validation_period": 0.0, "validation_repeats": 0}  # no validation trajectory
     bar = session.progress_bar("processing")
     bar(0.5)
     assert session.progress(t) == pytest.approx(90.0 + 10.0 * 0.5 / 3)
@@ -437,13 +442,26 @@ class Harness(RosHarness):
         return self.node.session.phase if self.node.session is not None else None
 
 
+def ready_harness(folder: Path) -> Harness:
+    h = Harness(folder)
+    try:
+        assert h.clients["start"].wait_for_service(timeout_sec=10.0)
+    except BaseException:
+        h.close()
+        raise
+    return h
+
+
 @pytest.fixture(scope="module")
-def harness(ros_environment, tmp_path_factory):
+def harnesses(ros_environment, tmp_path_factory):
+    """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
     pytest.importorskip("rclpy")
-    h = Harness(tmp_path_factory.mktemp("identification"))
-    assert h.clients["start"].wait_for_service(timeout_sec=10.0)
-    yield h
-    h.close()
+    shared = SharedHarness(lambda domain: ready_harness(tmp_path_factory.mktemp("identification")), [DOMAIN_ID])
+    yield shared
+    shared.close()
+
+
+harness = shared_harness_fixture("harness", "harnesses")
 
 
 def finished(h: Harness) -> bool:
@@ -452,7 +470,7 @@ def finished(h: Harness) -> bool:
 
 
 @pytest.mark.ros
-@pytest.mark.timeout(200)
+@pytest.mark.timeout(400)
 def test_end_to_end_identification_in_the_simulator(harness):
     h = harness
     h.place_arm(Q_START + OFFSET)
@@ -460,7 +478,8 @@ def test_end_to_end_identification_in_the_simulator(harness):
     response = h.call("start")
     assert response.success, response.message
     assert "approach" in response.message
-    assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
+    # the friction structure is chosen from the data (issue 31): the identification takes 1-2 min
+    assert h.spin_until(lambda: finished(h), 330.0), f"stuck in {h.phase()}"
     wall = time.monotonic() - wall
     assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
     run = h.node.run_directory
@@ -482,7 +501,9 @@ def test_end_to_end_identification_in_the_simulator(harness):
     model = load_model(run / "parameters.yaml")
     assert model.base.count == 47
     report = json.loads((run / "report" / "report.json").read_text())
-    assert report["validation"]["on"] == "validation data"
+    # held-out: the validation trajectory, a different motion; the same-motion period reported apart
+    assert report["validation"]["on"] == HELD_OUT and report["summary"]["held_out"] == "different motion"
+    assert report["summary"]["same_motion"]["what"] == SAME_MOTION
     assert (run / "report" / "torques.png").is_file()
     ident, nominal = report["validation"]["identified"], report["validation"]["nominal"]
     summary = report["summary"]
@@ -508,13 +529,14 @@ def test_end_to_end_identification_in_the_simulator(harness):
 
     assert h.spin_until(lambda: any(phase_of(m) == "done" for m in h.progress), 5.0)
     phases = [phase_of(m) for m in h.progress]
-    order = ["approach", "settle", "excite", "hold", "identify", "done"]
+    order = ["approach", "settle", "excite", "validate", "hold", "identify", "done"]
     seen = [p for i, p in enumerate(phases) if p in order and (i == 0 or phases[i - 1] != p)]
     assert seen == order, seen
     percents = [float(next(v.value for v in m.values if v.key == "percent")) for m in h.progress
                 if phase_of(m) in order]
     assert np.all(np.diff(percents) >= -1e-6) and percents[-1] == 100.0
-    assert "relative_error" in {v.key for v in h.progress[-1].values}
+    done = {v.key: v.value for v in h.progress[-1].values}
+    assert "relative_error" in done and done["held_out"] == "different motion" and "same_motion_relative_error" in done
 
 
 @pytest.mark.ros

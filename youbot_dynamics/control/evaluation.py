@@ -4,6 +4,10 @@ A run is the controller's ``~/state`` stream - rows ``[q_d, q, e, tau, t]``, ``t
 steady-clock time of each state (``~/state`` in doc/control.md) - and its timing
 reports on ``/diagnostics``.
 
+* **Gaps.** A window whose samples leave a gap longer than :data:`MAX_GAP` (between two samples, or
+  between an end of the window and its nearest sample; a window without any sample is one gap)
+  is not measured: its figures read ``"not measured (gap of N ms)"`` (:func:`is_measured`),
+  never an error (``~/state`` arrives over DDS: a busy machine drops or delays some of it).
 * :func:`regulation_metrics`: error ``e = q_d - q`` after a step of the goal at ``t_goal``:
   the largest ``|e|`` over ``[t_goal + at - window, t_goal + at]`` (default: the 100 ms before
   2 s, the issue's "settles within 1 mrad in 2 s"), the settling time (from ``t_goal`` to the
@@ -25,9 +29,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["split_state", "regulation_metrics", "tracking_metrics", "combine_timing", "format_table", "plot_runs"]
+__all__ = ["MAX_GAP", "split_state", "window_gap", "is_measured", "regulation_metrics", "tracking_metrics",
+           "combine_timing", "format_table", "plot_runs"]
 
 Array = NDArray[np.float64]
+Figure = list[float] | str  # per joint, or "not measured (gap of N ms)"
+
+MAX_GAP = 0.02  # [s] longest gap in a window still measured (~/state every 2-10 ms in the main job)
 
 
 def split_state(rows: Any, n_joints: int) -> tuple[Array, Array, Array, Array, Array]:
@@ -40,28 +48,44 @@ def split_state(rows: Any, n_joints: int) -> tuple[Array, Array, Array, Array, A
     return t[:, 0], q_d, q, e, tau
 
 
-def _window(t: Array, start: float, end: float) -> NDArray[np.bool_]:
-    mask = (t >= start) & (t <= end)
-    if not mask.any():
-        raise ValueError(f"no samples between t = {start:.3f} s and {end:.3f} s (samples span "
-                         f"{t.min() if t.size else float('nan'):.3f} to {t.max() if t.size else float('nan'):.3f} s)")
-    return mask
+def window_gap(t: Array, start: float, end: float) -> float:
+    """The longest interval [s] of ``[start, end]`` without a sample of ``t`` (sorted): between two
+    samples, or between an end of the window and its nearest sample (``end - start`` if none)."""
+    inside = np.sort(t[(t >= start) & (t <= end)])
+    return float(np.max(np.diff(np.concatenate([[start], inside, [end]]))))
+
+
+def _not_measured(gap: float) -> str:
+    return f"not measured (gap of {1e3 * gap:.0f} ms)"
+
+
+def is_measured(value: Figure) -> bool:
+    """A figure that was measured (not a "not measured (gap ...)" text)."""
+    return not isinstance(value, str)
+
+
+def _window(t: Array, start: float, end: float, max_gap: float) -> tuple[NDArray[np.bool_], str | None]:
+    """The samples in ``[start, end]``, and why the window is not measured (``None`` if it is)."""
+    gap = window_gap(t, start, end)
+    return (t >= start) & (t <= end), (_not_measured(gap) if gap > max_gap else None)
 
 
 def regulation_metrics(t: Any, error: Any, tau: Any, t_goal: float, *, at: float = 2.0, window: float = 0.1,
-                       band: float = 1e-3) -> dict[str, list[float]]:
-    """Figures of a step response (see the module docstring); every value is per joint.
+                       band: float = 1e-3, max_gap: float = MAX_GAP) -> dict[str, Figure]:
+    """Figures of a step response (see the module docstring); every value is per joint, or
+    ``"not measured (gap of N ms)"`` when its window has a gap longer than ``max_gap``.
 
     ``error_at``: ``max |e|`` over ``[t_goal + at - window, t_goal + at]`` [rad];
     ``settling_time``: ``t - t_goal`` of the sample after the last one with ``|e| > band`` (0 if
-    none; over the whole recording after ``t_goal``) [s],
+    none; over the whole recording after ``t_goal``, which must have no gap) [s],
     ``inf`` if the last sample is still outside the band; ``tau_rms`` over ``[t_goal, t_goal + at]``.
     """
     t, error, tau = (np.asarray(x, dtype=float) for x in (t, error, tau))
-    end = _window(t, t_goal + at - window, t_goal + at)
-    run = _window(t, t_goal, t_goal + at)
+    end, end_gap = _window(t, t_goal + at - window, t_goal + at, max_gap)
+    run, run_gap = _window(t, t_goal, t_goal + at, max_gap)
     after = t >= t_goal
-    settling = []
+    _, settling_gap = _window(t, t_goal, max(float(t[-1]) if t.size else t_goal, t_goal + at), max_gap)
+    settling: Figure = []
     for e in np.abs(error[after]).T:
         outside = np.flatnonzero(e > band)
         if outside.size == 0:
@@ -70,14 +94,19 @@ def regulation_metrics(t: Any, error: Any, tau: Any, t_goal: float, *, at: float
             settling.append(float("inf"))
         else:
             settling.append(float(t[after][outside[-1] + 1] - t_goal))
-    return {"error_at": np.abs(error[end]).max(axis=0).tolist(), "settling_time": settling,
-            "tau_rms": np.sqrt(np.mean(tau[run] ** 2, axis=0)).tolist()}
+    return {"error_at": end_gap or np.abs(error[end]).max(axis=0).tolist(),
+            "settling_time": settling_gap or settling,
+            "tau_rms": run_gap or np.sqrt(np.mean(tau[run] ** 2, axis=0)).tolist()}
 
 
-def tracking_metrics(t: Any, error: Any, tau: Any, start: float, end: float) -> dict[str, list[float]]:
-    """``rms_error``, ``max_error`` [rad] and ``tau_rms`` [N m] per joint over ``[start, end]``."""
+def tracking_metrics(t: Any, error: Any, tau: Any, start: float, end: float, *,
+                     max_gap: float = MAX_GAP) -> dict[str, Figure]:
+    """``rms_error``, ``max_error`` [rad] and ``tau_rms`` [N m] per joint over ``[start, end]``, each
+    ``"not measured (gap of N ms)"`` when the window has a gap longer than ``max_gap``."""
     t, error, tau = (np.asarray(x, dtype=float) for x in (t, error, tau))
-    mask = _window(t, start, end)
+    mask, gap = _window(t, start, end, max_gap)
+    if gap is not None:
+        return {"rms_error": gap, "max_error": gap, "tau_rms": gap}
     return {"rms_error": np.sqrt(np.mean(error[mask] ** 2, axis=0)).tolist(),
             "max_error": np.abs(error[mask]).max(axis=0).tolist(),
             "tau_rms": np.sqrt(np.mean(tau[mask] ** 2, axis=0)).tolist()}

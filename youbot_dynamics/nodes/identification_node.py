@@ -39,9 +39,12 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, identification_block, load_model
 from ..identification.estimation.calibration import Calibration, calibrate, consistency_problems, write_calibration
 from ..identification.estimation.calibration import summary_lines as calibration_lines
-from ..identification.estimation.pipeline import (excitation_delay, identify_excitation, periodic_cut,
-                                                  processing_options, reference_models, summary_lines, write_results)
+from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
+from ..identification.estimation.pipeline import (excitation_delay, periodic_cut, processing_options,
+                                                  reference_models, summary_lines, write_results)
 from ..identification.estimation.processing import ProcessingOptions
+from ..identification.experiment.analysis import experiment_lines, identify_experiment
+from ..identification.experiment.effort import EffortLoop, pilot_model, slowed
 from ..identification.experiment.recording import JointStateRecorder
 from ..identification.experiment.session import (ExcitationSession, ExperimentPhase, JointSample, SessionConfig,
                                                  SessionRefused, TooFarFromStart)
@@ -61,9 +64,12 @@ INPUT_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock or joint 
 NO_STATE_WARNING = 5.0  # [s, wall clock] without any joint state before the node warns
 STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
 DEFAULT_EXCITATION = "excitation_default.yaml"
+DEFAULT_VALIDATION = "excitation_validation.yaml"  # the validation trajectory: the held-out motion
 LEVELS = {ExperimentPhase.ABORTED: DiagnosticStatus.WARN, ExperimentPhase.FAILED: DiagnosticStatus.ERROR}
 # ~/progress values when done: identification; recalibration (held-out moving rows, new and old model)
-DONE_VALUES = ("relative_error", "nominal_relative_error", "previous_relative_error", "payload_mass_kg", "update")
+# relative_error: on the held-out motion when held_out is "different motion" (doc/identification.md)
+DONE_VALUES = ("relative_error", "held_out", "same_motion_relative_error", "nominal_relative_error",
+               "previous_relative_error", "payload_mass_kg", "update")
 
 
 class ModelToUpdate(NamedTuple):
@@ -92,8 +98,12 @@ class IdentificationNode(Node):
         excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names)
         self.excitation = excitation_file.trajectory
         self.excitation_design = excitation_file.design
+        self.validation_file = Path(p['validation_file'] or config_path(DEFAULT_VALIDATION)).expanduser()
+        self.validation = (load_trajectory(self.validation_file, self.arm.joint_names).trajectory
+                           if p['validation_repeats'] > 0 else None)
         self.config = SessionConfig(
             periods=int(p['periods']), validation_periods=int(p['validation_periods']),
+            validation_repeats=int(p['validation_repeats']),
             max_start_distance=p['max_start_distance'], approach_velocity=p['approach_velocity'],
             approach_acceleration=p['approach_acceleration'], settle_time=p['settle_time'],
             hold_time=p['hold_time'], limit_margin=p['limit_margin'], max_tracking_error=p['max_tracking_error'],
@@ -101,13 +111,22 @@ class IdentificationNode(Node):
             stop_deceleration=p['stop_deceleration'], stream_horizon=p['stream_horizon'],
             stream_period=p['stream_period'])
         self.calibration_config = dataclasses.replace(self.config, periods=int(p['calibration_periods']),
-                                                      validation_periods=0)
-        probe = ExcitationSession(self.arm, self.excitation, self.config)  # checks the excitation now, not at ~/start
+                                                      validation_periods=0, validation_repeats=0)
+        # effort: a pilot pass, the excitation slowed down, identified for the feedforward (effort.py)
+        self.pilot_config = dataclasses.replace(self.config, periods=1, validation_periods=0, validation_repeats=0)
+        self.pilot_excitation = (slowed(self.excitation, p['effort_pilot_slowdown'])
+                                 if p['command_interface'] == 'effort' and p['effort_pilot_slowdown'] > 0.0 else None)
+        if self.pilot_excitation is not None:
+            ExcitationSession(self.arm, self.pilot_excitation, self.pilot_config)  # checked now, not at ~/start
+        self._pilot = False  # the running experiment is the pilot pass
+        # checks the excitation and the validation trajectory now, not at ~/start
+        probe = ExcitationSession(self.arm, self.excitation, self.config, self.validation)
         self.interface = p['command_interface']
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
                                                                           p['nominal_model'] or None)
-        self.controller = (PDFeedforward(self.arm, DynamicModel(nominal.chain, nominal.base, baseline_beta),
-                                         p['effort_kp'], p['effort_kd'])
+        self.nominal_feedforward = DynamicModel(nominal.chain, nominal.base, baseline_beta)
+        self.controller = (EffortLoop(PDFeedforward(self.arm, self.nominal_feedforward, p['effort_kp'], p['effort_kd']),
+                                      p['effort_ki'], p['effort_integral_limit'])
                            if self.interface == 'effort' else None)
         self.output_root = Path(p['output_directory']).expanduser()
         self.run_directory: Path | None = None
@@ -143,7 +162,10 @@ class IdentificationNode(Node):
         self.get_logger().info(
             f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
             f"condition number {_number(self.excitation_design.get('condition_number'))}, "
-            f"{self.config.validation_periods} held out), command interface '{self.interface}'"
+            f"{self.config.validation_periods} left for the same-motion check), "
+            + (f"held-out motion {self.validation_file} ({self.config.validation_repeats} x "
+               f"{self.validation.duration:g} s)" if self.validation is not None else "no held-out motion")
+            + f", command interface '{self.interface}'"
             + (f" ({self.config.stream_horizon:g} s horizons every {self.config.stream_period:g} s: without them the "
                f"arm stops within {probe.stop_time_bound():.2f} s)" if self.interface == 'trajectory' else "")
             + f", output in {self.output_root}; "
@@ -187,8 +209,7 @@ class IdentificationNode(Node):
             if self.recorder is not None:
                 self.recorder.write(stamp_ns, msg.name, msg.position, msg.velocity, msg.effort, receive_ns=receive_ns)
         except OSError as exc:  # disk full, folder removed: stop the experiment, keep what is on disk
-            self.get_logger().error(f"cannot write the recording: {exc}", throttle_duration_sec=1.0)
-            self.abort(f"cannot write the recording: {exc}")
+            self._recording_failed(exc)
             return
         except ValueError as exc:  # malformed message (IdentificationError is a ValueError too)
             self.get_logger().warning(f"joint state ignored: {exc}", throttle_duration_sec=1.0)
@@ -231,9 +252,10 @@ class IdentificationNode(Node):
             return False, message
         return self.start(calibrate=ModelToUpdate(path, model))
 
-    def start(self, calibrate: ModelToUpdate | None = None) -> tuple[bool, str]:
-        """Start an experiment now: the identification, or with ``calibrate`` the recalibration of
-        that model; ``(started, message)``."""
+    def start(self, calibrate: ModelToUpdate | None = None, directory: Path | None = None) -> tuple[bool, str]:
+        """Start an experiment now: the identification (first its pilot pass, if any), or with
+        ``calibrate`` the recalibration of that model; ``(started, message)``. ``directory``: the
+        identification after its pilot pass, in the pilot's folder."""
         if self._clock_missing():
             message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
@@ -244,13 +266,16 @@ class IdentificationNode(Node):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
                                                                  and self.recorder is not None else "")
         now = self._now()
-        session = ExcitationSession(self.arm, self.excitation, self.config if calibrate is None else
-                                    self.calibration_config)
+        pilot = calibrate is None and directory is None and self.pilot_excitation is not None
+        session = (ExcitationSession(self.arm, self.pilot_excitation, self.pilot_config) if pilot
+                   else ExcitationSession(self.arm, self.excitation, self.config, self.validation) if calibrate is None
+                   else ExcitationSession(self.arm, self.excitation, self.calibration_config))
+        name = "pilot_recording" if pilot else "recording"
         try:
             session.check_start(now, self._latest)
-            directory = self._new_run_directory()
-            self.recorder = JointStateRecorder(directory / "recording", self.arm.joint_names,
-                                               directory / "recording.csv", topic=self.p['joint_states_topic'],
+            directory = directory or self._new_run_directory()
+            self.recorder = JointStateRecorder(directory / name, self.arm.joint_names,
+                                               directory / f"{name}.csv", topic=self.p['joint_states_topic'],
                                                flush_period=self.p['flush_period'])
         except SessionRefused as exc:
             message = f"start refused: {exc}" + (self._move_hint(exc) if isinstance(exc, TooFarFromStart) else "")
@@ -261,12 +286,21 @@ class IdentificationNode(Node):
             self.get_logger().error(message)
             return False, message
         self.session, self.run_directory, self.result_summary = session, directory, {}
-        self._calibrating = calibrate
+        self._calibrating, self._pilot = calibrate, pilot
+        if self.controller is not None:
+            self.controller.reset()
+            if pilot:
+                self.controller.use_model(self.nominal_feedforward)
         approach = session.start(now, self._latest)
         self._next_log = now
-        message = (f"started{'' if calibrate is None else f' recalibrating {calibrate.path}'}: "
+        what = (f" recalibrating {calibrate.path}" if calibrate is not None else
+                f" the pilot pass (the excitation {self.p['effort_pilot_slowdown']:g} x slower)" if pilot else "")
+        message = (f"started{what}: "
                    f"approach {approach:.1f} s, "
-                   f"excitation {session.config.periods} x {session.period:g} s, about {session.motion_duration:.0f} s "
+                   f"excitation {session.config.periods} x {session.period:g} s"
+                   + (f", validation {session.config.validation_repeats} x {session.validation_period:g} s"
+                      if session.validation is not None else "")
+                   + f", about {session.motion_duration:.0f} s "
                    f"of motion; output {directory}")
         self.get_logger().info(message)
         self._phase_changed(now)
@@ -318,7 +352,7 @@ class IdentificationNode(Node):
                 self._auto_start = False
                 started, message = self.start()
                 if not started:
-                    failed = ExcitationSession(self.arm, self.excitation, self.config)
+                    failed = ExcitationSession(self.arm, self.excitation, self.config, self.validation)
                     failed.refuse(now, message)
                     self.session = failed
                     self._phase_changed(now)
@@ -330,7 +364,8 @@ class IdentificationNode(Node):
             self._close_recording()
             if session.phase is ExperimentPhase.IDENTIFY:
                 self._identification = (
-                    self._worker.submit(self._identify, session, self.run_directory) if self._calibrating is None
+                    self._worker.submit(self._identify_pilot, session, self.run_directory) if self._pilot
+                    else self._worker.submit(self._identify, session, self.run_directory) if self._calibrating is None
                     else self._worker.submit(self._recalibrate, session, self.run_directory, self._calibrating))
         if self._identification is not None and self._identification.done():
             self._identification_finished(now)
@@ -354,7 +389,7 @@ class IdentificationNode(Node):
             sample = self._fresh_sample(now)
             if sample is None:  # no feedback: send nothing, the drives' command timeout stops the motors
                 return
-            tau = self.controller.torque(session.reference(now), sample.q, sample.dq)
+            tau = self.controller.torque(session.reference(now), sample.q, sample.dq, now)
             self.effort_pub.publish(Float64MultiArray(data=tau.tolist()))
 
     def _phase_changed(self, now: float) -> None:
@@ -389,7 +424,13 @@ class IdentificationNode(Node):
             try:
                 self.recorder.flush()
             except OSError as exc:
-                self.get_logger().error(f"cannot write the recording: {exc}", throttle_duration_sec=5.0)
+                self._recording_failed(exc)
+
+    def _recording_failed(self, exc: OSError) -> None:
+        """The recorder stopped (a RecordingError: it names the files it closed readable, issue 35):
+        so does the experiment, with that message."""
+        self.get_logger().error(str(exc), throttle_duration_sec=1.0)
+        self.abort(str(exc))
 
     def _close_recording(self) -> None:
         recorder, self.recorder = self.recorder, None
@@ -411,19 +452,41 @@ class IdentificationNode(Node):
         data = load_dataset(directory / "recording.csv", self.arm.n_joints)
         segments = session.segments()
         options = ProcessingOptions(cutoff_hz=p['cutoff_hz'])
-        run = identify_excitation(data, segments["start"], segments["period"], segments["identification_periods"],
-                                  segments["validation_periods"], self.arm, options=options, reference=self.excitation,
-                                  max_delay=p['max_command_delay'], method=p['method'],
-                                  structure=p['structure'], baseline=p['nominal_model'] or None,
-                                  progress=session.progress_bar)
+        run = identify_experiment(data, segments, self.arm, options=options, excitation=self.excitation,
+                                  max_delay=p['max_command_delay'], method=p['method'], structure=p['structure'],
+                                  baseline=p['nominal_model'] or None, progress=session.progress_bar,
+                                  eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES)  # as identify's auto
         write_results(
             run, directory / "parameters.yaml",
             f"Identified by the identification node ({run.result.method}) from {directory / 'recording.csv'}",
             report=directory / "report",
             summary={"data": [str(directory / "recording.csv")], "excitation_file": str(self.excitation_file),
+                     "validation_file": str(self.validation_file) if session.validation is not None else None,
                      "command_interface": self.interface},
             report_extra={"session": session.describe()})
         return run
+
+    def _identify_pilot(self, session: ExcitationSession, directory: Path) -> tuple[DynamicModel | None, str]:
+        """The pilot pass's model (effort.py); runs in the worker thread (the node holds the arm)."""
+        data = load_dataset(directory / "pilot_recording.csv", self.arm.n_joints)
+        return pilot_model(data, session.segments(), self.arm, self.p['structure'], self.p['method'],
+                           ProcessingOptions(cutoff_hz=self.p['cutoff_hz']))
+
+    def _pilot_finished(self, now: float, future: concurrent.futures.Future) -> None:
+        """Feed the pilot model forward (if it is usable) and start the identification's experiment."""
+        log = self.get_logger()
+        try:
+            model, line = future.result()
+        except Exception as exc:  # noqa: BLE001 - a solver's or a bug's: the experiment goes on, nominal feedforward
+            model, line = None, f"pilot pass not identified ({type(exc).__name__}: {exc}): nominal feedforward kept"
+        (log.info if model is not None else log.warning)(line)
+        self.session.finish(now)
+        if model is not None:
+            self.controller.use_model(model)
+        started, message = self.start(directory=self.run_directory)
+        if not started:
+            self.session.fail(now, message)
+            self._phase_changed(now)
 
     def _recalibrate(self, session: ExcitationSession, directory: Path, target: ModelToUpdate) -> Calibration:
         """Recalibrate ``target`` on the recorded excitation (as ``youbot-dynamics calibrate``:
@@ -465,10 +528,13 @@ class IdentificationNode(Node):
                                "(tool frame) on ~/payload_estimate")
 
     def _experiment(self) -> str:
-        return "identification" if self._calibrating is None else "recalibration"
+        return "recalibration" if self._calibrating is not None else "pilot pass" if self._pilot else "identification"
 
     def _identification_finished(self, now: float) -> None:
         future, self._identification = self._identification, None
+        if self._pilot:
+            self._pilot_finished(now, future)
+            return
         session = self.session
         log = self.get_logger()
         experiment = self._experiment()
@@ -493,9 +559,11 @@ class IdentificationNode(Node):
                                    "calibrated_model": str(self._calibrating.path), "parameters": str(written)}
             self._publish_payload(run)
         else:
-            for line in summary_lines(run):
+            for line in summary_lines(run) + experiment_lines(run):
                 log.info(line)
-            self.result_summary = {"relative_error": run.identified.overall,
+            same = run.summary.get("same_motion")
+            self.result_summary = {"relative_error": run.identified.overall, "held_out": run.summary["held_out"],
+                                   **({"same_motion_relative_error": same["relative_error"]} if same else {}),
                                    "nominal_relative_error": run.baseline.overall,
                                    "joint_relative_errors": run.identified.relative_rms.tolist(),
                                    "nominal_joint_relative_errors": run.baseline.relative_rms.tolist(),

@@ -26,6 +26,7 @@ __all__ = [
     "PositionGains",
     "VelocityGains",
     "SimConfig",
+    "ROBOTS",
     "sim_config_from_dict",
     "load_sim_config",
 ]
@@ -33,6 +34,8 @@ __all__ = [
 Array = NDArray[np.float64]
 
 SIM_CONFIG_FILE = "sim.yaml"
+#: the true robots: the simulator's (``config/sim.yaml``) and a foreign one (:func:`.true_robot.foreign_robot`)
+ROBOTS = ("simulator", "foreign")
 
 
 class SimConfigError(ValueError):
@@ -96,6 +99,8 @@ class SimConfig:
     position_controller: PositionGains
     velocity_controller: VelocityGains
     trajectory_interpolation: str  # one of INTERPOLATIONS
+    robot: str = "simulator"  # one of ROBOTS: "foreign" = :func:`.true_robot.foreign_robot` (never from the file)
+    robot_seed: int = 0  # the foreign robot's own seed of its parameters
 
     @property
     def n_joints(self) -> int:

@@ -22,7 +22,14 @@ Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, the
 
 **Commands.** :meth:`~ArmSimulator.command` and :meth:`~ArmSimulator.command_trajectory` validate
 (length, finite, position inside the limits, ``|velocity| <= velocity_max``, interface enabled) and
-raise :class:`CommandError` otherwise, leaving the active command untouched. Every valid command
+raise :class:`CommandError` otherwise, leaving the active command untouched; except that a rejected
+trajectory never leaves the arm unpowered or on zero effort (issue 35): unless the position PID
+already holds it (position or trajectory mode: that command goes on), the drives brake the arm
+from its measured state to rest and hold it there
+(:func:`~youbot_dynamics.commands.braking_waypoints`), and the error says so. A trajectory starts
+from the running reference, or from the measured state clamped into the limits and
+``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`: an arm pushed
+beyond them is braked from there, not refused). Every valid command
 sets the drives' mode (the youBot's process data carry the mode in every frame) and restarts the
 timeout: ``command_timeout`` seconds (sim time) after the last command the motors stop (zero torque,
 mode ``None``), like the drives' EtherCAT timeout. A trajectory is executed by a trajectory
@@ -50,6 +57,12 @@ share), at a point of that frame, for a duration of simulated time or until
 (``mj_applyFT``: ``tau_ext = J_p^T F + J_w^T T`` at the kinematics of the previous step, 1 ms
 old), added to ``qfrc_applied``; :attr:`~ArmSimulator.external_torque` is the ``tau_ext`` of the last
 step, the truth an external-torque estimate is judged against. :meth:`~ArmSimulator.reset` clears it.
+A wrench beyond :data:`WRENCH_FORCE_MAX`, :data:`WRENCH_TORQUE_MAX` or acting further than
+:data:`WRENCH_POINT_MAX` from the link frame is refused (a 1e6 N push is no push, issue 35); within
+them it may well overpower the drives (at most 30 N m on joints 1-2) and drive joints into their
+stops far faster than ``velocity_max`` (held by the drives, 0.3 s on the forearm: 100 N gave joint 3
+1.8 x ``velocity_max``, 500 N 12-17 x on joints 2-4): the simulator does that, as a real arm would,
+and the limit monitor reports it.
 
 The noise generator is re-seeded from ``sim.seed`` on :meth:`~ArmSimulator.reset`, so the same
 reset and command sequence gives the same measurements.
@@ -65,7 +78,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError, path_from
+from ..commands import CommandChecker, CommandError, braking_waypoints, path_from
 from ..contract import COMMAND_INTERFACES as INTERFACES
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
@@ -76,9 +89,14 @@ from .true_robot import (ASYMMETRY_VELOCITY, NOISE_STREAM, Payload, TrueFriction
                          rng_stream, true_arm, true_standard_parameters)
 from ..urdf import generate_urdf
 
-__all__ = ["INTERFACES", "REALISM_EFFECTS", "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
+__all__ = ["INTERFACES", "REALISM_EFFECTS", "WRENCH_FORCE_MAX", "WRENCH_TORQUE_MAX", "WRENCH_POINT_MAX",
+           "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
 
 Array = NDArray[np.float64]
+
+WRENCH_FORCE_MAX = 500.0  # [N] largest external force (a hard shove or collision; the drives yield to ~100 N)
+WRENCH_TORQUE_MAX = 100.0  # [N m] largest external torque
+WRENCH_POINT_MAX = 1.0  # [m] farthest point of application from the link frame (the arm reaches 0.65 m)
 
 _PID_MODES = ("position", "trajectory")
 
@@ -298,8 +316,9 @@ class ArmSimulator:
         mass in tool-frame axes (default: a point mass), from the next step on. Replaces the previous
         payload (the configured one included): the last link's inertial in the MuJoCo model and
         ``true_parameters`` change; the state and the drives do not. ``ValueError`` for a NaN or
-        negative mass, a bad position or an unphysical inertia (nothing changes then)."""
-        payload = Payload.of(mass, position, inertia)
+        negative mass, a bad position, an unphysical inertia or a payload beyond what the arm carries
+        (:meth:`~youbot_dynamics.dynamics.payload.Payload.of`; nothing changes then)."""
+        payload = Payload.of(mass, position, inertia, arm=self.arm)
         arm = true_arm(self.arm, self._physics_config, payload)
         fresh = mujoco.MjModel.from_xml_string(generate_urdf(arm))  # the URDF's link frames, as build_model
         body = mujoco.mj_name2id(fresh, mujoco.mjtObj.mjOBJ_BODY, self.arm.link_names[-1])
@@ -317,14 +336,21 @@ class ArmSimulator:
         zero), both expressed in the link's frame, acting at ``point`` [m] of that frame (default: its
         origin), from the next step for ``duration`` [s] of simulated time (default: until
         :meth:`clear_wrench` or another wrench). Replaces the previous wrench. ``ValueError`` for an
-        unknown link, a vector that is not 3 finite values, or a duration that is not positive."""
+        unknown link, a vector that is not 3 finite values or is longer than its bound
+        (:data:`WRENCH_FORCE_MAX` [N], :data:`WRENCH_TORQUE_MAX` [N m], :data:`WRENCH_POINT_MAX` [m]),
+        or a duration that is not positive."""
         if link not in self.arm.link_names:
             raise ValueError(f"unknown link {link!r}; links: {', '.join(self.arm.link_names)}")
         vectors = []
-        for name, value in (("force", force), ("torque", torque), ("point", point)):
+        for name, value, bound, unit in (("force", force, WRENCH_FORCE_MAX, "N"),
+                                         ("torque", torque, WRENCH_TORQUE_MAX, "N m"),
+                                         ("point", point, WRENCH_POINT_MAX, "m")):
             v = np.zeros(3) if value is None else np.asarray(value, dtype=float)
             if v.shape != (3,) or not np.all(np.isfinite(v)):
                 raise ValueError(f"wrench {name} must be 3 finite values, got {np.asarray(value).tolist()}")
+            if np.linalg.norm(v) > bound:
+                raise ValueError(f"wrench {name} {v.tolist()} is {np.linalg.norm(v):.4g} {unit} long, more than "
+                                 f"{bound:g} {unit} (doc/simulation.md)")
             vectors.append(v.copy())
         duration = float(duration)
         if not duration > 0.0:
@@ -355,23 +381,25 @@ class ArmSimulator:
     def command_trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None) -> None:
         """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0; a first point at 0
         is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`) with the position
-        PID. A path faster than ``velocity_max`` anywhere is refused (:class:`CommandError`).
+        PID. A path faster than ``velocity_max`` anywhere is refused (:class:`CommandError`); then,
+        unless a position or trajectory command holds the arm, the drives brake it to rest and hold it
+        (module docstring).
 
-        The trajectory starts at the current reference (or the measured state when no PID mode is
-        active) and is interpolated per ``sim.trajectory_interpolation``: cubic Hermite (positions,
-        velocities; accelerations are ignored) or quintic Hermite (positions, velocities,
-        accelerations; missing accelerations are 0). Missing velocities: see
-        :func:`.interpolation.waypoint_velocities`. The last point is held until the next command
-        (no timeout in this mode).
+        The trajectory starts at the current reference (or the measured state, clamped into the limits
+        and ``velocity_max``, when no PID mode is active) and is interpolated per
+        ``sim.trajectory_interpolation``: cubic Hermite (positions, velocities; accelerations are
+        ignored) or quintic Hermite (positions, velocities, accelerations; missing accelerations are 0).
+        Missing velocities: see :func:`.interpolation.waypoint_velocities`. The last point is held until
+        the next command (no timeout in this mode).
         """
         self._check_interface("trajectory")
-        start_q, start_dq = self._current_reference()
-        times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
-                                                                                accelerations, start=start_q)
-        spline = path_from(start_q, start_dq, (times, positions, velocities, accelerations), self.timestep,
-                           self.config.trajectory_interpolation)
-        self._commands.spline(spline)  # refused beyond velocity_max: the previous command stays
-        self._follow(spline, start_q, start_dq)
+        try:
+            self._execute(times, positions, velocities, accelerations)
+        except CommandError as exc:
+            if self._mode in _PID_MODES:  # refused: the previous command stays, the PID holds the arm
+                raise
+            self._execute(*braking_waypoints(self.arm, *self._sense()))
+            raise CommandError(f"{exc}; the drives brake the arm from its measured state and hold it") from None
 
     # -- simulation ------------------------------------------------------------------------------
 
@@ -436,6 +464,17 @@ class ArmSimulator:
         self._reference, self._reference_velocity = self._spline.evaluate(t)
         return self._position_pid.torque(self._reference, self._reference_velocity, q, dq)
 
+    def _execute(self, times: Any, positions: Any, velocities: Any, accelerations: Any) -> None:
+        """Validate the trajectory and its path from the current reference, then follow it
+        (:class:`CommandError` if refused: nothing changes)."""
+        start_q, start_dq = self._current_reference()
+        times, positions, velocities, accelerations = self._commands.trajectory(times, positions, velocities,
+                                                                                accelerations, start=start_q)
+        spline = path_from(start_q, start_dq, (times, positions, velocities, accelerations), self.timestep,
+                           self.config.trajectory_interpolation)
+        self._commands.spline(spline)  # refused beyond velocity_max
+        self._follow(spline, start_q, start_dq)
+
     def _follow(self, spline: HermiteSpline, start_q: Array, start_dq: Array) -> None:
         """Let the position PID follow ``spline`` from ``start_q``, ``start_dq`` (trajectory mode)."""
         self._spline = spline
@@ -447,12 +486,13 @@ class ArmSimulator:
         self._deadline = None  # the trajectory controller keeps commanding: no timeout
 
     def _current_reference(self) -> tuple[Array, Array]:
-        """The position PID's reference if it is active, otherwise the measured state."""
+        """The position PID's reference if it is active, otherwise the measured state clamped into the
+        limits and ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`)."""
         if self._mode == "position":
             return self._ramp.position.copy(), self._ramp.velocity.copy()
         if self._mode == "trajectory":
             return np.array(self._reference), np.array(self._reference_velocity)
-        return self._sense()
+        return self._commands.start_state(*self._sense())
 
     def _enter(self, mode: str) -> None:
         """Switch the drives to ``mode`` (effort, position or velocity) from another mode."""

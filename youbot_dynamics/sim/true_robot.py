@@ -15,6 +15,18 @@ of :func:`rng_stream` in this order: 1 for the mass, 3 for the centre of mass, 3
 ``e`` are independent standard normal draws, ``s_m, s_c, s_I`` the standard deviations of
 ``sim.perturbation``.
 
+**The foreign robot** (:func:`foreign_robot`, ``sim_node`` ``robot: foreign``): a youBot unlike the
+nominal model, the simulator's robot and every structure identification fits, for tests that must
+not be tuned to our own simulator. Its parameters come from its own ``robot_seed`` (which no
+identification input holds): the link inertials as above from ``rng_stream(robot_seed,
+PARAMETER_STREAM)``, then the centres of mass of links 3-5 moved by ``d u`` (``u`` a uniform random
+direction, ``d`` uniform in :data:`FOREIGN_COM_SHIFT`, 1.5-3 cm; ``rng_stream(robot_seed,
+FOREIGN_STREAM)``); rotor inertias x :data:`FOREIGN_ROTOR_FACTOR` (1.5); the sim file's friction
+``fv``, ``fc`` and ``f0`` x :data:`FOREIGN_FRICTION_FACTOR` (2), and only those: dry friction as MuJoCo's
+own ``frictionloss`` (sticks, then ``fc sign(q')``) and viscous friction as its ``damping``, both
+integrated implicitly (no chatter at a 1 ms step); none of the simulator's smooth extra terms
+(asymmetric, Stribeck, load-dependent).
+
 **Payload** of mass ``m_p`` with its centre of mass at ``p_t`` in the tool frame (``sim.payload_mass``,
 ``sim.payload_position``; at run time :meth:`.ArmSimulator.set_payload`, optionally with an inertia
 ``I_p`` about its centre of mass in tool-frame axes): lumped into the last link by adding standard
@@ -40,14 +52,21 @@ from ..dynamics.parameters import inertial_to_standard, standard_parameters, sta
 from ..dynamics.payload import Payload, payload_parameters
 from .config import Perturbation, SimConfig
 
-__all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "PUBLISH_STREAM", "ASYMMETRY_VELOCITY", "Payload", "TrueFriction",
-           "rng_stream", "perturb_link", "configured_payload", "true_arm", "true_standard_parameters", "armature"]
+__all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "PUBLISH_STREAM", "FOREIGN_STREAM", "ASYMMETRY_VELOCITY",
+           "FOREIGN_COM_LINKS", "FOREIGN_COM_SHIFT", "FOREIGN_ROTOR_FACTOR", "FOREIGN_FRICTION_FACTOR", "Payload",
+           "TrueFriction", "rng_stream", "perturb_link", "foreign_robot", "configured_payload", "true_arm",
+           "true_standard_parameters", "armature"]
 
 Array = NDArray[np.float64]
 
 PARAMETER_STREAM = 0  # random stream of the true inertial parameters
 NOISE_STREAM = 1  # random stream of the torque measurement noise
 PUBLISH_STREAM = 2  # random stream of the publication jitter of the simulator node
+FOREIGN_STREAM = 3  # random stream of the foreign robot's centre-of-mass shifts and friction factors
+FOREIGN_COM_LINKS = (2, 3, 4)  # links 3-5 (0-based): their centres of mass move
+FOREIGN_COM_SHIFT = (0.015, 0.03)  # [m] range of the length of that move
+FOREIGN_ROTOR_FACTOR = 1.5  # rotor inertias of the foreign robot / the simulator's
+FOREIGN_FRICTION_FACTOR = 2.0  # friction fv, fc, f0 of the foreign robot / the sim file's
 ASYMMETRY_VELOCITY = 0.005  # [rad/s]: the asymmetric Coulomb term is fa |tanh(q' / this)|
 
 
@@ -108,8 +127,34 @@ def perturb_link(link: LinkInertial, perturbation: Perturbation, rng: np.random.
     return LinkInertial(mass=link.mass * mass_ratio, com=com, inertia=0.5 * (inertia + inertia.T))
 
 
+def foreign_robot(config: SimConfig, robot_seed: int) -> SimConfig:
+    """``config`` as the foreign robot of ``robot_seed`` (module docstring): rotor inertias and
+    friction changed here, the link inertials by :func:`true_arm` (``config.robot``)."""
+    if isinstance(robot_seed, bool) or not isinstance(robot_seed, int) or robot_seed < 0:
+        raise ValueError(f"robot_seed: expected a non-negative integer, got {robot_seed!r}")
+    factor, zero = FOREIGN_FRICTION_FACTOR, np.zeros(config.n_joints)
+    return dataclasses.replace(
+        config, robot="foreign", robot_seed=robot_seed,
+        motor_rotor_inertia=FOREIGN_ROTOR_FACTOR * config.motor_rotor_inertia,
+        viscous_friction=factor * config.viscous_friction, coulomb_friction=factor * config.coulomb_friction,
+        friction_offset=factor * config.friction_offset, coulomb_asymmetry=zero, stribeck_friction=zero,
+        load_friction=zero)
+
+
+def _com_shifts(rng: np.random.Generator) -> Array:
+    """The foreign robot's centre-of-mass moves [m] of :data:`FOREIGN_COM_LINKS` (rows), from ``rng``."""
+    direction = rng.standard_normal((len(FOREIGN_COM_LINKS), 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    return direction * rng.uniform(*FOREIGN_COM_SHIFT, size=(len(FOREIGN_COM_LINKS), 1))
+
+
 def _with_payload(link: LinkInertial, payload: Payload, tool: Array) -> LinkInertial:
     return standard_to_inertial(inertial_to_standard(link) + payload_parameters(payload, tool))
+
+
+def _moved_com(link: LinkInertial, shift: Array) -> LinkInertial:
+    """``link`` with its centre of mass moved by ``shift``, its inertia about the centre of mass kept."""
+    return LinkInertial(mass=link.mass, com=link.com + shift, inertia=link.inertia)
 
 
 def configured_payload(config: SimConfig) -> Payload:
@@ -120,8 +165,12 @@ def configured_payload(config: SimConfig) -> Payload:
 def true_arm(arm: ArmDescription, config: SimConfig, payload: Payload | None = None) -> ArmDescription:
     """``arm`` with the perturbed link inertials and the payload (default: the configured one) lumped
     into the last link."""
-    rng = rng_stream(config.seed, PARAMETER_STREAM)
+    foreign = config.robot == "foreign"
+    rng = rng_stream(config.robot_seed if foreign else config.seed, PARAMETER_STREAM)
     links = [perturb_link(link, config.perturbation, rng) for link in arm.links]
+    if foreign:
+        for k, shift in zip(FOREIGN_COM_LINKS, _com_shifts(rng_stream(config.robot_seed, FOREIGN_STREAM))):
+            links[k] = _moved_com(links[k], shift)
     payload = configured_payload(config) if payload is None else payload
     if payload.mass > 0:
         links[-1] = _with_payload(links[-1], payload, arm.tool)

@@ -1,7 +1,7 @@
 """The identification experiment of the identification node, without ROS: phases, references,
 safety checks, progress and the recording segments, all on the node's clock ``now`` [s].
 
-**Phases**: ``idle -> approach -> settle -> excite -> hold -> identify -> done``; ``aborted``
+**Phases**: ``idle -> approach -> settle -> excite -> validate -> hold -> identify -> done``; ``aborted``
 (from any motion phase: stop and hold) and ``failed`` (start-up or identification error).
 
 * **Start** (:meth:`ExcitationSession.start`) is refused, with the reason, when there is no
@@ -15,7 +15,10 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   stop, from the limit).
 * **Settle** ``settle_time`` at ``q_start`` (the drives' transients decay), then **excite**:
   ``periods`` repetitions of the excitation (periodic: it starts and ends at rest at
-  ``q_start``), then **hold** ``hold_time`` at ``q_start`` (the recording ends after it).
+  ``q_start``), then **validate**: ``validation_repeats`` periods of the *validation trajectory*
+  (another periodic motion, other harmonics and phases, within the same limits, at rest at the
+  same ``q_start``; none without one), then **hold** ``hold_time`` at ``q_start`` (the recording
+  ends after it).
   The timeline is fixed at the start: each phase begins exactly when the previous one's planned
   duration has passed (:meth:`ExcitationSession.planned`), whenever :meth:`~ExcitationSession.update`
   notices it.
@@ -24,7 +27,8 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   ``stream_horizon`` (waypoints every :data:`TRAJECTORY_STEP`) followed by a braking tail to rest
   within the deceleration limits, never the whole experiment: if the node dies, the arm stops by
   itself within ``stream_horizon`` plus the tail (:meth:`ExcitationSession.stop_time_bound`).
-  The excitation is checked up front: a tail from any of its states stays within the joint limits.
+  The excitation and the validation trajectory are checked up front: a tail from any of their
+  states stays within the joint limits.
 * **Safety** (:meth:`ExcitationSession.update`, every command cycle of a motion phase): the
   session aborts when the newest joint state is older than ``state_timeout`` - since it arrived,
   or since it was measured by its own stamp (:meth:`ExcitationSession.staleness`: a node that
@@ -48,8 +52,11 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   recording closes ``stop_settle`` after the stop; nothing is identified.
 * **Segments**: the excitation starts at ``excite_start`` on the node's clock, i.e. at
   ``excite_start_stamp`` on the clock of the joint state stamps (the offset is the smallest
-  ``receive - stamp`` seen). Periods ``1..periods - validation_periods`` identify (averaged),
-  the last ``validation_periods`` validate (:meth:`ExcitationSession.segments`).
+  ``receive - stamp`` seen). Periods ``1..periods - validation_periods`` identify (averaged);
+  the last ``validation_periods`` of the excitation are left out of the fit, but they repeat the
+  motion it was fitted on: their error is the *same-motion* error, never called held-out; the
+  validation trajectory's periods, a motion the fit never saw, give the *held-out* error
+  (:meth:`ExcitationSession.segments`, :mod:`.analysis`).
 
 A new :class:`ExcitationSession` per experiment; not thread-safe (the node calls it from one
 thread). The node's own joint controller for the effort interface is
@@ -93,6 +100,7 @@ class ExperimentPhase(str, Enum):
     APPROACH = "approach"
     SETTLE = "settle"
     EXCITE = "excite"
+    VALIDATE = "validate"
     HOLD = "hold"
     IDENTIFY = "identify"
     DONE = "done"
@@ -100,7 +108,8 @@ class ExperimentPhase(str, Enum):
     FAILED = "failed"
 
 
-MOTION_PHASES = (ExperimentPhase.APPROACH, ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.HOLD)
+MOTION_PHASES = (ExperimentPhase.APPROACH, ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.VALIDATE,
+                 ExperimentPhase.HOLD)
 RECORDING_WAIT = 5.0  # [s] after the motion, longest wait for the recording to hold the last requested sample
 _PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; identification the rest
 
@@ -124,6 +133,7 @@ class SessionConfig:
 
     periods: int = 4
     validation_periods: int = 1
+    validation_repeats: int = 1
     max_start_distance: float = 1.0
     approach_velocity: float = 0.2
     approach_acceleration: float = 0.4
@@ -144,6 +154,8 @@ class SessionConfig:
         if not (isinstance(self.validation_periods, int) and 0 <= self.validation_periods < self.periods):
             raise ValueError(f"validation_periods must be an integer in [0, periods = {self.periods}), got "
                              f"{self.validation_periods!r}: at least one period must remain for identification")
+        if not (isinstance(self.validation_repeats, int) and self.validation_repeats >= 0):
+            raise ValueError(f"validation_repeats must be a non-negative integer, got {self.validation_repeats!r}")
         for name in ("max_start_distance", "settle_time", "hold_time", "limit_margin", "stop_settle",
                      "max_command_delay"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0.0):
@@ -174,30 +186,18 @@ class JointSample:
 class ExcitationSession:
     """One identification experiment; see the module docstring."""
 
-    def __init__(self, arm: ArmDescription, excitation: Trajectory, config: SessionConfig = SessionConfig()) -> None:
-        if excitation.n_joints != arm.n_joints:
-            raise ValueError(f"the excitation moves {excitation.n_joints} joints, the arm has {arm.n_joints}")
+    def __init__(self, arm: ArmDescription, excitation: Trajectory, config: SessionConfig = SessionConfig(),
+                 validation: Trajectory | None = None) -> None:
         self.arm, self.excitation, self.config = arm, excitation, config
         self.period = float(excitation.duration)
-        q0, dq0, _ = excitation.evaluate(0.0)
-        q1, dq1, _ = excitation.evaluate(self.period)
-        if max(np.abs(dq0).max(), np.abs(dq1).max(), np.abs(q1 - q0).max()) > REST_TOLERANCE:
-            raise ValueError("the excitation must start and end at rest at the same pose (one period of a "
-                             "periodic excitation)")
-        self.q_start = q0
-        q, dq, ddq = excitation.evaluate(verification_times(self.period))
-        lower, upper = arm.position_min + config.limit_margin, arm.position_max - config.limit_margin
-        close = np.flatnonzero((q.min(axis=0) < lower) | (q.max(axis=0) > upper))
-        if close.size:
-            j = int(close[0])
-            raise ValueError(f"the excitation takes joint {j + 1} to [{q[:, j].min():.4f}, {q[:, j].max():.4f}] rad, "
-                             f"within limit_margin {config.limit_margin} rad of its limits [{arm.position_min[j]:.4f}, "
-                             f"{arm.position_max[j]:.4f}]: it would abort")
-        fast = np.flatnonzero(np.abs(dq).max(axis=0) > arm.velocity_max)
-        if fast.size:
-            raise ValueError(f"the excitation exceeds velocity_max on joint(s) {', '.join(str(j + 1) for j in fast)}")
+        self.q_start = excitation.evaluate(0.0)[0]
         self.deceleration = np.minimum(config.stop_deceleration, arm.acceleration_max)
-        self.max_tail = self._check_tails(q, dq, ddq)
+        self.max_tail = self._check_motion(excitation, "the excitation")
+        # the validation trajectory: driven only with validation_repeats > 0
+        self.validation = validation if config.validation_repeats > 0 else None
+        self.validation_period = float(self.validation.duration) if self.validation is not None else 0.0
+        if self.validation is not None:
+            self.max_tail = max(self.max_tail, self._check_motion(self.validation, "the validation trajectory"))
         self.phase = ExperimentPhase.IDLE
         self.reason = ""
         self.phase_start = 0.0
@@ -216,17 +216,46 @@ class ExcitationSession:
         self.max_tracking = 0.0  # largest tracking error seen [rad]
         self.history: list[tuple[str, float]] = []  # (phase, start time)
 
-    def _check_tails(self, q: Array, dq: Array, ddq: Array) -> float:
-        """``ValueError`` unless a braking tail from each excitation state (``q, q', q''`` (m, n))
-        stays within the joint limits and ``velocity_max``; the longest tail [s]."""
+    def _check_motion(self, motion: Trajectory, name: str) -> float:
+        """``ValueError`` (naming the motion ``name``) unless ``motion`` moves this arm's joints,
+        starts and ends at rest at ``q_start``, stays out of the ``limit_margin`` zones and within
+        ``velocity_max``, and the arm can stop within its limits from any of its states; the
+        longest braking tail [s]."""
+        arm, config, period = self.arm, self.config, float(motion.duration)
+        if motion.n_joints != arm.n_joints:
+            raise ValueError(f"{name} moves {motion.n_joints} joints, the arm has {arm.n_joints}")
+        q0, dq0, _ = motion.evaluate(0.0)
+        q1, dq1, _ = motion.evaluate(period)
+        if max(np.abs(dq0).max(), np.abs(dq1).max(), np.abs(q1 - q0).max(), np.abs(q0 - self.q_start).max()) \
+                > REST_TOLERANCE:
+            raise ValueError(f"{name} must start and end at rest at the same pose (one period of a periodic "
+                             f"motion), the excitation's start pose {np.round(self.q_start, 6).tolist()} (design one "
+                             f"with `youbot-dynamics excite --start` that pose)")
+        q, dq, ddq = motion.evaluate(verification_times(period))
+        lower, upper = arm.position_min + config.limit_margin, arm.position_max - config.limit_margin
+        close = np.flatnonzero((q.min(axis=0) < lower) | (q.max(axis=0) > upper))
+        if close.size:
+            j = int(close[0])
+            raise ValueError(f"{name} takes joint {j + 1} to [{q[:, j].min():.4f}, {q[:, j].max():.4f}] rad, "
+                             f"within limit_margin {config.limit_margin} rad of its limits [{arm.position_min[j]:.4f}, "
+                             f"{arm.position_max[j]:.4f}]: it would abort")
+        fast = np.flatnonzero(np.abs(dq).max(axis=0) > arm.velocity_max)
+        if fast.size:
+            raise ValueError(f"{name} exceeds velocity_max on joint(s) {', '.join(str(j + 1) for j in fast)}")
+        return self._check_tails(q, dq, ddq, period, name)
+
+    def _check_tails(self, q: Array, dq: Array, ddq: Array, period: float, name: str) -> float:
+        """``ValueError`` unless a braking tail from each state of the motion ``name`` (``q, q', q''``
+        (m, n) at :func:`verification_times` of ``period``) stays within the joint limits and
+        ``velocity_max``; the longest tail [s]."""
         arm = self.arm
         durations = braking_duration(dq, ddq, self.deceleration)
         lowest, highest, speed = tail_extremes(q, dq, ddq, durations)
         outside = (lowest < arm.position_min) | (highest > arm.position_max) | (speed > arm.velocity_max)
         if np.any(outside):
             k, j = (int(i[0]) for i in np.nonzero(outside))
-            times = verification_times(self.period)
-            raise ValueError(f"the arm could not stop within its limits from the excitation at t = {times[k]:.3f} s: "
+            times = verification_times(period)
+            raise ValueError(f"the arm could not stop within its limits from {name} at t = {times[k]:.3f} s: "
                              f"a braking tail at min(stop_deceleration, acceleration_max) takes joint {j + 1} to "
                              f"[{lowest[k, j]:.4f}, {highest[k, j]:.4f}] rad at up to {speed[k, j]:.3f} rad/s "
                              f"(limits [{arm.position_min[j]:.4f}, {arm.position_max[j]:.4f}] rad, "
@@ -235,7 +264,7 @@ class ExcitationSession:
 
     def stop_time_bound(self) -> float:
         """Longest time [s] the arm moves on after the last streamed message of the excitation
-        arrived: the horizon plus the longest braking tail from an excitation state."""
+        arrived: the horizon plus the longest braking tail from an excitation (or validation) state."""
         return self.config.stream_horizon + self.max_tail
 
     # -- timeline -------------------------------------------------------------------------------
@@ -243,7 +272,13 @@ class ExcitationSession:
     def _phase_duration(self, phase: ExperimentPhase) -> float:
         c = self.config
         return {ExperimentPhase.APPROACH: self.approach_duration, ExperimentPhase.SETTLE: c.settle_time,
-                ExperimentPhase.EXCITE: c.periods * self.period, ExperimentPhase.HOLD: c.hold_time}[phase]
+                ExperimentPhase.EXCITE: c.periods * self.period, ExperimentPhase.VALIDATE: self._validation_duration,
+                ExperimentPhase.HOLD: c.hold_time}[phase]
+
+    @property
+    def _validation_duration(self) -> float:
+        """The validation trajectory's periods [s] (0 without one)."""
+        return self.config.validation_repeats * self.validation_period if self.validation is not None else 0.0
 
     @property
     def motion_duration(self) -> float:
@@ -424,8 +459,10 @@ class ExcitationSession:
         if now < end:
             return None
         following = {ExperimentPhase.APPROACH: ExperimentPhase.SETTLE, ExperimentPhase.SETTLE: ExperimentPhase.EXCITE,
-                     ExperimentPhase.EXCITE: ExperimentPhase.HOLD,
+                     ExperimentPhase.EXCITE: ExperimentPhase.VALIDATE, ExperimentPhase.VALIDATE: ExperimentPhase.HOLD,
                      ExperimentPhase.HOLD: ExperimentPhase.IDENTIFY}[self.phase]
+        if following is ExperimentPhase.VALIDATE and self.validation is None:
+            following = ExperimentPhase.HOLD
         if following is ExperimentPhase.EXCITE:
             self.excite_start = end
             self._observe(sample)
@@ -448,29 +485,32 @@ class ExcitationSession:
             return True
         # the identification looks for the arm's delay up to max_command_delay after the plan
         return last_stamp >= (self.excite_start_stamp + self.config.periods * self.period
-                              + self.config.max_command_delay)
+                              + self._validation_duration + self.config.max_command_delay)
 
     # -- references -----------------------------------------------------------------------------
 
     def planned(self, times: Any) -> States:
         """The planned reference ``(q, q', q'')`` (each (m, n)) at node times ``times`` (m,) of a
-        started experiment: approach, settle, excitation, hold (module docstring), the start pose
+        started experiment: approach, settle, excitation, validation, hold (module docstring), the start pose
         after the motion; the approach's origin before the start."""
         t = np.atleast_1d(np.asarray(times, dtype=float)) - (self.start_time or 0.0)
         n = self.arm.n_joints
         q = np.broadcast_to(self.q_start, (t.size, n)).copy()
         dq, ddq = np.zeros_like(q), np.zeros_like(q)
         excite = self.approach_duration + self.config.settle_time
+        validate = excite + self.config.periods * self.period
         in_approach = t < self.approach_duration
-        in_excitation = (t >= excite) & (t < excite + self.config.periods * self.period)
         if np.any(in_approach) and self.approach is not None:
             states = self.approach.evaluate(np.maximum(t[in_approach], 0.0))
             for x, y in zip((q, dq, ddq), states):
                 x[in_approach] = y
-        if np.any(in_excitation):
-            states = self.excitation.evaluate(np.fmod(t[in_excitation] - excite, self.period))
-            for x, y in zip((q, dq, ddq), states):
-                x[in_excitation] = y
+        for motion, begin, end in ((self.excitation, excite, validate),
+                                   (self.validation, validate, validate + self._validation_duration)):
+            inside = (t >= begin) & (t < end)
+            if motion is not None and np.any(inside):
+                states = motion.evaluate(np.fmod(t[inside] - begin, float(motion.duration)))
+                for x, y in zip((q, dq, ddq), states):
+                    x[inside] = y
         return q, dq, ddq
 
     def _plan(self, now: float) -> States:
@@ -528,7 +568,7 @@ class ExcitationSession:
         stages (processing, estimating, processing the held-out data) share the identify phase."""
         stage = self._identify_stages
         self._identify_stages += 1
-        return _StageBar(self, stage, 3 if self.config.validation_periods else 2)
+        return _StageBar(self, stage, 3 if self.config.validation_periods or self.validation is not None else 2)
 
     def remaining(self, now: float) -> float:
         """Seconds of motion left (0 outside the motion phases)."""
@@ -549,8 +589,12 @@ class ExcitationSession:
             return f"holding the start pose while the arm settles ({c.settle_time:g} s)"
         if phase is ExperimentPhase.EXCITE:
             k = min(int((now - self.phase_start) // self.period), c.periods - 1)
-            use = "identification" if k < c.identification_periods else "validation"
+            use = "identification" if k < c.identification_periods else "same-motion check; not fitted"
             return f"excitation period {k + 1} of {c.periods} ({use}), max tracking error {self.max_tracking:.4f} rad"
+        if phase is ExperimentPhase.VALIDATE:
+            k = min(int((now - self.phase_start) // self.validation_period), c.validation_repeats - 1)
+            return (f"validation trajectory period {k + 1} of {c.validation_repeats} (held-out: a different motion), "
+                    f"max tracking error {self.max_tracking:.4f} rad")
         if phase is ExperimentPhase.HOLD:
             return "holding the final pose; the recording closes after it"
         if phase is ExperimentPhase.IDENTIFY:
@@ -558,13 +602,18 @@ class ExcitationSession:
         return phase.value + (f": {self.reason}" if self.reason else "")
 
     def segments(self) -> dict[str, Any]:
-        """The excitation in the recording (stamp clock): ``start`` [s], ``period`` [s],
-        ``identification_periods`` (from ``start``) and ``validation_periods`` (after them)."""
+        """The motions in the recording (stamp clock): the excitation from ``start`` [s], ``period``
+        [s], ``identification_periods`` (from ``start``) and ``validation_periods`` (after them: the
+        same motion); the validation trajectory from ``validation_start`` [s], ``validation_period``
+        [s], ``validation_repeats`` (0: none)."""
         if self.excite_start_stamp is None:
             raise RuntimeError("the excitation has not started")
         c = self.config
         return {"start": self.excite_start_stamp, "period": self.period,
-                "identification_periods": c.identification_periods, "validation_periods": c.validation_periods}
+                "identification_periods": c.identification_periods, "validation_periods": c.validation_periods,
+                "validation_start": self.excite_start_stamp + c.periods * self.period,
+                "validation_period": self.validation_period,
+                "validation_repeats": c.validation_repeats if self.validation is not None else 0}
 
     def describe(self) -> dict[str, Any]:
         """Plain data for the report: configuration, phase history, outcome."""
@@ -572,6 +621,7 @@ class ExcitationSession:
             "config": asdict(self.config),
             "q_start": self.q_start.tolist(),
             "period_s": self.period,
+            "validation_period_s": self.validation_period,
             "approach_duration_s": self.approach_duration,
             "phases": [{"phase": p, "t": t - (self.start_time or 0.0)} for p, t in self.history],
             "excite_start_stamp": self.excite_start_stamp,

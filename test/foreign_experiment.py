@@ -1,0 +1,110 @@
+"""The identification node's experiment without ROS, on the simulator core (issue 31): the session
+at the node's 100 Hz cycle drives the simulated arm (1 kHz) through the trajectory interface
+(streamed horizons) or the effort interface (the node's controller, commands ``latency`` late, as
+over DDS), and every physics step is recorded as the node records ``/joint_states``. Used by the
+tests on the foreign robot; run as a script it measures the figures of doc/identification.md (the
+node's default experiment and identification on the foreign robot, and the prediction of a third
+motion)::
+
+    .venv/bin/python test/foreign_experiment.py [ROBOT_SEED]
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from youbot_dynamics.identification.experiment.session import ExcitationSession, JointSample
+from youbot_dynamics.identification.io.dataset import Dataset
+from youbot_dynamics.sim import ArmSimulator
+
+CYCLE_STEPS = 10  # the node's 100 Hz cycle at the simulator's 1 kHz
+
+
+def run_experiment(sim: ArmSimulator, session: ExcitationSession, interface: str = "trajectory",
+                   torque: Callable[[Any, np.ndarray, np.ndarray, float], np.ndarray] | None = None,
+                   latency: float = 0.0, until: float | None = None) -> Dataset:
+    """Run ``session`` from the arm's current state until its motion ends (or aborts and the stop
+    settles); ``torque(reference, q, dq, t)`` the effort interface's controller. Returns the
+    recording (every step: time, measured q, q', effort)."""
+    m = sim.measure()
+    session.start(m.time, JointSample(m.time, m.time, m.position, m.velocity))
+    delay = int(round(latency / sim.timestep))
+    pending: list[tuple[int, str, Any]] = []
+    rows = []
+    step, next_message = 0, m.time
+    while session.moving or not session.recording_complete(sim.time):
+        if until is not None and sim.time >= until:
+            break
+        if step % CYCLE_STEPS == 0:
+            m = sim.measure()
+            t = m.time
+            session.update(t, JointSample(t, t, m.position, m.velocity))
+            if interface == "trajectory" and session.commanding and (t >= next_message - 1e-9 or not session.moving):
+                message = session.waypoints(t)
+                if message is not None:
+                    pending.append((step + delay, "trajectory", message))
+                    next_message = t + session.config.stream_period
+            elif interface == "effort" and session.commanding:
+                pending.append((step + delay, "effort", torque(session.reference(t), m.position, m.velocity, t)))
+        while pending and pending[0][0] <= step:
+            _, kind, value = pending.pop(0)
+            if kind == "trajectory":
+                sim.command_trajectory(*value)
+            else:
+                sim.command("effort", value)
+        sim.step(1)
+        step += 1
+        m = sim.measure()
+        rows.append(np.concatenate([[m.time], m.position, m.velocity, m.effort]))
+    data = np.array(rows)
+    n = sim.n_joints
+    return Dataset(data[:, 0], data[:, 1:1 + n], data[:, 1 + 2 * n:1 + 3 * n], data[:, 1 + n:1 + 2 * n],
+                   source="simulated experiment")
+
+
+def main(robot_seed: int = 31) -> None:
+    """The default experiment (trajectory interface) on the foreign robot, identified as the node
+    does; its held-out, same-motion and third-motion errors."""
+    from pathlib import Path
+
+    from youbot_dynamics.arm import default_arm
+    from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
+    from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
+                                                                    summary_lines)
+    from youbot_dynamics.identification.estimation.processing import ProcessingOptions
+    from youbot_dynamics.identification.experiment.analysis import experiment_lines, identify_experiment
+    from youbot_dynamics.identification.experiment.session import SessionConfig
+    from youbot_dynamics.identification.io.trajfile import load_trajectory
+    from youbot_dynamics.paths import config_path
+    from youbot_dynamics.sim import load_sim_config
+    from youbot_dynamics.sim.true_robot import foreign_robot
+
+    arm = default_arm()
+    excitation, validation, third = (load_trajectory(path, arm.joint_names).trajectory for path in (
+        config_path("excitation_default.yaml"), config_path("excitation_validation.yaml"),
+        Path(__file__).resolve().parent / "foreign_third_motion.yaml"))
+    sim = ArmSimulator(arm, foreign_robot(load_sim_config(arm=arm), robot_seed))
+    sim.reset(excitation.evaluate(0.0)[0] + np.array([0.1, -0.1, 0.15, -0.1, 0.15]), hold=True)
+    sim.step(500)
+    session = ExcitationSession(arm, excitation, SessionConfig(state_timeout=0.5), validation)  # the node's defaults
+    data = run_experiment(sim, session, "trajectory", latency=0.005)
+    options = ProcessingOptions(cutoff_hz=5.0)
+    run = identify_experiment(data, session.segments(), arm, options=options, excitation=excitation,
+                              method="consistent", structure="full", eps_candidates=EPS_CANDIDATES,
+                              term_candidates=TERM_CANDIDATES)
+    print("\n".join(summary_lines(run) + experiment_lines(run)))
+    probe = ExcitationSession(arm, third, SessionConfig(periods=1, validation_periods=0, validation_repeats=0))
+    recording = run_experiment(sim, probe, "trajectory", latency=0.005)
+    start = probe.segments()["start"]
+    cut = periodic_cut(recording, start + excitation_delay(recording, third, start, 0.3), third.period, 1)
+    errors = predict_recording(run.model, cut, arm, options)[2]
+    print(f"third motion: {100 * errors.overall:.2f}% (joints "
+          f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
+          f"{run.identified.overall / errors.overall:.2f}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 31)
