@@ -13,14 +13,16 @@ simulated time on /clock, for nodes run with ``use_sim_time:=true``. ``controlle
 file): as its own node (``control.launch.py``) or, with ``controller_in_bus:=true``, inside the
 simulator's process, in its physics loop (the simulator's parameters ``controller`` and
 ``controller_params_file``: the torque is commanded on the state just measured, without DDS; same
-node name, services and topics). The launch ends when the simulator ends (it is the robot).
+node name, services and topics). The launch ends when the simulator ends (it is the robot),
+with exit status 1 if it failed.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from youbot_dynamics.launch_pieces import controller_arguments, include, params_file_argument, place_controller
+from youbot_dynamics.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
+                                           place_controller)
 
 
 def _nodes(context):
@@ -36,7 +38,7 @@ def _nodes(context):
             executable='sim_node',
             name='sim_node',
             parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
-            on_exit=Shutdown(reason='sim_node ended: the simulated arm is gone'),
+            on_exit=EndWithTheArm('sim_node', 'the simulated arm is gone'),
             output='screen'),
         include('kinematics.launch.py', params_file=LaunchConfiguration('kinematics_params_file')),
         *actions,

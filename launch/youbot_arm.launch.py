@@ -17,16 +17,18 @@ out in the cycle that read its state, without the two DDS hops per cycle; the co
 its name, services, topics and parameter file. Do not run a controller and the identification node together: both
 command the arm. ``backend:=virtual`` runs the same driver on the virtual drives (MuJoCo arm)
 without hardware. ``interface`` and ``backend`` default to '' = the values in the driver's params
-file (eth0 and pysoem in the package's). The launch ends when the driver ends (it is the robot).
+file (eth0 and pysoem in the package's). The launch ends when the driver ends (it is the robot),
+with exit status 1 if the driver failed.
 doc/driver.md has the first-run steps.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from youbot_dynamics.launch_pieces import controller_arguments, include, params_file_argument, place_controller
+from youbot_dynamics.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
+                                           place_controller)
 from youbot_dynamics.parameter_schema import load_schema
 
 # '' (as in the params file) or one of the driver's backends (its parameter schema)
@@ -45,7 +47,7 @@ def _configured(context):
         executable='youbot_driver',
         name='youbot_driver',
         parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
-        on_exit=Shutdown(reason='youbot_driver ended: no arm'),
+        on_exit=EndWithTheArm('youbot_driver', 'no arm'),
         output='screen'), *actions]
 
 

@@ -29,9 +29,10 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, DriverPhase  # noqa: E402
+from youbot_dynamics.driver.process_data import StatusFlag  # noqa: E402
 from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
-from ros_harness import RosHarness, node_command, run_until_sigint  # noqa: E402
+from ros_harness import RosHarness, SharedHarness, node_command, run_until_sigint, shared_harness_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -99,15 +100,26 @@ class Harness(RosHarness):
         return self.request(self.clients[name], Trigger.Request())
 
 
-@pytest.fixture(scope="module")
-def harness():
-    with local_ros_domain(ros_domain_id(__file__)):
+def ready_harness(domain: str) -> Harness:
+    with local_ros_domain(domain):
         h = Harness()
-        try:
-            h.wait_ready()
-            yield h
-        finally:
-            h.close()
+    try:
+        h.wait_ready()
+    except BaseException:
+        h.close()
+        raise
+    return h
+
+
+@pytest.fixture(scope="module")
+def harnesses():
+    """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
+    shared = SharedHarness(ready_harness, [ros_domain_id(__file__)])
+    yield shared
+    shared.close()
+
+
+harness = shared_harness_fixture("harness", "harnesses")
 
 
 @pytest.mark.limits_exempt("the virtual arm is powered up leaning forward (Q_START) and falls onto its stops with the "
@@ -116,10 +128,9 @@ def test_joint_states_are_published_with_the_true_positions(harness):
     h = harness
     h.states.clear()
     t0 = time.monotonic()
-    h.spin_for(1.0)
-    rate = len(h.states) / (time.monotonic() - t0)
-    print(f"\njoint_states received at {rate:.0f} Hz (configured 1000)")
-    assert rate > 50.0  # they flow (a floor, not a speed goal: 160 Hz in CI with three CPU hogs; make bench times)
+    # they flow (their rate is no goal here: 160 Hz in CI with three CPU hogs; make bench times)
+    assert h.spin_until(lambda: len(h.states) >= 50, timeout=10.0), f"{len(h.states)} joint states in 10 s"
+    print(f"\njoint_states received at {len(h.states) / (time.monotonic() - t0):.0f} Hz (configured 1000)")
     msg = h.states[-1]
     assert list(msg.name) == list(ARM.joint_names) and len(msg.position) == len(msg.velocity) == len(msg.effort) == 5
     # motors off: the arm falls onto its stops; once it rests, the reported positions are the true ones.
@@ -155,8 +166,10 @@ def test_effort_command_drives_current_mode(harness):
     h = harness
     assert h.call("motors_on").success
     assert h.hold("position", Q_START, 20.0, until=h.near(Q_START))
-    q0 = h.true_q()
-    h.hold("effort", np.array([2.5, 0.0, 0.0, 0.0, 0.0]), 0.5)  # joint 1: vertical axis, above Coulomb friction
+    q0, start, received = h.true_q(), h.node.bus.sim.time, len(h.states)
+    # joint 1: vertical axis, above Coulomb friction; 0.5 s of the bus' time (behind the wall clock under load)
+    assert h.hold("effort", np.array([2.5, 0.0, 0.0, 0.0, 0.0]), 20.0,
+                  until=lambda: h.node.bus.sim.time > start + 0.5 and len(h.states) > received + 50)
     assert h.node.bus.drive_mode(0) == ControllerMode.CURRENT_MODE
     assert h.true_q()[0] > q0[0] + 0.01
     assert np.mean([m.effort[0] for m in h.states[-50:]]) == pytest.approx(2.5, abs=0.2)
@@ -175,20 +188,22 @@ def test_trajectory_and_velocity_commands(harness):
     assert h.driver.state().interface == "trajectory"  # held without timeout
     np.testing.assert_allclose(h.true_q(), goal, atol=5e-3)
     v = np.array([0.2, 0.0, 0.0, 0.0, -0.3])
-    h.hold("velocity", v, 0.4)
+    start = h.node.bus.sim.time  # 0.4 s of the bus' time each (behind the wall clock under load)
+    assert h.hold("velocity", v, 20.0, until=lambda: h.node.bus.sim.time > start + 0.4)
     q0, t0 = h.true_q(), h.node.bus.sim.time
-    h.hold("velocity", v, 0.4)
+    assert h.hold("velocity", v, 20.0, until=lambda: h.node.bus.sim.time > t0 + 0.4)
     assert h.driver.state().interface == "velocity"
     q1, t1 = h.true_q(), h.node.bus.sim.time
-    assert t1 - t0 > 0.1
     np.testing.assert_allclose((q1 - q0) / (t1 - t0), v, atol=0.05)  # over bus time
 
 
 def test_bus_cycle_runs_while_ros_is_blocked(harness):
     h = harness
     before = h.driver.state().sequence
-    time.sleep(0.3)  # nothing spins: callbacks and services are blocked
-    assert h.driver.state().sequence - before > 100  # ~300 cycles at 1 kHz; loose on a loaded machine
+    deadline = time.monotonic() + 10.0
+    while h.driver.state().sequence - before <= 100:  # nothing spins: callbacks and services are blocked
+        assert time.monotonic() < deadline, f"{h.driver.state().sequence - before} bus cycles in 10 s"
+        time.sleep(0.01)
 
 
 def test_command_timeout_stops_the_motors(harness):
@@ -196,9 +211,10 @@ def test_command_timeout_stops_the_motors(harness):
     assert h.call("motors_on").success
     h.hold("position", Q_START, 0.3)
     assert h.driver.state().interface == "position"
-    h.spin_for(0.4)
+    # no command for longer than command_timeout (100 ms of the bus' time, behind the wall clock under load)
+    assert h.spin_until(lambda: h.driver.state().interface is None, timeout=10.0), "no command timeout in 10 s"
     state = h.driver.state()
-    assert state.interface is None and state.enabled
+    assert state.enabled
     assert all(m == ControllerMode.MOTOR_STOP for m in state.modes)
 
 
@@ -220,6 +236,39 @@ def test_bad_commands_are_rejected(harness):
         h.command("position", goal)
         h.spin_for(0.01)
     np.testing.assert_allclose(h.true_q(), goal, atol=5e-3)
+
+
+def test_a_drive_fault_is_logged_once_with_its_joint_and_flag(harness, monkeypatch):
+    """Issue 35 case 13: a fault (all drives tripped by TIMEOUT after a 517 ms bus period) showed only
+    on /diagnostics. Now one error line names the joint, the flag and what it means, however many
+    states carry the fault."""
+    h = harness
+    errors: list[str] = []
+    logger = h.node.get_logger()
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(logger, name)
+
+        def error(self, message, **kwargs):
+            errors.append(message)
+            return logger.error(message, **kwargs)
+
+    monkeypatch.setattr(h.node, "get_logger", Recording)
+    assert h.call("motors_on").success
+    h.node.bus.inject(1, StatusFlag.TIMEOUT)
+    try:
+        assert h.spin_until(lambda: h.driver.phase == DriverPhase.FAULT, timeout=10.0)
+        sequence = h.driver.state().sequence
+        assert h.spin_until(lambda: h.driver.state().sequence > sequence + 100, timeout=30.0)  # still faulted
+        assert h.driver.phase == DriverPhase.FAULT
+    finally:
+        h.node.bus.clear_injected(1)
+    faults = [line for line in errors if "TIMEOUT" in line]
+    assert len(faults) == 1, errors
+    assert "arm_joint_2: TIMEOUT" in faults[0] and "EtherCAT timeout" in faults[0] and "~/motors_on" in faults[0]
+    assert h.call("motors_on").success  # cleared: the next tests start running
+    assert h.driver.phase == DriverPhase.RUNNING
 
 
 def test_motors_off_and_diagnostics(harness):
@@ -286,7 +335,8 @@ def test_calibrate_service_zeroes_the_virtual_drives_and_clock_is_published():  
 
 def test_executable_runs_virtual_and_stops_on_sigint(tmp_path):
     with local_ros_domain(ros_domain_id(__file__, 2)):
-        out = run_until_sigint(node_command("youbot_driver") + ["--ros-args", "-p", "backend:=virtual"], tmp_path)
+        out = run_until_sigint(node_command("youbot_driver") + ["--ros-args", "-p", "backend:=virtual"], tmp_path,
+                               ready="youBot arm driver (virtual)", run_for=1.0)
         assert "youBot arm driver (virtual)" in out
 
 

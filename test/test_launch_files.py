@@ -135,6 +135,54 @@ def test_launch_file_executables_are_entry_points(path):
         assert function in functions, f"{exe}: {module} has no top-level function {function}()"
 
 
+ARM_NODES = ("youbot_driver", "sim_node")  # the nodes a launch exists for: it ends, and fails, with them
+
+
+def _arm_nodes(path: Path) -> dict[str, ast.AST | None]:
+    """``{executable: its on_exit expression}`` of the arm nodes a launch file starts."""
+    found = {}
+    for call in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)):
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        if _call_name(call) == "Node" and _const(kw.get("executable")) in ARM_NODES:
+            found[_const(kw["executable"])] = kw.get("on_exit")
+    return found
+
+
+def test_a_launch_ends_and_fails_with_its_arm():
+    """Issue 35 case 14: ``youbot_arm.launch.py`` returned 0 when youbot_driver died with exit 1 (its
+    ``on_exit`` was a ``Shutdown``, which ends a launch with 0): every launch file that starts the arm
+    (driver or simulator) ends with it through launch_pieces.EndWithTheArm, which makes a failed arm
+    fail the launch (its behaviour: test_end_with_the_arm_sets_the_launch_s_exit_status)."""
+    starting = {path.name: _arm_nodes(path) for path in LAUNCH_FILES if _arm_nodes(path)}
+    assert {"sim.launch.py", "youbot_arm.launch.py"} <= set(starting), starting
+    for name, nodes in starting.items():
+        for executable, on_exit in nodes.items():
+            assert isinstance(on_exit, ast.Call) and _call_name(on_exit) == "EndWithTheArm" \
+                and _const(on_exit.args[0]) == executable, f"{name}: {executable} does not end the launch with it"
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("code, status", [(0, 0), (1, 1), (-9, 1)])
+def test_end_with_the_arm_sets_the_launch_s_exit_status(code, status):
+    """A process ended by EndWithTheArm: the launch ends (the other process, a sleeper, is stopped)
+    and returns 0 after exit 0, 1 after any other exit status."""
+    pytest.importorskip("launch_ros")  # with launch ("launch" alone finds the launch/ folder of the checkout)
+    import sys
+
+    from launch import LaunchDescription, LaunchService
+    from launch.actions import ExecuteProcess
+
+    from youbot_dynamics.launch_pieces import EndWithTheArm
+
+    script = "import os, signal, sys; os.kill(os.getpid(), signal.SIGKILL) if {0} < 0 else sys.exit({0})"
+    service = LaunchService()
+    service.include_launch_description(LaunchDescription([
+        ExecuteProcess(cmd=[sys.executable, "-c", script.format(code)], on_exit=EndWithTheArm("arm", "gone")),
+        ExecuteProcess(cmd=[sys.executable, "-c", "import time; time.sleep(120)"]),
+    ]))
+    assert service.run() == status
+
+
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
 def test_launch_file_data_files_exist(path):
     for name in launch_info(path)["files"]:
@@ -273,6 +321,8 @@ def started_nodes(name: str, **arguments: str) -> dict[str, dict]:
     from launch_ros.actions import Node
     from launch_ros.utilities import evaluate_parameters
 
+    from youbot_dynamics.launch_pieces import EndWithTheArm
+
     context = LaunchContext()
     context.launch_configurations.update(arguments)
     nodes: dict[str, dict] = {}
@@ -284,8 +334,8 @@ def started_nodes(name: str, **arguments: str) -> dict[str, dict]:
                 on_exit = entity._ExecuteLocal__on_exit or []
                 nodes[entity.node_executable] = {
                     "parameters": [p if isinstance(p, dict) else Path(p).name for p in parameters],
-                    "required": any(isinstance(a, Shutdown) for a in (on_exit if isinstance(on_exit, list)
-                                                                      else [on_exit]))}
+                    "required": isinstance(on_exit, EndWithTheArm) or any(
+                        isinstance(a, Shutdown) for a in (on_exit if isinstance(on_exit, list) else [on_exit]))}
             return
         for sub in entity.visit(context) or []:
             walk(sub)

@@ -1,7 +1,10 @@
 """The recording core: rosbag2 (MCAP) + CSV written incrementally, read back, valid after a crash."""
 from __future__ import annotations
 
+import errno
+import io
 import os
+import pathlib
 import struct
 import subprocess
 import sys
@@ -19,7 +22,7 @@ from youbot_dynamics.cli import main  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
 from youbot_dynamics.dataio import DataFileError  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
-from youbot_dynamics.identification.experiment.recording import JointStateRecorder  # noqa: E402
+from youbot_dynamics.identification.experiment.recording import JointStateRecorder, RecordingError  # noqa: E402
 from youbot_dynamics.identification.io.bagio import (JOINT_STATE, joint_state_message, read_joint_states,  # noqa: E402
                                                      typestore)
 from youbot_dynamics.identification.io.dataset import IdentificationError, read_csv_dataset  # noqa: E402
@@ -129,6 +132,82 @@ def test_crash_loses_at_most_the_last_second(tmp_path):
     np.testing.assert_allclose(back.q[:, 0], np.arange(2001) * 1e-3)
     from_csv = read_csv_dataset(tmp_path / "d.csv", 5)  # whole rows only
     np.testing.assert_array_equal(from_csv.q, back.q)
+
+
+class FullDisk:
+    """A file system with ``free`` bytes left, shared by the files opened for writing through
+    ``Path.open`` (the bag's MCAP file, its ``metadata.yaml``, the CSV) while it stands in for it: a
+    write past the space left writes what fits and raises ``OSError(ENOSPC)``, as a full disk does;
+    overwriting a file's own bytes needs no space, truncating gives it back."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+
+    def open(self, path, mode="r", buffering=-1, encoding=None, errors=None, newline=None):
+        if not any(c in mode for c in "wxa+"):
+            return io.open(path, mode, buffering, encoding, errors, newline)
+        raw = _SpaceLimitedFile(self, path, mode.replace("b", "").replace("t", ""))
+        handle = io.BufferedRandom(raw) if "+" in mode else io.BufferedWriter(raw)
+        return handle if "b" in mode else io.TextIOWrapper(handle, encoding or "utf-8", errors, newline)
+
+
+class _SpaceLimitedFile(io.FileIO):
+    def __init__(self, disk: FullDisk, path, mode: str) -> None:
+        super().__init__(path, mode)
+        self.disk = disk
+
+    def _size(self) -> int:
+        return os.fstat(self.fileno()).st_size
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        grow = max(0, self.tell() + len(data) - self._size())
+        if grow > self.disk.free:
+            fits = len(data) - (grow - self.disk.free)
+            if fits > 0:
+                super().write(data[:fits])
+            self.disk.free = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.disk.free -= grow
+        return super().write(data)
+
+    def truncate(self, size=None) -> int:
+        before = self._size()
+        result = super().truncate(size)
+        self.disk.free += before - self._size()
+        return result
+
+
+def _bytes_written(folder) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.45, 0.6, 0.75])
+def test_a_full_disk_leaves_both_files_readable_and_named(tmp_path, data, monkeypatch, fraction):
+    """Issue 35 case 7: the disk fills up (``fraction`` of what the whole recording needs is free):
+    the recording stops with an error naming both files, each readable with the samples of its last
+    flush that went through (a whole second here; the CSV, flushed after the bag, may hold one flush
+    less); before, the bag's file ended in the middle of a chunk or summary ("File end magic is
+    invalid") and the message named no file."""
+    with record(tmp_path / "whole", data):
+        pass
+    disk = FullDisk(int(fraction * _bytes_written(tmp_path / "whole")))
+    monkeypatch.setattr(pathlib.Path, "open", lambda path, *args, **kwargs: disk.open(path, *args, **kwargs))
+    with pytest.raises(RecordingError) as failed:
+        record(tmp_path, data)  # flushed every second of its clock
+    monkeypatch.undo()
+    message = str(failed.value)
+    assert os.strerror(errno.ENOSPC) in message and failed.value.errno == errno.ENOSPC
+    assert str(tmp_path / "bag" / "bag.mcap") in message and str(tmp_path / "data.csv") in message, message
+    flushes = (251, 501, 751)  # samples on disk after the flushes at 1, 2 and 3 s
+    in_bag = read_joint_states(tmp_path / "bag", NAMES)
+    in_csv = read_csv_dataset(tmp_path / "data.csv", 5)
+    assert in_bag.n_samples in flushes and in_csv.n_samples in (in_bag.n_samples, in_bag.n_samples - 250)
+    check_bag(tmp_path / "bag", in_bag.n_samples)
+    np.testing.assert_array_equal(in_bag.q, data.q[:in_bag.n_samples])
+    np.testing.assert_array_equal(in_csv.q, data.q[:in_csv.n_samples])
+    assert f"{in_bag.n_samples} messages" in message and f"{in_csv.n_samples} rows" in message, message
+    assert sorted(p.name for p in (tmp_path / "bag").iterdir()) == ["bag.mcap", "metadata.yaml"]
 
 
 def test_unstamped_messages_use_the_receive_time(tmp_path, data):

@@ -7,10 +7,13 @@ when set, or numba's user-wide cache when the package folder is read-only). On a
 first call compiles for about 10 s (25 s measured on a busy one): a controller's first start after an
 install would spend that before it is ready. :func:`compile_kernels` (``youbot-dynamics compile``)
 does it once, ahead of time; every later process loads the cached code in well under a second.
+:func:`compilations` tells the two apart (a busy machine can take seconds to load the cache too).
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 
@@ -29,6 +32,26 @@ def cache_location() -> str:
 
     return (numba.config.CACHE_DIR or "__pycache__ next to the package's modules (numba's user-wide cache "
             "when that folder is read-only)")
+
+
+@contextmanager
+def compilations() -> Iterator[list[str]]:
+    """The kernels numba compiles inside the block (cache misses: their names, in order), from
+    numba's ``numba:compile`` events (a kernel loaded from the cache sends none)."""
+    from numba.core import event
+
+    compiled: list[str] = []
+
+    class _Listener(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            compiled.append(getattr(getattr(dispatcher, "py_func", None), "__name__", "kernel"))
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Listener()):
+        yield compiled
 
 
 def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, float]:

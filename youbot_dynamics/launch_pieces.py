@@ -2,7 +2,8 @@
 (:mod:`.controller_registry`: the arguments ``controller``, ``controller_params_file`` and
 ``controller_in_bus`` of a host's launch file (``sim.launch.py``, ``youbot_arm.launch.py``), where
 the chosen controller runs (in the host's loop or as its own node through ``control.launch.py``),
-the controller node itself) and the kinematics node (``kinematics.launch.py``, included).
+the controller node itself), the kinematics node (``kinematics.launch.py``, included) and the
+end of a launch with its arm (:class:`EndWithTheArm`).
 
 Imports ``launch`` and ``launch_ros``: for launch files only (the rest of the package does not need them).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, Shutdown
 from launch.launch_context import LaunchContext
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -19,7 +20,8 @@ from launch_ros.substitutions import FindPackageShare
 
 from .controller_registry import controller, controller_names
 
-__all__ = ["controller_arguments", "controller_node", "include", "params_file_argument", "place_controller"]
+__all__ = ["ArmGone", "EndWithTheArm", "controller_arguments", "controller_node", "include", "params_file_argument",
+           "place_controller"]
 
 PACKAGE = "youbot_dynamics"
 
@@ -77,3 +79,27 @@ def params_file_argument(name: str, file_name: str, what: str) -> DeclareLaunchA
     return DeclareLaunchArgument(
         name, default_value=PathJoinSubstitution([FindPackageShare(PACKAGE), 'config', file_name]),
         description=f'Parameter file of {what}')
+
+
+class ArmGone(RuntimeError):
+    """The process a launch exists for (the arm) failed: raised by :class:`EndWithTheArm`."""
+
+
+class EndWithTheArm:
+    """The ``on_exit`` of the node a launch exists for (``youbot_driver``, ``sim_node``: the arm):
+    the launch ends with it, and fails if it failed (issue 35: ``youbot_arm.launch.py`` returned 0
+    after "no EtherCAT slaves found"). ``launch`` returns non-zero only when an action or an event
+    handler raises (``LaunchService.run_async``); a ``Shutdown`` ends it with 0 whatever ended. So
+    an exit status other than 0 outside a shutdown raises :class:`ArmGone`: launch logs it in one
+    line ("Caught exception in launch (see debug for traceback): youbot_driver exited with code 1:
+    ..."), shuts the other nodes down (SIGINT) and returns 1; exit 0, or any exit once the launch is
+    shutting down (Ctrl-C), is a ``Shutdown`` (returns 0)."""
+
+    def __init__(self, name: str, what: str) -> None:
+        self.name, self.what = name, what
+
+    def __call__(self, event: Any, context: LaunchContext) -> list[Shutdown]:
+        """Handle ``event`` (``launch.events.process.ProcessExited``)."""
+        if event.returncode != 0 and not context.is_shutdown:
+            raise ArmGone(f"{self.name} exited with code {event.returncode}: {self.what}, the launch ends and fails")
+        return [Shutdown(reason=f"{self.name} ended: {self.what}")]

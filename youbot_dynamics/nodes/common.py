@@ -2,9 +2,9 @@
 entry point."""
 from __future__ import annotations
 
+import difflib
 import gc
 import os
-import signal
 import struct
 import sys
 import threading
@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logger
@@ -23,11 +24,12 @@ from rclpy.signals import SignalHandlerOptions
 
 from ..parameter_schema import ParameterSpec, load_schema
 from ..timing import change_fifo_priority
+from .stop_signals import STOP_SIGNALS, catch_stop_signals, ignore_stop_signals
 
 __all__ = ["BACKGROUND_PRIORITY", "CPU_LATENCY_DEVICE", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY",
            "STOP_SIGNALS", "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor",
-           "declare_parameter", "declare_parameters", "hold_cpu_latency", "parameter_descriptor", "pin_interpreter",
-           "realtime_interpreter", "run_node", "set_realtime_priority"]
+           "declare_parameter", "declare_parameters", "hold_cpu_latency", "parameter_descriptor", "params_file_problem",
+           "pin_interpreter", "realtime_interpreter", "run_node", "set_realtime_priority", "unknown_parameters"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)
@@ -39,7 +41,6 @@ REALTIME_PRIORITY: int = load_schema("common")["realtime_priority"].default
 BACKGROUND_PRIORITY = 1  # SCHED_FIFO priority of a real-time node's helper threads (background_priority)
 EXECUTOR_VARIABLE = "YOUBOT_DYNAMICS_EXECUTOR"  # 'events' or 'single': overrides every node's executor
 EXECUTORS = ("events", "single")
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # end a node (exit 0), once or repeated
 #: schema type -> rclpy's parameter type (of a parameter declared unset) and the descriptor's type
 _PARAMETER_TYPES = {"bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
                     "string": Parameter.Type.STRING, "bool_array": Parameter.Type.BOOL_ARRAY,
@@ -70,8 +71,24 @@ def declare_parameter(node: Node, spec: ParameterSpec) -> Any:
 
 def declare_parameters(node: Node, schema: str) -> dict[str, Any]:
     """Declare every parameter of the node's schema (``youbot_dynamics/nodes/parameters/<schema>.yaml``,
-    :mod:`youbot_dynamics.parameter_schema`) in its order; their values by name (None: unset)."""
-    return {name: declare_parameter(node, spec) for name, spec in load_schema(schema).items()}
+    :mod:`youbot_dynamics.parameter_schema`) in its order; their values by name (None: unset). Values
+    given for names the node does not have (:func:`unknown_parameters`, a typo in a parameter file)
+    are warned about once, naming them: they are ignored, the schema's default holds (doc/safety.md)."""
+    values = {name: declare_parameter(node, spec) for name, spec in load_schema(schema).items()}
+    unknown = unknown_parameters(node)
+    if unknown:
+        hints = [f"{name} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(name, values, 1))
+                 else name for name in unknown]
+        node.get_logger().warning(f"unknown parameters ignored (not in doc/parameters.md, {schema}): "
+                                  f"{', '.join(hints)}")
+    return values
+
+
+def unknown_parameters(node: Node) -> list[str]:
+    """The names given to ``node`` (parameter files, ``-p``, ``parameter_overrides``) that it has not
+    declared, sorted; rclpy's own ``qos_overrides.*`` (declared when a publisher is created) excepted."""
+    overrides = getattr(node, "_parameter_overrides", {})  # rclpy keeps them there; no public accessor
+    return sorted(name for name in overrides if not node.has_parameter(name) and not name.startswith("qos_overrides."))
 
 
 def set_realtime_priority(priority: int) -> str | None:
@@ -222,26 +239,26 @@ def create_executor(events: bool, context: Context | None = None) -> Executor:
     return SingleThreadedExecutor(context=context)
 
 
-class _StopRequest:
-    """Signal handler of :func:`run_node`: SIGINT or SIGTERM only sets ``signum``, which the spin
-    loop checks. It raises nothing: an exception raised by a handler lands wherever the main
-    thread happens to be - in a subscription callback (rclpy logs it as fatal), inside pybind11's
-    argument conversion (``RuntimeError: Unable to convert call argument``) or, for a repeated
-    signal, in ``destroy_node()`` - each a traceback and exit 1."""
+def params_file_problem(args: Sequence[str]) -> str | None:
+    """Why a ``--params-file`` of the command line ``args`` cannot be used (missing, not a file,
+    unreadable, not YAML), in one line naming it; None if each is usable. rcl itself answers
+    these with a traceback (``RCLError``) after an error line of its own."""
+    import yaml
 
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.signum = signum
-
-
-def _ignore_stop_signals() -> None:
-    """From shutdown on, SIGINT and SIGTERM are ignored: ``ros2 launch`` re-sends SIGINT and then
-    escalates to SIGTERM while a node shuts down, and the interpreter's finalisation would reset a
-    Python handler to the default action (death by the signal, exit -15); ``SIG_IGN`` survives it."""
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)
+    files = [args[k + 1] for k, arg in enumerate(args[:-1]) if arg == "--params-file"]
+    for path in files:
+        if not os.path.exists(path):
+            return f"--params-file {path}: no such file"
+        if not os.path.isfile(path):
+            return f"--params-file {path}: not a file"
+        try:
+            with open(path, encoding="utf-8") as stream:
+                yaml.safe_load(stream)
+        except OSError as exc:
+            return f"--params-file {path}: cannot read it ({exc.strerror})"
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            return f"--params-file {path}: not YAML ({' '.join(str(exc).split())})"
+    return None
 
 
 def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[BaseException], ...],
@@ -258,11 +275,14 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     valid: rclpy's signal handler is off (it would shut the context down first).
     ``hosted(node)``: the nodes ``node`` created in this process (a controller in the bus cycle),
     spun by the same executor (``node.destroy_node()`` destroys them). SIGINT and
-    SIGTERM (``ros2 launch`` escalates to it) set a flag (:class:`_StopRequest`) that the spin
-    loop checks at least every :data:`SIGNAL_WAKEUP`; once the loop has ended, both signals are
-    ignored (:func:`_ignore_stop_signals`). So one signal or several in quick succession end the
-    node the same way: ``after_spin``, destroy, exit 0, no traceback. A signal during start-up
-    lets ``create`` finish, then the node shuts down without spinning.
+    SIGTERM (``ros2 launch`` escalates to it) are handled by :data:`.stop_signals.STOP` (from the
+    package's import on in a node executable): a signal during the imports ends the process
+    before rclpy starts, one while ``create`` runs interrupts it, one while spinning sets a flag
+    that the spin loop checks at least every :data:`SIGNAL_WAKEUP`; once the loop has ended, both
+    signals are ignored. So one signal or several, at any instant, end the node the same way:
+    (``after_spin``, destroy,) exit 0, no traceback. A ``--params-file`` that is missing,
+    unreadable or not YAML is refused before rclpy starts (:func:`params_file_problem`): one line,
+    exit 1.
 
     ``events_executor``: spin :func:`create_executor`'s events executor. ``realtime`` (the loops):
     spin inside :func:`realtime_interpreter` and, if the node has a ``realtime_priority`` parameter
@@ -271,22 +291,37 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     a ``cpu_dma_latency`` parameter of 0 or more, :func:`hold_cpu_latency` until after ``after_spin``
     (each a warning if refused).
     """
-    stop = _StopRequest()
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, stop)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = catch_stop_signals()
+    if stop.signum is not None:  # during the imports: nothing started yet
+        ignore_stop_signals()
+        return 0
+    problem = params_file_problem(sys.argv if args is None else args)
+    if problem is None:
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except RCLError as exc:  # what the file check does not see (rcl's own rules)
+            problem = str(exc).splitlines()[0]
+    if problem is not None:
+        ignore_stop_signals()
+        get_logger(name).fatal(f"cannot start: {problem}")
+        return 1
     try:
+        stop.interrupt = True  # a start-up of seconds ends at once: the handler raises KeyboardInterrupt
+        if stop.signum is not None:  # since the imports
+            raise KeyboardInterrupt
         executor = create_executor(events_executor)
         node = create()
-    except (ValueError, *start_up_errors) as exc:
-        _ignore_stop_signals()
+        stop.interrupt = False
+    except BaseException as exc:  # noqa: B036 - whatever a stop signal made the constructor raise
+        stop.interrupt = False
+        ignore_stop_signals()
+        rclpy.try_shutdown()
+        if stop.signum is not None or isinstance(exc, KeyboardInterrupt):  # a signal, or raised by code (a test)
+            return 0
+        if not isinstance(exc, (ValueError, *start_up_errors)):
+            raise
         get_logger(name).fatal(f"cannot start: {exc}")
-        rclpy.try_shutdown()
         return 1
-    except KeyboardInterrupt:  # raised by code (e.g. a test), not by the signals
-        _ignore_stop_signals()
-        rclpy.try_shutdown()
-        return 0
     held = ExitStack()  # the real-time requests that outlast the spin (the shutdown's release is a loop's work too)
     try:
         executor.add_node(node)
@@ -304,7 +339,7 @@ def run_node(name: str, create: Callable[[], Node], start_up_errors: tuple[type[
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        _ignore_stop_signals()
+        ignore_stop_signals()
         if after_spin is not None:
             try:
                 after_spin(node)

@@ -32,7 +32,8 @@ from ..commands import from_stamp
 from ..sim import ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
 from ..sim.simulator import REALISM_EFFECTS
 from ..sim.schedule import PublishSchedule
-from ..sim.true_robot import PUBLISH_STREAM, rng_stream
+from ..sim.stamps import StateStamps
+from ..sim.true_robot import PUBLISH_STREAM, foreign_robot, rng_stream
 from ..timing import LoopStatistics, LoopThread
 from .common import background_worker, declare_parameters, run_node
 from .hosted import SimHost, create_hosted_controller, latency_report
@@ -68,6 +69,8 @@ class SimNode(Node):
             config = dataclasses.replace(config, timestep=1.0 / p['physics_rate'])
         if p['seed'] >= 0:
             config = dataclasses.replace(config, seed=int(p['seed']))
+        if p['robot'] == 'foreign':
+            config = foreign_robot(config, int(p['robot_seed']))
         interfaces = tuple(p['command_interfaces'])
         effects = tuple(p['realism_effects'])
         realism = Realism(**{name: bool(p['realism']) and name in effects for name in REALISM_EFFECTS})
@@ -85,7 +88,7 @@ class SimNode(Node):
 
         self._lock = threading.Lock()
         self._paused = False
-        self._anchor: tuple[int, float] | None = None  # (ROS clock [ns], simulated time [s]) of the stamps
+        self._stamps = StateStamps(self._real_time_factor, self.sim.timestep)  # the joint states' stamps
         self._publish_lock = threading.Lock()  # ~/pause waits for a joint state being published
         self.statistics = LoopStatistics(1.0 / p['publish_rate'] / max(self._real_time_factor, 1e-300))
 
@@ -196,7 +199,7 @@ class SimNode(Node):
             deadline += wall_period
             if now - deadline > 10.0 * wall_period:  # far behind (e.g. the machine stalled): resynchronise
                 self.statistics.resync()
-                self._anchor = None
+                self._stamps.restart()
                 deadline = now
             elif deadline > now:
                 time.sleep(deadline - now)
@@ -217,18 +220,12 @@ class SimNode(Node):
             self.clock_pub.publish(Clock(clock=msg.header.stamp))
 
     def _state_stamp(self, sim_time: float, due: float | None) -> Time:
-        """The simulated instant ``sim_time`` on the ROS clock (doc/simulation.md), never later than now;
-        ``due`` the ``perf_counter`` instant the loop was due to publish it at."""
+        """The simulated instant ``sim_time`` on the ROS clock, after the previous stamp whatever the
+        load (:class:`~..sim.stamps.StateStamps`); ``due`` the ``perf_counter`` instant the loop was due to
+        publish it at."""
         now = self.get_clock().now().nanoseconds
-        if self._real_time_factor == 0.0:
-            return Time(sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
-        if self._anchor is None or sim_time < self._anchor[1]:  # the simulated time went back: a reset
-            late = 0 if due is None else max(0, int(1e9 * (time.perf_counter() - due)))
-            self._anchor = (now - late, sim_time)
-        wall, simulated = self._anchor
-        nanoseconds = wall + int(round(1e9 * (sim_time - simulated) / self._real_time_factor))
-        if nanoseconds > now:  # the ROS clock was set back (or slewed): this state's instant is now
-            self._anchor, nanoseconds = (now, sim_time), now
+        late = 0 if due is None else int(1e9 * (time.perf_counter() - due))
+        nanoseconds = self._stamps.stamp(sim_time, now, late)
         return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
     # -- commands -------------------------------------------------------------------------------
@@ -313,7 +310,7 @@ class SimNode(Node):
             with self._lock:
                 self.sim.reset(q, hold=self._hold_on_start)
                 self._schedule.restart()
-                self._anchor = None
+                self._stamps.restart()
                 position = self.sim.measure().position
         except ValueError as exc:
             response.success, response.message = False, f"reset refused: {exc}"
@@ -327,7 +324,7 @@ class SimNode(Node):
         """Pause or resume; once ``~/pause`` has answered, no joint state is published until ``~/resume``."""
         with self._publish_lock:
             self._paused = paused
-            self._anchor = None
+            self._stamps.restart()
         response.success = True
         response.message = "paused" if paused else "running"
         return response

@@ -44,6 +44,16 @@ QOS_DEPTH = 10
 COMMAND_TOPICS = {"effort": "effort_command_topic", "position": "position_command_topic",
                   "velocity": "velocity_command_topic"}
 SERVICES = ("motors_on", "motors_off", "calibrate", "reconnect")
+#: what a drive's error flag means, for the fault's log line (the firmware's flags: driver/process_data.py)
+FLAG_CAUSES = {
+    "TIMEOUT": "no set-point within the drive's EtherCAT timeout: the bus cycle stalled or stopped",
+    "I2T_EXCEEDED": "the motor's i2t limit: too much current for too long",
+    "OVER_CURRENT": "over-current", "UNDER_VOLTAGE": "supply voltage too low",
+    "OVER_VOLTAGE": "supply voltage too high",
+    "OVER_TEMPERATURE": "drive too hot", "EMERGENCY_STOP": "the emergency stop",
+    "HALL_SENSOR_ERROR": "hall sensor error", "ENCODER_ERROR": "encoder error",
+    "INITIALIZATION_ERROR": "commutation (initialization) failed",
+}
 
 
 class YoubotDriverNode(Node):
@@ -98,6 +108,7 @@ class YoubotDriverNode(Node):
         self.driver.connect()
         self.loop = CyclicLoop(self.driver)
         self._refusals_seen = 0
+        self._faults_logged: tuple[str, ...] = ()  # the faults of the last state, logged once (fault_message)
 
         self._state_msg = JointState(name=list(self.arm.joint_names))
         self.state_pub = self.create_publisher(JointState, p['joint_states_topic'], QOS_DEPTH)
@@ -166,6 +177,10 @@ class YoubotDriverNode(Node):
             if state is None:
                 continue
             seen = state.sequence
+            if state.faults != self._faults_logged:
+                self._faults_logged = state.faults
+                if state.faults:
+                    self.get_logger().error(fault_message(state.faults))
             if seen < next_publish:
                 continue
             next_publish = seen + self._publish_every
@@ -293,6 +308,15 @@ class YoubotDriverNode(Node):
         msg = DiagnosticArray(status=statuses)
         msg.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(msg)
+
+
+def fault_message(faults: tuple[str, ...]) -> str:
+    """The log line of the driver's ``faults`` (which joint, which flag): what the flags in it mean, and
+    that the motors are off until ``~/motors_on`` clears them (issue 35: a fault showed only on /diagnostics)."""
+    text = "; ".join(faults)
+    causes = [f"{flag}: {cause}" for flag, cause in FLAG_CAUSES.items() if flag in text]
+    return (f"fault: {text}" + (f" ({'; '.join(causes)})" if causes else "")
+            + "; motors off, commands refused until ~/motors_on clears it")
 
 
 def main(args: list[str] | None = None) -> int:

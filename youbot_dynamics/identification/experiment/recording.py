@@ -8,6 +8,11 @@ pause in the data does not hold samples back), so a crash or Ctrl-C loses at mos
 ``flush_period`` of data: the bag on disk is complete up to the last flush (see
 :class:`~.bagio.IncrementalBagWriter`), the CSV holds whole rows up to it. ``t`` in the CSV is the
 message stamp in seconds.
+
+A flush that fails (a full disk, issue 35) stops the recording: both files are closed as the last
+good flush left them (the bag with its summary put back, the CSV cut back to its last whole row),
+readable, and a :class:`RecordingError` names them and what they hold; from then on
+:meth:`JointStateRecorder.write`, ``flush`` and ``close`` do nothing (``failed`` holds the error).
 """
 from __future__ import annotations
 
@@ -19,10 +24,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...contract import JOINT_STATES
-from ..io.bagio import IncrementalBagWriter, JointSelector, joint_state_message
+from ..io.bagio import BagWriteError, IncrementalBagWriter, JointSelector, joint_state_message
 from ..io.dataset import IdentificationError, joint_columns
 
-__all__ = ["JointStateRecorder"]
+__all__ = ["JointStateRecorder", "RecordingError"]
+
+
+class RecordingError(OSError):
+    """The recording could not be written and was stopped (module docstring)."""
 
 
 class JointStateRecorder:
@@ -37,6 +46,9 @@ class JointStateRecorder:
         self.csv_path = Path(csv_path) if csv_path is not None else None
         self._csv_file = self.csv_path.open("x") if self.csv_path is not None else None
         self._csv_lines: list[str] = []  # rows since the last flush: the file only ever gets whole rows
+        self._csv_rows = 0  # rows recorded
+        self._csv_flushed = (0, 0)  # (bytes, rows) of the CSV at its last flush
+        self.failed: RecordingError | None = None
         self._with_velocity: bool | None = None  # decided by the first sample (CSV header)
         self.flush_period = flush_period
         self._clock = clock
@@ -47,13 +59,18 @@ class JointStateRecorder:
               effort: Sequence[float], receive_ns: int | None = None) -> None:
         """Record one joint state (all joints of the message go to the bag; the recorded joints to
         the CSV). ``receive_ns`` is the bag time (default ``stamp_ns``)."""
+        if self.failed is not None:
+            return
         n = len(names)
         if len(position) != n or len(effort) != n or len(velocity) not in (0, n):
             raise IdentificationError(f"joint state with {n} names but {len(position)} positions, {len(velocity)} "
                                       f"velocities and {len(effort)} efforts")
         order = self._select(names, "joint state")
-        self.bag.write(stamp_ns if receive_ns is None else receive_ns,
-                       joint_state_message(self.bag.store, stamp_ns, names, position, velocity, effort))
+        try:
+            self.bag.write(stamp_ns if receive_ns is None else receive_ns,
+                           joint_state_message(self.bag.store, stamp_ns, names, position, velocity, effort))
+        except OSError as exc:  # a flush of a full chunk failed
+            raise self._stop(exc) from exc
         if self._csv_file is not None:  # unstamped messages: the CSV time is the receive time
             self._add_csv_row(stamp_ns or receive_ns or 0, order, position, velocity, effort)
         if self._clock() - self._last_flush >= self.flush_period:
@@ -72,19 +89,53 @@ class JointStateRecorder:
         parts = [position, velocity, effort] if self._with_velocity else [position, effort]
         row = [stamp_ns * 1e-9] + [float(np.asarray(p, dtype=float)[k]) for p in parts for k in order]
         self._csv_lines.append(",".join(map(repr, row)) + "\n")
+        self._csv_rows += 1
 
     def flush(self) -> None:
-        """Put everything recorded so far on disk (bag complete and valid, CSV rows whole)."""
-        self.bag.flush()
-        if self._csv_file is not None and not self._csv_file.closed:
-            self._csv_file.write("".join(self._csv_lines))
-            self._csv_lines.clear()
-            self._csv_file.flush()
-            os.fsync(self._csv_file.fileno())
+        """Put everything recorded so far on disk (bag complete and valid, CSV rows whole);
+        :class:`RecordingError` if that fails (module docstring)."""
+        if self.failed is not None:
+            return
+        try:
+            self.bag.flush()
+            if self._csv_file is not None and not self._csv_file.closed:
+                self._csv_file.write("".join(self._csv_lines))
+                self._csv_file.flush()
+                os.fsync(self._csv_file.fileno())
+                self._csv_flushed = (self._csv_file.tell(), self._csv_rows)
+                self._csv_lines.clear()
+        except OSError as exc:
+            raise self._stop(exc) from exc
         self._last_flush = self._clock()
 
+    def _stop(self, exc: OSError) -> RecordingError:
+        """Close both files as the last good flush left them after ``exc``; the error naming them."""
+        if isinstance(exc, BagWriteError):  # the bag closed itself as its last flush left it
+            reason, kept = exc.reason, [f"the bag {self.bag.file} {exc.kept}"]
+        else:
+            self.bag.close()  # nothing pending: the CSV failed after the bag's flush
+            reason = exc.strerror or str(exc)
+            kept = [f"the bag {self.bag.file} closed, readable with the {self.bag.flushed_count} messages of its "
+                    "last flush"]
+        if self._csv_file is not None:
+            try:
+                self._csv_file.close()
+            except OSError:
+                pass  # the buffered rows the disk refused are dropped
+            size, rows = self._csv_flushed
+            try:
+                os.truncate(self.csv_path, size)  # a row cut by the failure: back to the last whole one
+                kept.append(f"the CSV {self.csv_path} with {rows} rows")
+            except OSError as again:
+                kept.append(f"the CSV {self.csv_path} possibly with a cut last row ({again.strerror or again})")
+        self.failed = RecordingError(f"cannot write the recording ({reason}), stopped: {'; '.join(kept)}")
+        self.failed.errno = exc.errno
+        return self.failed
+
     def close(self) -> None:
-        """Flush and close both files."""
+        """Flush and close both files (nothing to do after a :class:`RecordingError`)."""
+        if self.failed is not None:
+            return
         self.flush()
         self.bag.close()
         if self._csv_file is not None:

@@ -1,17 +1,21 @@
 """rosbag2 input/output of ``sensor_msgs/msg/JointState`` with the pure-Python ``rosbags`` library.
 
 Writing (:class:`IncrementalBagWriter`): a rosbag2 folder (``metadata.yaml`` + one MCAP file,
-rosbag2 metadata version 8, CDR) that is a complete, valid bag after every :meth:`flush`, so a
-crash loses only what came after the last flush. ``rosbags`` writes MCAP chunks and the summary
-(index, statistics, footer) only when the bag is closed; here each flush
+rosbag2 metadata version 8, CDR) that is a complete, valid bag from its opening on and after every
+:meth:`flush`, so a crash loses only what came after the last flush. ``rosbags`` writes MCAP chunks
+and the summary (index, statistics, footer) only when the bag is closed; here each flush
 
 1. writes the pending chunk at the end of the data section (overwriting the previous summary),
-2. writes a fresh summary and footer behind it and truncates the file there,
-3. rewrites ``metadata.yaml`` atomically (temporary file + rename), and ``fsync``s the MCAP file,
+2. writes a fresh summary and footer behind it, truncates the file there and ``fsync``s it,
+3. then replaces ``metadata.yaml`` (written aside, renamed),
 
 by running ``rosbags``' own closing code on a file handle it is not allowed to close. A crash in
 the middle of a flush (milliseconds per second) can leave an unreadable summary; the chunks
-before it are intact. This relies on ``rosbags`` internals (``Writer.storage``,
+before it are intact. A flush that fails (a full disk: ``OSError``) puts the previous summary back
+in place (its bytes, kept from the flush before: rewritten over blocks the file already had) and
+closes the bag: it stays readable with what the previous flush had, and the failure is a
+:class:`BagWriteError` naming the file (issue 35: "File end magic is invalid" after a full disk).
+This relies on ``rosbags`` internals (``Writer.storage`` / ``metapath``,
 ``McapWriter.close_chunk`` / ``bio`` / ``chunk``), checked when the bag is opened; tested with
 rosbags 0.11.
 
@@ -35,8 +39,8 @@ from ...contract import JOINT_STATES
 from ...dataio import DataFileError
 from .dataset import Dataset, IdentificationError
 
-__all__ = ["JOINT_STATE", "typestore", "joint_state_message", "JointSelector", "IncrementalBagWriter",
-           "read_joint_states"]
+__all__ = ["JOINT_STATE", "typestore", "joint_state_message", "JointSelector", "BagWriteError",
+           "IncrementalBagWriter", "read_joint_states"]
 
 Array = NDArray[np.float64]
 
@@ -86,16 +90,29 @@ class JointSelector:
 
 
 class _KeepOpen:
-    """A file handle whose ``close`` does nothing (everything else is delegated)."""
+    """A file handle whose ``close`` does nothing and that keeps a copy of what is written through it
+    in ``written`` (everything else is delegated)."""
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
+        self.written = bytearray()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
 
+    def write(self, data: bytes) -> int:
+        self.written += data
+        return self._handle.write(data)
+
     def close(self) -> None:
         pass
+
+
+class BagWriteError(OSError):
+    """A bag could not be written (a full disk): it was closed as its last flush left it (module
+    docstring); ``reason`` the failure, ``kept`` what the bag holds, in words."""
+
+    reason = kept = ""
 
 
 class IncrementalBagWriter:
@@ -113,16 +130,24 @@ class IncrementalBagWriter:
             self._writer.set_custom_data(key, value)
         self._writer.open()
         storage = self._writer.storage
-        if not all(hasattr(storage, a) for a in ("close_chunk", "bio", "chunk")):
+        if not all(hasattr(storage, a) for a in ("close_chunk", "bio", "chunk", "path")) \
+                or not hasattr(self._writer, "metapath"):
             self._writer.abort()
             raise RuntimeError("this rosbags version's MCAP writer cannot be flushed incrementally (tested with 0.11)")
+        self.file = Path(storage.path)  # the MCAP file
+        self._metadata = self._writer.metapath
         self._connection = self._writer.add_connection(topic, msgtype, typestore=self.store)
         self._data_end = storage.bio.tell()
+        self._summary = b""  # the summary and footer of the last flush, behind _data_end
         self._pending = 0
         self.message_count = 0
+        self.flushed_count = 0  # messages in the bag as its last flush left it
+        self._write_summary()  # valid (and empty) from here on
 
     def write(self, timestamp_ns: int, message: Any) -> None:
         """Append ``message`` (a type-store object) received at ``timestamp_ns``."""
+        if self._writer.storage is None:
+            raise BagWriteError(f"the bag {self.file} is closed")
         self._writer.write(self._connection, int(timestamp_ns), self.store.serialize_cdr(message, self.msgtype))
         self._pending += 1
         self.message_count += 1
@@ -135,27 +160,62 @@ class IncrementalBagWriter:
             self._write_summary()
 
     def _write_summary(self) -> None:
+        """Flush steps 1-3 (module docstring); on an ``OSError`` :meth:`_give_up`."""
         writer, storage = self._writer, self._writer.storage
         handle = storage.bio
-        handle.seek(self._data_end)
-        storage.close_chunk()
-        self._data_end = handle.tell()
-        storage.bio = _KeepOpen(handle)
+        pending_metadata = self._metadata.with_name(f".pending.{self._metadata.name}")
         try:
-            writer.close()  # summary, footer and metadata.yaml, from the writer's state
-        finally:
-            storage.bio, writer.storage = handle, storage
-        handle.truncate()
-        handle.flush()
-        os.fsync(handle.fileno())
-        handle.seek(self._data_end)
+            handle.seek(self._data_end)
+            storage.close_chunk()
+            data_end = handle.tell()
+            summary = _KeepOpen(handle)
+            storage.bio, writer.metapath = summary, pending_metadata
+            try:
+                writer.close()  # summary, footer and metadata.yaml (aside), from the writer's state
+            finally:
+                storage.bio, writer.storage, writer.metapath = handle, storage, self._metadata
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.replace(pending_metadata, self._metadata)
+        except OSError as exc:
+            raise self._give_up(exc, pending_metadata) from exc
+        self._data_end, self._summary = data_end, bytes(summary.written)
+        handle.seek(data_end)
         self._pending = 0
+        self.flushed_count = self.message_count
+
+    def _give_up(self, exc: OSError, pending_metadata: Path) -> BagWriteError:
+        """Close the bag as the last flush left it (its summary put back; ``metadata.yaml`` is still
+        that flush's) after ``exc``; the error to raise, naming the file."""
+        handle, self._writer.storage = self._writer.storage.bio, None
+        self.message_count = self.flushed_count
+        try:
+            handle.close()  # the buffered bytes the disk refused are dropped
+        except OSError:
+            pass
+        for leftover in (pending_metadata, pending_metadata.with_suffix(".yaml.tmp")):
+            leftover.unlink(missing_ok=True)
+        kept = f"closed, readable with the {self.flushed_count} messages of its last flush"
+        try:
+            fd = os.open(self.file, os.O_WRONLY)
+            try:
+                os.pwrite(fd, self._summary, self._data_end)  # blocks the file had: no space needed
+                os.ftruncate(fd, self._data_end + len(self._summary))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as again:
+            kept = f"unreadable: its last summary could not be put back ({again.strerror or again})"
+        error = BagWriteError(f"cannot write the bag {self.file} ({exc.strerror or exc}): {kept}")
+        error.errno, error.reason, error.kept = exc.errno, exc.strerror or str(exc), kept
+        return error
 
     def close(self) -> None:
-        """Flush and close; the bag stays valid (an empty bag too)."""
+        """Flush and close; the bag stays valid (an empty bag too). Nothing to do after a :class:`BagWriteError`."""
         if self._writer.storage is None:
             return
-        if self._pending or not self.message_count:
+        if self._pending:
             self._write_summary()
         handle = self._writer.storage.bio
         self._writer.storage = None

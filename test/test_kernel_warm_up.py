@@ -1,0 +1,76 @@
+"""The model kernels' warm-up (youbot_dynamics.compiled): a compile is told from a cache load by
+numba's own events, not by how long it took (issue 35, case 16: "compiled the model kernels in
+2.0-4.7 s (a first start ...)" was logged on later starts too, loading the cache on a busy machine)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from youbot_dynamics.arm import default_arm
+from youbot_dynamics.compiled import compilations
+
+PROBE = textwrap.dedent("""
+    import toy
+    from youbot_dynamics.compiled import compilations
+    with compilations() as compiled:
+        toy.twice(1.0)
+    stats = toy.twice.stats
+    print(compiled, sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+""")
+
+
+def test_a_compile_is_seen_and_a_cache_load_is_not(tmp_path):
+    """A kernel cached on disk (``cache=True``): compiled by the first process (numba counts a cache
+    miss), loaded by the second (a cache hit); ``compilations`` names it only the first time."""
+    (tmp_path / "toy.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2.0 * x\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}  # toy's cache: tmp_path/__pycache__
+    env["PYTHONPATH"] = str(tmp_path)
+    runs = [subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["['twice']", "0", "1"], ["[]", "1", "0"]], [r.stderr for r in runs]
+
+
+@pytest.fixture
+def warm_up(monkeypatch):
+    """``ControllerNode._warm_up`` on a stand-in node whose logger records ``(level, line)``, with
+    ``kernels`` standing in for compile_kernels; the lines it logged."""
+    pytest.importorskip("rclpy")
+    from youbot_dynamics.nodes import controller_node
+
+    lines: list[tuple[str, str]] = []
+    logger = SimpleNamespace(info=lambda m: lines.append(("info", m)), debug=lambda m: lines.append(("debug", m)))
+    node = SimpleNamespace(arm=default_arm(), get_logger=lambda: logger)
+
+    def run(kernels) -> list[tuple[str, str]]:
+        monkeypatch.setattr(controller_node, "compile_kernels", kernels)
+        controller_node.ControllerNode._warm_up(node)
+        return lines
+
+    return run
+
+
+def test_a_slow_cache_load_is_not_called_a_compile(warm_up):
+    lines = warm_up(lambda arm, batches: {"kinematics": 1.5, "dynamics": 3.2})  # 4.7 s, nothing compiled
+    assert [level for level, _ in lines] == ["debug"] and "loaded from numba's cache in 4.7 s" in lines[0][1]
+
+
+def test_a_compile_is_said_in_the_log(warm_up):
+    import numba
+
+    def compiling(arm, batches):
+        numba.njit(lambda x: x + 1.0)(1.0)  # a kernel compiled here (no cache)
+        return {"kinematics": 0.1}
+
+    lines = warm_up(compiling)
+    assert [level for level, _ in lines] == ["info"] and lines[0][1].startswith("compiled the model kernels in 0.1 s")
+
+
+def test_compilations_is_empty_without_work():
+    with compilations() as compiled:
+        pass
+    assert compiled == []
