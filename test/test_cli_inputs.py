@@ -28,6 +28,7 @@ from youbot_dynamics.kinematics import forward_kinematics
 from youbot_dynamics.paths import config_path
 from youbot_dynamics.transforms import rotation_to_quaternion
 from youbot_dynamics.upstream import load_upstream
+from conftest import real_data_folder
 
 ARM = default_arm()
 MID = 0.5 * (ARM.position_min + ARM.position_max)
@@ -412,7 +413,7 @@ def test_trajectory_file_longer_than_the_maximum_is_refused(tmp_path):
 
 # -- identify on the real arm's recordings --------------------------------------------------------
 
-REAL_DATA = Path("/work/shared/data/youbot_real")
+REAL_DATA = real_data_folder()
 
 
 def test_speeds_of_the_real_arm_are_plausible_degrees_are_not(recording):
@@ -429,7 +430,7 @@ def test_speeds_of_the_real_arm_are_plausible_degrees_are_not(recording):
         check_plausible(Dataset(data.t, np.degrees(data.q), data.tau, np.degrees(fast), source="deg"), ARM)
 
 
-@pytest.mark.skipif(not (REAL_DATA / "real_01.csv").exists(), reason="real youBot recordings not on this machine")
+@pytest.mark.skipif(not (REAL_DATA / "real_01.csv").exists(), reason=f"no real youBot recordings in {REAL_DATA}")
 def test_identify_accepts_a_real_recording(tmp_path, capsys):
     """12 s of real_01.csv (from the start at the stops), with joint 5 up to 2.5 x velocity_max."""
     lines = (REAL_DATA / "real_01.csv").read_text().splitlines()
@@ -540,3 +541,103 @@ def test_a_bad_base_parameter_value_is_named(tmp_path, capsys):
     model.write_text(yaml.safe_dump(doc))
     with pytest.raises(ModelFileError, match=rf"base_parameters\[7\] \({entry['name']}\)\.value: .*inf"):
         load_model(model)
+
+
+# -- issue 35 items 1, 8, 9, 11: implausible models, flat excitations, outputs, empty files ----------
+
+
+def _mNm_model(tmp_path: Path) -> Path:
+    """The nominal model x 1000 (what a recording in mN m identifies): 2412 kg on link 1."""
+    from youbot_dynamics.dynamics.model import DynamicModel
+    from youbot_dynamics.dynamics.nominal import nominal_model
+    from youbot_dynamics.dynamics.paramfile import save_model
+
+    nominal, chi = nominal_model(ARM)
+    path = tmp_path / "mNm.yaml"
+    save_model(path, DynamicModel.from_standard(nominal.chain, 1000.0 * chi), "x1000", 1000.0 * chi)
+    return path
+
+
+def test_identify_refuses_torques_in_millinewton_metres_before_fitting(tmp_path, recording, capsys):
+    _, data = recording
+    write_csv_dataset(tmp_path / "mNm.csv", Dataset(data.t, data.q, 1000.0 * data.tau, data.dq))
+    out = tmp_path / "m.yaml"
+    err = refused(capsys, "identify", str(tmp_path / "mNm.csv"), "--out", str(out))
+    assert "mNm.csv: column tau" in err and "above 2 x the drives' peak torques" in err and "mN m" in err, err
+    assert not out.exists()
+
+
+def test_identify_does_not_write_an_implausible_model(tmp_path, recording, capsys, monkeypatch):
+    """The bound on the identified model itself (here made tight: 0.5 x the arm's mass, which the
+    synthetic arm's ~5.6 kg exceeds): exit 2 naming the total mass, nothing written."""
+    monkeypatch.setattr("youbot_dynamics.dynamics.plausibility.MASS_FACTOR", 0.5)
+    source, _ = recording
+    out, report = tmp_path / "m.yaml", tmp_path / "report"
+    err = refused(capsys, "identify", str(source), "--out", str(out), "--report", str(report))
+    assert err.startswith(f"youbot-dynamics identify: the identified model (for {out}): not a plausible youBot "
+                          "model") and "total mass m1 + ... + m5 = " in err and "(0.5 x the arm's nominal" in err, err
+    assert "--allow-implausible uses it anyway" in err
+    assert not out.exists() and not report.exists()
+
+
+def test_predict_and_calibrate_refuse_an_implausible_model_unless_allowed(tmp_path, recording, capsys, monkeypatch):
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("the calibration ran")
+
+    monkeypatch.setattr("youbot_dynamics.identification.estimation.calibration.calibrate", no_calibration)
+    source, _ = recording
+    params = _mNm_model(tmp_path)
+    err = refused(capsys, "calibrate", "--params", str(params), str(source), "--out", str(tmp_path / "new.yaml"))
+    assert err.startswith(f"youbot-dynamics calibrate: model file {params}: not a plausible youBot model"), err
+    assert "m1 = 2412 kg, above 22.5 kg" in err
+    err = refused(capsys, "predict", "--params", str(params), "--recording", str(source), "--output",
+                  str(tmp_path / "p.csv"))
+    assert "m1 = 2412 kg, above 22.5 kg" in err and "--allow-implausible uses it anyway" in err
+    code, _, err = run(capsys, "predict", "--params", str(params), "--recording", str(source), "--output",
+                       str(tmp_path / "p.csv"), "--allow-implausible")
+    assert code == 0 and "warning: model file" in err and "(used anyway: --allow-implausible)" in err, err
+
+
+def test_identify_unwritable_report_fails_before_the_fit(tmp_path, recording, capsys, monkeypatch):
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the identification ran")
+
+    monkeypatch.setattr("youbot_dynamics.identification.estimation.pipeline.identify", no_fit)
+    source, _ = recording
+    afile = tmp_path / "a file"
+    afile.write_text("")
+    err = refused(capsys, "identify", str(source), "--out", str(tmp_path / "m.yaml"), "--report",
+                  str(afile / "report"))
+    assert err == f"youbot-dynamics identify: cannot create the --report {afile / 'report'}: {afile} is a file, not " \
+                  "a folder", err
+    assert not (tmp_path / "m.yaml").exists()
+
+
+def test_header_only_csv_is_one_line_without_numpy_warnings(tmp_path, capsys):
+    import warnings
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("t,q1,q2,q3,q4,q5,dq1,dq2,dq3,dq4,dq5,tau1,tau2,tau3,tau4,tau5\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = run(capsys, "identify", str(empty), "--out", str(tmp_path / "m.yaml"))
+    assert code == 2 and err == f"youbot-dynamics identify: {empty}: no data rows\n", err
+    assert [str(w.message) for w in caught] == []
+
+
+def test_a_flat_excitation_is_refused_and_the_condition_number_computed(tmp_path):
+    flat = tmp_path / "flat.yaml"
+    save_trajectory(flat, FourierTrajectory.at_rest(10.0, MID, np.zeros((4, 5))), ARM.joint_names,
+                    {"condition_number": 11.6, "structure": "full"})
+    with pytest.raises(TrajectoryFileError) as info:
+        load_trajectory(flat, ARM.joint_names)
+    assert str(info.value) == (f"{flat}: a, b: the trajectory excites too little to identify the full model: "
+                               "condition number inf computed from it on 200 samples (the file says 11.6); design "
+                               "it with more points or harmonics")
+    # the shipped excitation with a wrong figure in its design block: the figure reported is the trajectory's
+    shipped = load_trajectory(config_path("excitation_default.yaml"), ARM.joint_names)
+    lying = tmp_path / "lying.yaml"
+    save_trajectory(lying, shipped.trajectory, ARM.joint_names, {**shipped.design, "condition_number": 1.0})
+    designed = yaml.safe_load(config_path("excitation_default.yaml").read_text())
+    expected = designed["youbot_excitation_trajectory"]["design"]["condition_number"]  # excite's, 11.59
+    assert load_trajectory(lying, ARM.joint_names).design["condition_number"] == pytest.approx(expected, rel=1e-9)

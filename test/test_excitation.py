@@ -305,8 +305,7 @@ def test_default_design_reaches_condition_200():
     to thousands), default T = 10 s and 5 harmonics."""
     r = design_excitation(ARM, seed=0)
     assert r.condition_number <= 200
-    assert r.margins.violations(r.limits.margins) == []
-    assert r.elapsed < 60
+    assert r.margins.violations(r.limits.margins) == []  # (its time: make bench, excitation_design_s)
 
 
 def test_design_respects_a_given_start_and_options():
@@ -374,12 +373,16 @@ def test_random_points_excitation_reports(model):
 
 
 @pytest.mark.parametrize("kind", ["fourier", "waypoints"])
-def test_file_round_trip(tmp_path, random_fourier, kind):
+def test_file_round_trip(tmp_path, random_fourier, model, kind):
     traj = random_fourier if kind == "fourier" else random_configurations(ARM, 3, seed=0)
     design = {"condition_number": 12.5, "margins_achieved": {"clearance": 0.07}}
     path = save_trajectory(tmp_path / "traj.yaml", traj, ARM.joint_names, design)
     loaded = load_trajectory(path, ARM.joint_names)
-    assert loaded.joint_names == ARM.joint_names and loaded.design == design
+    # the design block round-trips but for the condition number: the trajectory's own (issue 35, item 8)
+    computed, samples = loaded.design["condition_number"], loaded.design["samples"]
+    assert loaded.joint_names == ARM.joint_names
+    assert loaded.design == {**design, "condition_number": computed, "samples": samples}
+    assert computed == pytest.approx(trajectory_condition_number(model, traj, samples), rel=1e-12)
     assert type(loaded.trajectory) is type(traj) and loaded.trajectory.duration == traj.duration
     t = np.linspace(0.0, traj.duration, 101)
     for a, b in zip(loaded.trajectory.evaluate(t), traj.evaluate(t)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -45,8 +46,10 @@ def _clean_columns(path: Path, index: Sequence[int]) -> NDArray[np.float64] | No
     """The columns ``index`` by numpy's C parser (fast) if the file is clean: every row complete,
     numeric and finite. ``None`` otherwise; the row-by-row reader then names the problem."""
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=index, ndmin=2, dtype=float, comments=None,
-                          encoding=TEXT_ENCODING)
+        with warnings.catch_warnings():  # a header-only file: the row-by-row reader says so in one line
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
+            data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=index, ndmin=2, dtype=float, comments=None,
+                              encoding=TEXT_ENCODING)
     except (ValueError, IndexError):
         return None
     return data if data.shape[0] and np.isfinite(data).all() else None

@@ -129,7 +129,8 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = (), label: str
                  folder: bool = False) -> Path:
     """``path`` as a :class:`Path` if it can be written without touching an input: not one of
     ``inputs`` (nor inside an input folder), not a folder, and in a folder where a file can be
-    created (tried); with ``folder``, an output folder (created later): only not an input.
+    created (tried); with ``folder``, an output folder (created later): not an input, and the folder
+    or its nearest existing parent a folder where a file can be created (tried).
     :class:`OutputFileError` naming ``label`` and the file otherwise."""
     path = Path(path)
     for source in inputs:
@@ -138,11 +139,17 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = (), label: str
     if folder:
         if path.exists() and not path.is_dir():
             raise OutputFileError(f"{path}: the {label} is a file, expected a folder")
-        return path
-    if path.is_dir():
+        # the folder or, if it is still to be created, its nearest existing parent must take a file
+        where = next(p for p in (path, *path.absolute().parents) if p.exists())
+        if not where.is_dir():
+            raise OutputFileError(f"cannot create the {label} {path}: {where} is a file, not a folder")
+        directory = where
+    elif path.is_dir():
         raise OutputFileError(f"{path}: the {label} is a folder, expected a file name")
+    else:
+        directory = path.parent
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise OutputFileError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)

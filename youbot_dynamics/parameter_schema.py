@@ -15,6 +15,9 @@ The layout follows ros2_controllers' generate_parameter_library::
         read_only: false               # absent: true (read once at start-up)
         validation:
           bounds<>: [0.0, 1.0]         # closed range of an int/double (enforced by rclpy)
+          element_bounds<>: [0.0, 9.0] # closed range of each element of an int/double array
+          per_joint<>: [[0, 1]]        # an array of one value per joint (the arm description's joint
+                                       # count), or of one of these other lengths (0: unset, 1: one for all)
           one_of<>: [[a, b]]           # the value is one of these (checked at declaration)
           subset_of<>: [[a, b]]        # every element of an array is one of these
       <parameter>:
@@ -26,7 +29,9 @@ The layout follows ros2_controllers' generate_parameter_library::
 Where a default or a choice list belongs to the core (a config dataclass, a constant), the schema
 names it instead of repeating it: ``default_value: {from: youbot_dynamics.control.safety:SafetyConfig.ramp_time}``
 (``module:attribute.path``; a tuple becomes a list). Differences to generate_parameter_library:
-``read_only`` defaults to true, ``like``, ``_extends`` and ``from``.
+``read_only`` defaults to true, ``like``, ``_extends``, ``from`` and ``per_joint<>``. Every array of one
+value per joint declares ``per_joint<>``: a wrong length is refused at start-up in one line naming the
+parameter and the lengths expected (not by an error deep in the node).
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "load_schema", "resolve", "schema_names"]
+__all__ = ["EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "joint_count", "load_schema", "resolve", "schema_names"]
 
 SCHEMA_PACKAGE = "youbot_dynamics.nodes"
 SCHEMA_DIRECTORY = "parameters"
@@ -48,7 +53,7 @@ EXTENDS = "_extends"
 TYPES: dict[str, type] = {"bool": bool, "int": int, "double": float, "string": str, "bool_array": bool,
                           "int_array": int, "double_array": float, "string_array": str}
 _ENTRY_KEYS = {"type", "default_value", "description", "read_only", "validation", "like"}
-_VALIDATIONS = {"bounds<>", "one_of<>", "subset_of<>"}
+_VALIDATIONS = {"bounds<>", "element_bounds<>", "one_of<>", "subset_of<>", "per_joint<>"}
 
 
 class SchemaError(ValueError):
@@ -65,8 +70,15 @@ class ParameterSpec:
     default: Any = None
     read_only: bool = True
     bounds: tuple[float, float] | None = None
+    element_bounds: tuple[float, float] | None = None
     one_of: tuple | None = None
     subset_of: tuple | None = None
+    per_joint: tuple[int, ...] | None = None  # an array of one value per joint, or of one of these lengths
+
+    @property
+    def lengths(self) -> tuple[int, ...] | None:
+        """The lengths a ``per_joint`` array may have (the joint count first), else None."""
+        return None if self.per_joint is None else (joint_count(), *self.per_joint)
 
     @property
     def is_array(self) -> bool:
@@ -76,12 +88,31 @@ class ParameterSpec:
         """ValueError unless ``value`` (of this parameter's type) is within its bounds and choices."""
         if self.bounds is not None and not self.is_array and not self.bounds[0] <= value <= self.bounds[1]:
             raise ValueError(f"{self.name} must be within [{self.bounds[0]}, {self.bounds[1]}], got {value!r}")
+        if self.lengths is not None and len(value) not in self.lengths:
+            others = {0: "none (unset)", 1: "1 (one for all)"}
+            alternatives = "".join(f" or {others.get(k, k)}" for k in self.lengths[1:])
+            raise ValueError(f"{self.name}: expected {self.lengths[0]} values (one per joint){alternatives}, got "
+                             f"{len(value)}")
+        if self.element_bounds is not None:
+            low, high = self.element_bounds
+            outside = [v for v in value if not low <= v <= high]
+            if outside:
+                raise ValueError(f"{self.name}: every value must be within [{low:g}, {high:g}], got {outside[0]:g}")
         if self.one_of is not None and value not in self.one_of:
             raise ValueError(f"{self.name} must be one of {self.one_of}, got {value!r}")
         if self.subset_of is not None:
             unknown = sorted(set(value) - set(self.subset_of))
             if unknown:
                 raise ValueError(f"{self.name}: unknown {unknown}; known: {list(self.subset_of)}")
+
+
+@functools.lru_cache(maxsize=1)
+def joint_count() -> int:
+    """The joints of the package's arm description (``config/youbot_arm.yaml``): the length of a
+    ``per_joint<>`` array."""
+    from .arm import default_arm
+
+    return default_arm().n_joints
 
 
 def resolve(reference: str) -> Any:
@@ -165,6 +196,19 @@ def _spec(name: str, entry: Any, where: str) -> ParameterSpec:
         if not low <= high:
             raise SchemaError(f"{what}: bounds<> [{low}, {high}] are empty")
         fields["bounds"] = (low, high)
+    if "element_bounds<>" in validation:
+        bounds = [_value(b) for b in validation["element_bounds<>"]]
+        if kind not in ("int_array", "double_array") or len(bounds) != 2:
+            raise SchemaError(f"{what}: element_bounds<> are [low, high] of an int or double array")
+        low, high = (_typed(b, kind[:-6], f"{what}: element_bounds<>") for b in bounds)
+        if not low <= high:
+            raise SchemaError(f"{what}: element_bounds<> [{low}, {high}] are empty")
+        fields["element_bounds"] = (low, high)
+    if "per_joint<>" in validation:
+        arguments = validation["per_joint<>"]
+        if not kind.endswith("_array") or not (isinstance(arguments, list) and len(arguments) == 1):
+            raise SchemaError(f"{what}: per_joint<> is for arrays and takes one argument, the other lengths accepted")
+        fields["per_joint"] = tuple(_typed(arguments[0], "int_array", f"{what}: per_joint<>"))
     for key, field, element_kind in (("one_of<>", "one_of", kind), ("subset_of<>", "subset_of", kind[:-6])):
         if key in validation:
             arguments = validation[key]

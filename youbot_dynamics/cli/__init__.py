@@ -43,6 +43,8 @@ from ..transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_
 from .calibrate import add_parser as add_calibrate_parser
 from .excite import add_parser as add_excite_parser
 from .identify import add_parser as add_identify_parser
+from .plausible import add_option as add_allow_implausible
+from .plausible import check_model_plausible
 
 __all__ = ["main", "build_parser"]
 
@@ -225,13 +227,16 @@ def _joint_columns(prefix: str, n: int) -> list[str]:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     """Torques of the model file for the recorded states; a model inconsistent with the arm
-    (:mod:`.dynamics.consistency`) is refused unless ``--allow-inconsistent-model`` (then a warning)."""
+    (:mod:`.dynamics.consistency`) is refused unless ``--allow-inconsistent-model``, one outside the
+    plausibility bounds (:mod:`.dynamics.plausibility`) unless ``--allow-implausible`` (then a warning)."""
     from ..dynamics.consistency import ModelConsistencyError, check_model
     from ..dynamics.paramfile import load_model
 
-    model = load_model(args.params)
+    arm = _arm(args)
+    model = load_model(args.params, arm, allow_implausible=True)
+    check_model_plausible(model, arm, args)
     try:
-        check_model(model, _arm(args))
+        check_model(model, arm)
     except ModelConsistencyError as exc:
         if not args.allow_inconsistent_model:
             raise
@@ -409,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="use a model that fails the consistency check against the arm description (mass "
                          "matrix not positive definite, negative friction or mass, another chain or gravity) with "
                          "a warning instead of refusing it (exit 2)")
+    add_allow_implausible(predict, "use a model")
     predict.set_defaults(func=cmd_predict, inputs=("params", "input", "recording"), outputs=("output",))
 
     nominal = sub.add_parser("nominal-model", help="print (or write) the nominal model file")

@@ -12,7 +12,8 @@ last ``--holdout`` fraction of the recordings (fitted without it) and on all of 
 options default to those the model file records (its ``identification.processing``). A model
 that fails the consistency check of ``predict`` and the controllers (e.g. a negative mass left at
 the tool) is not written: exit 1 with the reason. Exit 2 on bad input (files, options, a model
-without standard parameters).
+without standard parameters, an input or updated model outside the plausibility bounds of
+:mod:`..dynamics.plausibility` unless ``--allow-implausible``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, 
 from ..arm import default_arm, load_arm
 from ..contract import JOINT_STATES
 from ..identification.estimation.processing import MAX_FILTER_ORDER
+from .plausible import add_option, check_model_plausible
 
 __all__ = ["add_parser", "cmd_calibrate"]
 
@@ -45,6 +47,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), help="Butterworth order")
     p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample")
     p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
+    add_option(p, "use or write a model")
     p.set_defaults(func=cmd_calibrate, inputs=("data", "params"), outputs=("out",), folder_outputs=("report",))
     return p
 
@@ -59,7 +62,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     arm = load_arm(args.arm) if args.arm else default_arm()
-    model = load_model(args.params)
+    model = load_model(args.params, arm, allow_implausible=True)
+    check_model_plausible(model, arm, args)
     check_model(model, arm)
     block = identification_block(args.params)
     options = processing_options(block, cutoff_hz=args.cutoff, order=args.order, decimation=args.decimate)
@@ -71,6 +75,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"youbot-dynamics calibrate: the updated model is physically inconsistent and was not written: "
               f"{'; '.join(problems)}", file=sys.stderr)
         return 1
+    check_model_plausible(result.model, arm, args, source=f"the updated model (for {args.out})")
     write_calibration(result, args.out, f"Calibrated by `youbot_dynamics calibrate` from {args.params} on "
                       f"{', '.join(map(str, args.data))}", block, args.params, args.data, report=args.report,
                       report_extra={"processing": dataclasses.asdict(options), "data_cleaning": logs,

@@ -1,7 +1,7 @@
 """``identify``: dynamic parameters from recorded data (seed 002 §3.2), validated on other data.
 
     python -m youbot_dynamics identify DATA... --out PARAMS.yaml [--validate DATA...]
-        [--method ols|wls|consistent] [--friction TERMS] [--eps auto|RAD_S] [--report DIR]
+        [--method ols|wls|consistent] [--friction auto|TERMS] [--eps auto|RAD_S] [--report DIR]
         [processing options]
 
 DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional; any file name,
@@ -10,7 +10,8 @@ recognised by its header) or rosbag2 folders / ``.mcap`` files with ``sensor_msg
 repeated rows dropped and counted, split at gaps; the counts go to ``report.json``
 ``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all
 files are stacked and solved (:mod:`.estimation`; default ``consistent``, with the friction model
-``--friction`` (default ``load``) and its Coulomb shape ``--eps`` (default ``auto``), :mod:`.pipeline`).
+``--friction`` and its Coulomb shape ``--eps``, both ``auto`` by default: chosen per joint by validation on
+identification data left out, :mod:`.friction_fit`, :mod:`.pipeline`).
 ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
@@ -18,7 +19,9 @@ identification data themselves; the nominal model is the baseline. ``--report DI
 ``report.json`` and the plots (:mod:`.report`). An identified model that fails the consistency check
 of ``predict`` and the controllers (:mod:`..dynamics.consistency`) is still written, with a warning
 on stderr and under ``consistency`` in its ``identification`` block and the report. Recordings
-that cannot come from the arm (positions in degrees, :func:`.dataset.check_plausible`) are refused;
+that cannot come from the arm (positions in degrees, torques in mN m, :func:`.dataset.check_plausible`)
+are refused before any work, and an identified model outside the plausibility bounds
+(:mod:`..dynamics.plausibility`) is not written (exit 2) unless ``--allow-implausible``;
 the model file and the report are written atomically and together (none if one fails), never over
 an input. ``--order`` is at most :data:`.processing.MAX_FILTER_ORDER` (20), refused before any
 work. The steps are those of :mod:`.pipeline`, which the identification node runs too.
@@ -35,19 +38,23 @@ from ..arm import default_arm, load_arm
 from ..contract import JOINT_STATES
 from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
 from ..fileio import output_group
-from ..identification.estimation.friction_fit import EPS_CANDIDATES
+from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from ..identification.estimation.least_squares import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
 from ..identification.estimation.processing import MAX_FILTER_ORDER
+from .plausible import add_option, check_model_plausible
 
 
-def friction_terms(text: str) -> tuple[str, ...]:
-    """``load,asymmetric`` -> the terms; ``none`` -> ()."""
+def friction_terms(text: str) -> tuple[str, ...] | str:
+    """``load,asymmetric`` -> the terms; ``none`` -> (); ``auto``."""
+    if text == "auto":
+        return text
     terms = tuple(t.strip() for t in text.split(",") if t.strip())
     if terms == ("none",):
         return ()
     unknown = [t for t in terms if t not in EXTRA_TERMS]
     if unknown or not terms:
-        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(EXTRA_TERMS)} or none, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected auto, a comma list of {', '.join(EXTRA_TERMS)} or none, "
+                                         f"got {text!r}")
     return terms
 
 
@@ -76,18 +83,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "or rosbag2 folder / .mcap file with sensor_msgs/JointState")
     p.add_argument("--out", required=True, metavar="PARAMS.yaml", help="model file to write (read by predict and the "
                    "controllers)")
-    p.add_argument("--validate", nargs="+", default=[], metavar="DATA", help="held-out recordings for validation")
+    p.add_argument("--validate", nargs="+", default=[], metavar="DATA",
+                   help="held-out recordings: a different motion, never fitted (their error is the held-out error; "
+                   "later periods of the fitted motion would flatter the model); without them the fit is validated "
+                   "in-sample, and says so")
     p.add_argument("--method", choices=METHODS, default="consistent", help="ols; wls (per-joint noise); consistent "
                    "(physically consistent, semidefinite program; default)")
     p.add_argument("--report", metavar="DIR", help="write report.json and PNG plots into this folder")
     p.add_argument("--structure", choices=["inertial", "rotor", "full"], default="full",
                    help="model terms: links only; + rotor inertia; + viscous, Coulomb and offset friction (default)")
-    p.add_argument("--friction", type=friction_terms, default=("load",), metavar="TERMS",
+    p.add_argument("--friction", type=friction_terms, default="auto", metavar="TERMS",
                    help="extra friction terms beyond viscous, Coulomb and offset (full structure): a comma list of "
-                   f"{', '.join(EXTRA_TERMS)}, or none (default load: Coulomb friction growing with the gravity load)")
+                   f"{', '.join(EXTRA_TERMS)}, none, or auto (default: per joint, none, each term or a combination, "
+                   "whichever best predicts identification data left out)")
     p.add_argument("--eps", type=eps_choice, default="auto", metavar="RAD_S",
                    help="Coulomb shape tanh(v / eps) [rad/s]: a value for every joint (0: sign(v)), or auto (default: "
-                   f"per joint by cross-validation among {', '.join(f'{e:g}' for e in EPS_CANDIDATES)})")
+                   f"per joint by validation on left-out data among {', '.join(f'{e:g}' for e in EPS_CANDIDATES)})")
     p.add_argument("--prior-weight", type=prior_weight_choice, default=PRIOR_WEIGHT, metavar="RHO",
                    help=f"consistent method: weight of the pull towards the CAD inertials (default {PRIOR_WEIGHT:g}), "
                    f"or auto: among {', '.join(f'{w:g}' for w in PRIOR_WEIGHTS)} by leave one recording out (several "
@@ -103,6 +114,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--period", type=positive_float, metavar="S",
                    help="average the identification data over periods of S s")
     p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
+    add_option(p, "write an identified model")
     p.set_defaults(func=cmd_identify, inputs=("data", "validate"), outputs=("out",),
                    folder_outputs=("report",))
     return p
@@ -122,12 +134,15 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     train, train_logs = load_recordings(args.data, arm, args.topic)
     held, held_logs = load_recordings(args.validate, arm, args.topic)
+    terms = ("load",) if args.friction == "auto" else args.friction  # auto: the first estimate's, then chosen
     friction = FrictionModel(arm.n_joints, DEFAULT_EPS if args.eps == "auto" else args.eps,
-                             args.friction) if args.structure == "full" else None
+                             terms) if args.structure == "full" else None
     run = identify(train, held, arm, method=args.method, structure=args.structure,
                    options=options, progress=ProgressBar, friction=friction,
                    eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None,
+                   term_candidates=TERM_CANDIDATES if args.friction == "auto" else None,
                    prior_weights=PRIOR_WEIGHTS if args.prior_weight == "auto" else (args.prior_weight,))
+    check_model_plausible(run.model, arm, args, source=f"the identified model (for {args.out})")
     with output_group():  # the model file and the report appear together or not at all
         write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "
                       f"{', '.join(map(str, args.data))}",

@@ -30,7 +30,10 @@ On reading, the base parameters are recomputed from ``chain`` and ``structure`` 
 must match the file's (same regrouping), so a file can never be applied to the wrong model. The
 loaded model keeps the file's path (``source``) and its ``standard_parameters`` (``standard``, names
 and count checked) for :mod:`.consistency`, which ``predict`` and the controllers run on it (the
-standard parameters must give the base values and be physical).
+standard parameters must give the base values and be physical). :func:`load_model` itself refuses a
+model outside the plausibility bounds of :mod:`.plausibility` (a model in the wrong units), unless
+told to allow it: every reader of model files, each controller and in-loop host among them, gets
+that check.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import yaml
 
+from ..arm import ArmDescription, default_arm
 from ..fileio import atomic_write_text, load_yaml, yaml_number
 from .base_parameters import compute_base_parameters
 from .chain import DHChain
@@ -123,9 +127,20 @@ def _numbers(node: dict, key: str, where: str, n: int | None = None) -> list[flo
     return values
 
 
-def load_model(path: str | Path) -> DynamicModel:
-    """Read and check a model file; returns the :class:`DynamicModel` it describes."""
-    path = Path(path)
+def load_model(path: str | Path, arm: ArmDescription | None = None, *, allow_implausible: bool = False) -> DynamicModel:
+    """Read and check a model file; returns the :class:`DynamicModel` it describes. A model outside
+    the plausibility bounds of ``arm`` (default: the package's arm description) is refused
+    (:class:`~.plausibility.ModelPlausibilityError`) unless ``allow_implausible``."""
+    model = _read_model(Path(path))
+    if not allow_implausible:
+        from .plausibility import check_plausible
+
+        check_plausible(model, default_arm() if arm is None else arm)
+    return model
+
+
+def _read_model(path: Path) -> DynamicModel:
+    """The model of the file ``path`` (format and names checked, :class:`ModelFileError`)."""
     doc = load_yaml(path, ModelFileError, "model file")
     if not isinstance(doc, dict) or ROOT not in doc or not isinstance(doc[ROOT], dict):
         raise ModelFileError(f"{path}: missing top-level key '{ROOT}'")

@@ -39,7 +39,14 @@ def _limits(spec: ParameterSpec) -> str:
     choices = spec.one_of or spec.subset_of
     if choices is not None:
         return ("" if spec.one_of else "any of ") + ", ".join(f"`{_value(c)}`" for c in choices)
-    return ""
+    parts = []
+    if spec.lengths is not None:
+        count, *others = spec.lengths
+        parts.append(" or ".join([str(count), *(str(k) for k in others if k)]) + " values"
+                     + (" or empty" if 0 in others else ""))
+    if spec.element_bounds is not None:
+        parts.append(f"each {_value(spec.element_bounds[0])} .. {_value(spec.element_bounds[1])}")
+    return ", ".join(parts)
 
 
 def _cell(text: str) -> str:

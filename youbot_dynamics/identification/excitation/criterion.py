@@ -37,13 +37,15 @@ from ...dynamics.nominal import nominal_model
 from ...dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 from .trajectories import Trajectory
 
-__all__ = ["CRITERIA", "check_criterion", "sample_times", "scaled_gram_eigenvalues", "condition_number",
-           "regressor_model", "trajectory_condition_number", "criterion_value", "criterion_regressor_gradient",
-           "criterion_state_gradient"]
+__all__ = ["CRITERIA", "UNEXCITED_CONDITION", "check_criterion", "sample_times", "scaled_gram_eigenvalues",
+           "condition_number", "regressor_model", "trajectory_condition_number", "criterion_value",
+           "criterion_regressor_gradient", "criterion_state_gradient"]
 
 Array = NDArray[np.float64]
 CRITERIA = ("condition", "logdet")
 LAMBDA_FLOOR = 1e-12  # smallest eigenvalue of G used by the criteria, relative to the largest
+#: a condition number at or above this (the criteria's floor, 1e6): a base parameter is not excited
+UNEXCITED_CONDITION = LAMBDA_FLOOR ** -0.5
 STATE_STEPS = (1e-5, 1.0, 1.0)  # central-difference steps for q [rad], q' [rad/s], q'' [rad/s^2]
 _COULOMB = len(LINK_PARAMETERS) + DRIVE_PARAMETERS.index("fc")
 

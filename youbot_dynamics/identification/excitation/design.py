@@ -47,7 +47,7 @@ from .waypoints import random_configurations, start_configuration
 
 __all__ = ["OPTIMIZERS", "MAX_HARMONICS", "MAX_ITERATIONS", "MAX_DESIGN_TIME", "MAX_RANDOM_POINTS", "MAX_DURATION",
            "ExcitationResult", "rest_basis", "random_feasible_trajectory", "design_excitation",
-           "random_points_excitation"]
+           "random_points_excitation", "excitation_condition_number"]
 
 Array = NDArray[np.float64]
 OPTIMIZERS = ("SLSQP", "COBYLA")
@@ -58,6 +58,7 @@ CLEARANCE_SMOOTHING = 0.01  # [m] soft minimum of the clearance constraint (clea
 CRITERION_TOLERANCE = 1e-3  # SLSQP ftol: stop when the criterion (log cond) improves less
 COBYLA_EVALUATIONS_PER_ITERATION = 20  # COBYLA's budget: criterion evaluations per allowed iteration
 WAYPOINT_SAMPLE_RATE = 20.0  # [1/s] regressor samples of a point-to-point schedule
+SAMPLES_PER_PERIOD = 200  # regressor samples of one period of a Fourier design (default)
 MIN_RANDOM_POINTS = 2  # one point is a move out and back along one line: rank-deficient regressor (cond inf)
 # Bounds of the work of a design, checked before it starts (the trajectory's duration:
 # limits.MAX_DURATION, 600 s). Harmonics: the linear constraints grow as K^2 (3 x 16 K samples x 5
@@ -234,7 +235,7 @@ def _options(optimizer: str, max_iterations: int) -> dict[str, Any]:
 def design_excitation(arm: ArmDescription, duration: float = 10.0, harmonics: int = 5, *, q_start: Any = None,
                       structure: str = "full", seed: int = 0, optimizer: str = "SLSQP",
                       criterion: str = "condition", max_iterations: int = 100, max_time: float | None = None,
-                      samples_per_period: int = 200, coefficient_bound: float | None = None,
+                      samples_per_period: int = SAMPLES_PER_PERIOD, coefficient_bound: float | None = None,
                       margins: Margins = Margins(), obstacles: Obstacles = YOUBOT_OBSTACLES) -> ExcitationResult:
     """An optimal periodic excitation (module docstring), at rest at ``q_start`` at 0 and ``duration``.
 
@@ -333,3 +334,13 @@ def random_points_excitation(arm: ArmDescription, n_points: int = 10, *, q_start
     return ExcitationResult(trajectory, cond, None, limits, achieved_margins(limits, trajectory),
                             model.base.structure.value, model.base.count, samples, "random-points", seed, None, 0,
                             time.perf_counter() - t0)
+
+
+def excitation_condition_number(trajectory: Trajectory, arm: ArmDescription,
+                                structure: str = "full") -> tuple[float, int]:
+    """``cond(W_s)`` of ``trajectory`` for ``structure``'s base regressor as a design computes it
+    (:data:`SAMPLES_PER_PERIOD` samples of a Fourier period, :data:`WAYPOINT_SAMPLE_RATE` per second of
+    a schedule), and the number of samples: what a trajectory file reports, whatever its ``design`` says."""
+    samples = (SAMPLES_PER_PERIOD if isinstance(trajectory, FourierTrajectory)
+               else math.ceil(WAYPOINT_SAMPLE_RATE * trajectory.duration))
+    return trajectory_condition_number(regressor_model(arm, structure), trajectory, samples), samples

@@ -9,15 +9,18 @@ CSV columns: ``t, q1..qn, dq1..dqn, tau1..taun`` with ``dq`` and ``ddq1..ddqn`` 
 columns are ignored). Every check names the sample and the joint at fault.
 
 :func:`check_plausible` refuses a recording that cannot come from the arm (positions in degrees,
-say): more than :data:`MAX_OUTLIERS` samples of a joint farther than :data:`POSITION_MARGIN` rad
-beyond its position limits, or with a recorded speed above :data:`VELOCITY_FACTOR` times its
+torques in mN m, say): more than :data:`MAX_OUTLIERS` samples of a joint farther than
+:data:`POSITION_MARGIN` rad beyond its position limits, or with a recorded speed above :data:`VELOCITY_FACTOR` times its
 velocity limit. The positions are the robust sign: degrees are 57x radians, so any motion of more
 than a few degrees leaves the joint ranges. The speed bound is only a backstop (velocities in
 deg/s or rpm, positions plausible): ``velocity_max`` of the arm description is the limit the
 package *commands*, not what a recorded arm may do. The real youBot's joint 5 reaches 3.7-4.0
 rad/s, 2.5x its 1.57 rad/s (``/work/shared/data/youbot_real``, driven by the vendor's position
 loop), so the factor is 10: degrees of a motion at a sixth of ``velocity_max`` or faster (57x)
-still exceed it.
+still exceed it. A recorded torque above :data:`TORQUE_FACTOR` (2) times the drive's peak torque
+``max_current kt N`` (:attr:`~...arm.ArmDescription.drive_torque_limit`) is refused too: a
+current-based torque cannot go far beyond it (the real runs: at most 1.2 x, joint 3's 15.7 N m), a
+torque in mN m (1000 x) does.
 
 A :class:`RawRecording` holds every row of a real log as written (:func:`read_csv_raw`), checked
 for shape and finiteness only; the file format is detected by content (:func:`recording_format`):
@@ -39,13 +42,15 @@ from ...dataio import DataFileError, read_csv_columns, read_csv_header, write_cs
 from ...fileio import TEXT_ENCODING
 
 __all__ = ["IdentificationError", "Dataset", "joint_columns", "read_csv_dataset", "write_csv_dataset",
-           "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "MAX_OUTLIERS", "RawRecording",
+           "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "TORQUE_FACTOR", "MAX_OUTLIERS", "RawRecording",
            "recording_format", "read_csv_raw", "BAG_SUFFIXES"]
 
 Array = NDArray[np.float64]
 
 POSITION_MARGIN = 0.2  # [rad] beyond a position limit that a recorded angle may lie (calibration, overshoot)
 VELOCITY_FACTOR = 10.0  # a recorded speed may reach this multiple of velocity_max (real arms: 2.5x, module docstring)
+#: a recorded torque may reach this multiple of the drive's peak torque ``max_current kt N`` (module docstring)
+TORQUE_FACTOR = 2.0
 MAX_OUTLIERS = 5  # samples per joint allowed beyond either bound (glitches) before the recording is refused
 BAG_SUFFIXES = (".mcap", ".db3")  # bare rosbag2 storage files (a rosbag2 folder is a bag whatever its name)
 _BAG_MAGIC = ((b"\x89MCAP", ".mcap"), (b"SQLite format 3\x00", ".db3"))  # bag storage files, by content
@@ -260,17 +265,20 @@ def check_plausible(data: Dataset, arm: ArmDescription) -> None:
     """:class:`IdentificationError` unless ``data`` could be a recording of ``arm`` in SI units
     (module docstring): names the file, the column, the first bad value and its sample."""
     checks = [("q", data.q, arm.position_min - POSITION_MARGIN, arm.position_max + POSITION_MARGIN,
-               f"{POSITION_MARGIN:g} rad beyond the joint limits")]
+               f"{POSITION_MARGIN:g} rad beyond the joint limits", "rad", "degrees instead of radians?")]
     if data.dq is not None:
         bound = VELOCITY_FACTOR * arm.velocity_max
-        checks.append(("dq", data.dq, -bound, bound, f"above {VELOCITY_FACTOR:g} x the velocity limits"))
-    for prefix, values, low, high, what in checks:
+        checks.append(("dq", data.dq, -bound, bound, f"above {VELOCITY_FACTOR:g} x the velocity limits", "rad/s",
+                       "degrees instead of radians?"))
+    torque = TORQUE_FACTOR * arm.drive_torque_limit
+    checks.append(("tau", data.tau, -torque, torque, f"above {TORQUE_FACTOR:g} x the drives' peak torques", "N m",
+                   "mN m instead of N m?"))
+    for prefix, values, low, high, what, unit, hint in checks:
         outside = (values < low) | (values > high)
         for j in np.flatnonzero(outside.sum(axis=0) > MAX_OUTLIERS):
             k = int(np.flatnonzero(outside[:, j])[0])
-            unit = "rad" if prefix == "q" else "rad/s"
             raise IdentificationError(
                 f"{data.source}: column {prefix}{j + 1}: {values[k, j]:.6g} {unit} at sample {k} "
                 f"(t = {data.t[k]:.6g} s) "
                 f"and {int(outside[:, j].sum())} samples {what} [{low[j]:.3g}, {high[j]:.3g}] {unit}: the data "
-                f"are not from this arm or not in SI units (degrees instead of radians?)")
+                f"are not from this arm or not in SI units ({hint})")

@@ -20,7 +20,12 @@ Format (``format_version: 1``; SI units, full float precision)::
                                     # a condition_number that is not finite (.inf) is refused
 
 A Fourier trajectory that does not start at rest (``sum_k a_k != 0`` or ``sum_k k b_k != 0``)
-is rejected, and so is a trajectory longer than :data:`.limits.MAX_DURATION` (600 s).
+is rejected, and so is a trajectory longer than :data:`.limits.MAX_DURATION` (600 s). The condition
+number reported (``design.condition_number`` of the loaded file) is computed from the trajectory itself
+(:func:`~..excitation.design.excitation_condition_number`, for the arm and the ``design.structure``,
+default full), not read from the file, and a trajectory that leaves a base parameter unexcited
+(condition number at least :data:`~..excitation.criterion.UNEXCITED_CONDITION`, e.g. all amplitudes
+zero) is refused.
 """
 from __future__ import annotations
 
@@ -31,7 +36,10 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
+from ...arm import ArmDescription, default_arm
 from ...fileio import atomic_write_text, load_yaml, yaml_number
+from ..excitation.criterion import UNEXCITED_CONDITION
+from ..excitation.design import excitation_condition_number
 from ..excitation.limits import MAX_DURATION
 from ..excitation.trajectories import FourierTrajectory, Trajectory, WaypointTrajectory
 
@@ -143,8 +151,10 @@ def _waypoints(r: _Reader, n: int) -> WaypointTrajectory:
     return WaypointTrajectory(waypoints, moves, dwell)
 
 
-def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None) -> TrajectoryFile:
-    """Read and check a trajectory file; with ``joint_names``, the file's must be the same."""
+def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None,
+                    arm: ArmDescription | None = None) -> TrajectoryFile:
+    """Read and check a trajectory file; with ``joint_names``, the file's must be the same. Its
+    condition number is computed for ``arm`` (default: the package's arm description)."""
     path = Path(path)
     doc = load_yaml(path, TrajectoryFileError, "trajectory file")
     if not isinstance(doc, dict) or not isinstance(doc.get(ROOT), dict):
@@ -175,4 +185,21 @@ def load_trajectory(path: str | Path, joint_names: Sequence[str] | None = None) 
         except ValueError as exc:
             raise r.error("design.condition_number", f"{exc}: the trajectory does not excite every base parameter "
                           "(design it with more points or harmonics)") from None
-    return TrajectoryFile(trajectory, tuple(names), design)
+    return TrajectoryFile(trajectory, tuple(names), _excitation(r, trajectory, design, arm or default_arm()))
+
+
+def _excitation(r: _Reader, trajectory: Trajectory, design: dict[str, Any], arm: ArmDescription) -> dict[str, Any]:
+    """``design`` with the condition number computed from ``trajectory`` (and its sample count);
+    :class:`TrajectoryFileError` if the trajectory leaves a base parameter unexcited."""
+    structure = design.get("structure", "full")
+    if structure not in ("inertial", "rotor", "full"):
+        raise r.error("design.structure", f"expected inertial, rotor or full, got {structure!r}")
+    if trajectory.n_joints != arm.n_joints:
+        raise r.error("joint_names", f"{trajectory.n_joints} joints, the arm description has {arm.n_joints}")
+    condition, samples = excitation_condition_number(trajectory, arm, structure)
+    if not condition < UNEXCITED_CONDITION:
+        key = "a, b" if isinstance(trajectory, FourierTrajectory) else "waypoints"
+        raise r.error(key, f"the trajectory excites too little to identify the {structure} model: condition number "
+                      f"{condition:.3g} computed from it on {samples} samples (the file says "
+                      f"{design.get('condition_number', 'nothing')}); design it with more points or harmonics")
+    return {**design, "condition_number": condition, "samples": samples}
