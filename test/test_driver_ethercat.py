@@ -29,6 +29,9 @@ from std_msgs.msg import Float64MultiArray
 
 import test_driver_virtual as virtual
 from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerated,  # noqa: F401 - rerun here
+                                 test_a_refused_trajectory_leaves_a_running_trajectory_going,
+                                 test_a_refused_trajectory_leaves_the_arm_held_with_its_motors_on,
+                                 test_a_release_from_overspeed_is_accepted_and_brakes_the_arm_to_rest,
                                  test_calibration_finds_the_stops_and_zeroes_the_drives,
                                  test_calibration_waits_through_lost_frames,
                                  test_command_timeout_stops_the_motors,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from youbot_dynamics.arm import default_arm
+from youbot_dynamics.control.release import release_waypoints
 from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig,
                                     DriverPhase, StatusFlag, VirtualBus, VirtualDriveConfig)
 from youbot_dynamics.driver.process_data import AxisParameter, DriveInput, DriveOutput, TmclCommand
@@ -235,7 +236,9 @@ def test_trajectory_is_followed_to_its_last_point():
 
 def test_fast_trajectory_is_not_limited_by_the_position_ramp():
     bus, driver = make()
-    q0 = driver.state().position
+    # at rest first (the arm moves after the start-up): a trajectory starts from the measured state, and the
+    # reference below is the rest-to-rest quintic
+    q0 = hold(driver, "position", driver.state().position, 300).position
     goal = q0 + np.array([0.0, 0.0, 0.0, 0.0, -1.0])
     driver.command_trajectory([1.3], goal[None, :])  # quintic: peak 1.875 x 1 rad / 1.3 s = 1.44 rad/s
     errors = []
@@ -268,7 +271,7 @@ def test_bad_commands_are_rejected():
         driver.command_trajectory([0.05], (Q_START + [1.5, 0, 0, 0, 0])[None, :])
     with pytest.raises(CommandError, match=r"0\.30\d\d rad from the current position on arm_joint_2"):
         driver.command_trajectory([0.0, 1.0], [Q_START + [0, 0.3, 0, 0, 0], Q_START])
-    assert run(driver, 3).interface is None
+    assert run(driver, 3).interface == "trajectory"  # refused: the drives brake the arm and hold it (issue 35)
     driver.command_trajectory([0.0, 1.0], [Q_START, Q_START + [0, 0.1, 0, 0, 0]])  # the start state: accepted
     assert run(driver, 3).interface == "trajectory"
 
@@ -644,3 +647,109 @@ def test_lost_frames_do_not_wind_up_the_trajectory_feedback():
         worst = max(worst, np.abs(sent - reference).max())
     print(f"\nlargest |output - reference velocity| during 60 lost frames: {worst:.4f} rad/s")
     assert worst < 0.1, f"{worst:.3f} rad/s from the reference velocity during 60 lost frames"
+
+
+# -- the release and a refused trajectory (issue 35 items 2 and 4) ---------------------------------
+
+def push(driver, torque, speed: float, max_cycles: int = 1000):
+    """Effort ``torque`` [N m] (a push) on each joint until it moves faster than ``speed`` [rad/s], then 0
+    on it; the state when every pushed joint is that fast."""
+    torque = np.asarray(torque, dtype=float)
+    for _ in range(max_cycles):
+        state = driver.cycle()
+        torque = np.where(np.abs(state.velocity) > speed, 0.0, torque)
+        if not torque.any():
+            return state
+        driver.command("effort", torque)
+    raise AssertionError(f"the push did not reach {speed:.3g} rad/s in {max_cycles} cycles: {state.velocity}")
+
+
+def true_motion(driver, bus, cycles: int):
+    """The true positions after each of ``cycles`` cycles (one 1 ms physics step each) and the last state."""
+    q = [true_q(bus)]
+    for _ in range(cycles):
+        state = driver.cycle()
+        q.append(true_q(bus))
+    return np.array(q), state
+
+
+@pytest.mark.limits_exempt("joints 1 and 5 are pushed to 1.2 x velocity_max on purpose (the issue's push)")
+def test_a_release_from_overspeed_is_accepted_and_brakes_the_arm_to_rest():
+    """Issue 35 item 2 on the driver: joints 1 and 5 pushed to 1.2 x velocity_max, then the controllers'
+    release from the measured state (zero effort, then release_waypoints). The driver accepts it (it
+    started a trajectory from the measured position at zero velocity and refused any release from about
+    0.65 x velocity_max: 'would move at ... above its velocity_max'), the arm only slows down (no stop and
+    restart) and comes to rest inside the limits, held by the motors. Judged on the true motion."""
+    bus, driver = make()
+    hold(driver, "position", Q_START, 300)
+    over = 1.2 * ARM.velocity_max
+    state = push(driver, [15.0, 0.0, 0.0, 0.0, 0.5], over[0])
+    pushed = np.abs(state.velocity) > over
+    assert pushed[0] and pushed[4], state.velocity
+    driver.command("effort", np.zeros(N))
+    driver.command_trajectory(*release_waypoints(ARM, state.position, state.velocity))
+    q, state = true_motion(driver, bus, 2000)
+    assert state.enabled and state.interface == "trajectory"
+    assert all(m == ControllerMode.VELOCITY_CONTROL for m in state.modes)  # the motors hold the arm
+    speed = np.abs(np.diff(q, axis=0)) / 0.001
+    slowest = np.minimum.accumulate(speed, axis=0)
+    # 0.14 rad/s measured: the position feedback takes back the distance the arm ran ahead of the clamped start
+    rise = (speed - slowest)[:, pushed].max()
+    assert rise < 0.3, f"a pushed joint sped up again by {rise:.3f} rad/s after slowing down"
+    assert np.all(speed[100:] <= ARM.velocity_max * 1.01)  # within velocity_max from 0.1 s on (10 ms measured)
+    assert np.all(speed[-100:] < 0.01)  # at rest
+    assert np.all(q >= ARM.position_min) and np.all(q <= ARM.position_max)
+
+
+#: what a faulty peer sends (issue 35 item 4: a second controller's release, 98 rad/s), or a
+#: trajectory beyond a joint's limit; and the refusal's reason
+BAD_TRAJECTORIES = {
+    "98 rad/s": (lambda q: ([0.02, 0.04], [q, q], [[0.0, 98.3, 0.0, 0.0, 0.0]] * 2), "above velocity_max"),
+    "outside the limits": (lambda q: ([0.5], [q + [0.0, ARM.position_max[1] + 0.2 - q[1], 0.0, 0.0, 0.0]], None),
+                           "outside the joint limits"),
+}
+
+
+@pytest.mark.parametrize("previous, bad", [("zero effort", "98 rad/s"), ("position", "outside the limits")])
+def test_a_refused_trajectory_leaves_the_arm_held_with_its_motors_on(previous, bad):
+    """Issue 35 items 2 and 4 on the driver: the arm at rest under gravity (joint 2 loaded), a controller
+    lets go (zero effort) or a position stream stops, and a trajectory the driver refuses arrives. The
+    refusal is reported (one line, saying the arm is held) and the drives keep the arm where it was:
+    motors on, no command timeout, drift < 3 mrad over 1 s (the zero effort stayed, the command timed out
+    and the arm fell with its motors off)."""
+    bus, driver = make()
+    hold(driver, "position", Q_START, 300)
+    if previous == "zero effort":
+        driver.command("effort", np.zeros(N))
+    driver.cycle()
+    make_trajectory, reason = BAD_TRAJECTORIES[bad]
+    q0 = true_q(bus)
+    with pytest.raises(CommandError) as refusal:
+        driver.command_trajectory(*make_trajectory(driver.state().position))
+    q, state = true_motion(driver, bus, 1000)
+    drift = np.abs(q - q0).max()
+    assert drift < 3e-3, f"the arm moved {drift:.4f} rad after the refusal ({refusal.value})"
+    assert state.phase == DriverPhase.RUNNING and state.enabled and state.interface == "trajectory"
+    assert all(m == ControllerMode.VELOCITY_CONTROL for m in state.modes)
+    assert driver.statistics.command_timeouts == 0
+    message = str(refusal.value)
+    assert reason in message and message.endswith("; the drives brake the arm from its measured state and hold it")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("bad", BAD_TRAJECTORIES)
+def test_a_refused_trajectory_leaves_a_running_trajectory_going(bad):
+    """A trajectory runs and a bad one arrives half-way: refused (no braking: the running one holds the
+    arm), and the running one goes on to its goal."""
+    bus, driver = make()
+    driver.command_trajectory([1.0], TRAJECTORY_GOAL[None, :])
+    run(driver, 400)
+    halfway = true_q(bus)
+    assert np.all(np.abs(halfway - TRAJECTORY_GOAL) > 0.05)
+    make_trajectory, reason = BAD_TRAJECTORIES[bad]
+    with pytest.raises(CommandError) as refusal:
+        driver.command_trajectory(*make_trajectory(driver.state().position))
+    state = run(driver, 1100)
+    assert state.interface == "trajectory" and state.enabled
+    np.testing.assert_allclose(true_q(bus), TRAJECTORY_GOAL, atol=3e-3)
+    assert reason in str(refusal.value) and "brake" not in str(refusal.value)

@@ -18,7 +18,13 @@ interpolated here (:mod:`youbot_dynamics.interpolation`) and executed every cycl
 with position feedback, ``v = v_ref + trajectory_gain (q_ref - q)`` (clipped to ``velocity_max``):
 the drives' position mode would limit the motion to its ramp generator's speed. The last point is
 held without timeout. In a cycle without fresh inputs (a lost frame, whose outputs may still reach
-the drives) ``v = v_ref``: feedback on the stale position wound up to ``velocity_max``.
+the drives) ``v = v_ref``: feedback on the stale position wound up to ``velocity_max``. A trajectory
+starts from the running one's reference, else from the measured position and velocity clamped into
+the limits and ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`: a
+release from an arm pushed beyond them brakes from there). A refused trajectory never leaves the arm
+on zero effort or unpowered (issue 35, as the simulator): a running trajectory goes on, any other
+command is replaced by a braking from the measured state to rest
+(:func:`~youbot_dynamics.commands.braking_waypoints`), held, and the error says so.
 
 **Safety**, every cycle:
 
@@ -64,7 +70,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError, path_from
+from ..commands import CommandChecker, CommandError, braking_waypoints, path_from
 from ..contract import COMMAND_INTERFACES as INTERFACES, STREAMED_INTERFACES
 from ..interpolation import INTERPOLATIONS, HermiteSpline
 from .bus import Bus, BusError
@@ -82,6 +88,7 @@ JOINT_SLAVE_NAMES = ("TMCM-KR-841", "TMCM-1610")
 REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
 FIRMWARES = ("1.48", "2.00")
 LATENCY_WINDOW = 1 << 17  # read-to-output latencies kept until taken: 131 s at 1 kHz (a bench run's 60 s fit)
+BRAKE = "brake"  # the command a refused trajectory leaves: braking_waypoints from the state of the cycle it starts in
 
 
 @dataclass(frozen=True)
@@ -282,21 +289,30 @@ class ArmDriver(DriveSequences):
     def command_trajectory(self, times: Any, positions: Any, velocities: Any = None,
                            accelerations: Any = None) -> None:
         """Waypoints reached ``times`` [s] after now, as :meth:`ArmSimulator.command_trajectory`; an
-        empty ``times`` holds the current position."""
+        empty ``times`` holds the current position. A refused trajectory (:class:`CommandError`) never
+        leaves the arm on zero effort or unpowered (issue 35): a running trajectory goes on, any other
+        command is replaced by a braking from the measured state to rest, held (module docstring)."""
         start_q, start_dq = self._reference_now()
-        times, positions, velocities, accelerations = self._commands.trajectory(
-            np.ravel(times), positions, velocities, accelerations, allow_empty=True, start=start_q)
-        if times.size and start_q is not None:  # the path from where the arm is now, as the cycle will build it
-            self._commands.spline(self._path(start_q, start_dq, (times, positions, velocities, accelerations)))
+        try:
+            times, positions, velocities, accelerations = self._commands.trajectory(
+                np.ravel(times), positions, velocities, accelerations, allow_empty=True, start=start_q)
+            if times.size and start_q is not None:  # the path from where the arm is now, as the cycle will build it
+                self._commands.spline(self._path(start_q, start_dq, (times, positions, velocities, accelerations)))
+        except CommandError as exc:
+            if self._active.interface == "trajectory" or self._phase != DriverPhase.RUNNING or not self._enabled:
+                raise  # a running trajectory goes on; motors off: nothing to hold
+            self._submit(_Command(BRAKE, None, self._clock()))
+            raise CommandError(f"{exc}; the drives brake the arm from its measured state and hold it") from None
         self._submit(_Command("trajectory", (times, positions, velocities, accelerations), self._clock()))
 
     def _reference_now(self) -> tuple[Array | None, Array | None]:
-        """The running trajectory's reference now, else the measured position at rest (None before
-        the first cycle): where a new trajectory will start."""
+        """The running trajectory's reference now, else the measured state clamped into the limits and
+        ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`; None before the
+        first cycle): where a new trajectory will start."""
         active, state = self._active, self.state()
         if active.interface == "trajectory" and active.reference is not None:
             return active.spline.evaluate(self._clock() - active.started)
-        return (None, None) if state is None else (state.position.copy(), np.zeros(self.n))
+        return (None, None) if state is None else self._commands.start_state(state.position, state.velocity)
 
     def _path(self, start_q: Array, start_dq: Array, trajectory: tuple) -> HermiteSpline:
         """The path from the start state through the waypoints (:func:`~youbot_dynamics.commands.path_from`)."""
@@ -400,7 +416,7 @@ class ArmDriver(DriveSequences):
             self._check_drives()
         installed = None if torque is None else self._command_in_cycle(torque, now)
         if fresh or self._sequence is None:  # a sequence (start-up, calibration) acts on fresh inputs only
-            self._outputs = self._decide(now, q)
+            self._outputs = self._decide(now, q, velocity)
         if installed is not None and self._active.setpoint is installed:  # not replaced by a later command
             with self._lock:
                 self._latencies.append(time.perf_counter() - read_time)
@@ -430,7 +446,7 @@ class ArmDriver(DriveSequences):
 
     # -- internals: deciding the outputs ---------------------------------------------------------
 
-    def _decide(self, now: float, q: Array) -> Outputs:
+    def _decide(self, now: float, q: Array, velocity: Array) -> Outputs:
         if self._sequence is not None:
             try:
                 return next(self._sequence)
@@ -443,7 +459,7 @@ class ArmDriver(DriveSequences):
             self._take_pending()  # discard: commands are refused while off
             self._active = _Active()
             return [STOP] * self.n
-        self._activate(self._take_pending(), q, now)
+        self._activate(self._take_pending(), q, velocity, now)
         active = self._active
         if active.interface in STREAMED_INTERFACES and now - active.time > self.config.command_timeout:
             self.statistics.command_timeouts += 1
@@ -484,18 +500,22 @@ class ArmDriver(DriveSequences):
             motor_values = np.where(towards, 0, motor_values)
         return motor_values
 
-    def _activate(self, command: _Command | None, q: Array, now: float) -> None:
+    def _activate(self, command: _Command | None, q: Array, velocity: Array, now: float) -> None:
+        """Make ``command`` the active one; a trajectory starts from the running reference, else from the
+        measured state clamped (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`); a
+        :data:`BRAKE` from the measured state (:func:`~youbot_dynamics.commands.braking_waypoints`)."""
         if command is None:
             return
         active = self._active
-        if command.interface != "trajectory":
+        if command.interface not in ("trajectory", BRAKE):
             self._active = _Active(command.interface, command.values, command.time)
             return
-        if active.interface == "trajectory" and active.reference is not None:
+        waypoints = braking_waypoints(self.arm, q, velocity) if command.interface == BRAKE else command.values
+        if command.interface == "trajectory" and active.interface == "trajectory" and active.reference is not None:
             start_q, start_dq = active.spline.evaluate(now - active.started)
         else:
-            start_q, start_dq = q, np.zeros(self.n)
-        spline = self._path(start_q, start_dq, command.values)
+            start_q, start_dq = self._commands.start_state(q, velocity)
+        spline = self._path(start_q, start_dq, waypoints)
         self._active = _Active("trajectory", None, command.time, spline, start_q, now)
 
     # -- internals: sequences -------------------------------------------------------------------
