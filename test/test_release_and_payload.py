@@ -186,6 +186,20 @@ def test_a_rejected_trajectory_keeps_a_running_trajectory(arm):
     assert np.abs(sim.data.qpos - target).max() < 0.01
 
 
+
+def test_a_rejected_trajectory_during_a_position_stream_brakes_and_holds(arm):
+    """A streamed position command times out (``command_timeout``) when its stream ends: a refused
+    trajectory arriving during it brakes the arm and holds it without a timeout, as in the driver."""
+    sim = ArmSimulator(arm, realism=False)
+    sim.reset(BENT, hold=True)
+    sim.command("position", BENT)
+    sim.step(50)
+    with pytest.raises(CommandError, match="the drives brake the arm"):
+        sim.command_trajectory([0.5], [BENT + [0.0, 0.0, 5.0, 0.0, 0.0]])
+    q, _ = run(sim, 1.0)  # ten times the command timeout, no further command
+    assert sim.motors_on and sim.mode == "trajectory"
+    assert np.abs(q[-1] - BENT).max() < 0.01
+
 # -- item 3: payload bounds -------------------------------------------------------------------------
 
 

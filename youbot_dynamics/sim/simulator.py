@@ -23,8 +23,8 @@ Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, the
 **Commands.** :meth:`~ArmSimulator.command` and :meth:`~ArmSimulator.command_trajectory` validate
 (length, finite, position inside the limits, ``|velocity| <= velocity_max``, interface enabled) and
 raise :class:`CommandError` otherwise, leaving the active command untouched; except that a rejected
-trajectory never leaves the arm unpowered or on zero effort (issue 35): unless the position PID
-already holds it (position or trajectory mode: that command goes on), the drives brake the arm
+trajectory never leaves the arm unpowered or on zero effort (issue 35): unless a trajectory is
+running (it goes on, held by the position PID), the drives brake the arm
 from its measured state to rest and hold it there
 (:func:`~youbot_dynamics.commands.braking_waypoints`), and the error says so. A trajectory starts
 from the running reference, or from the measured state clamped into the limits and
@@ -382,8 +382,8 @@ class ArmSimulator:
         """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0; a first point at 0
         is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`) with the position
         PID. A path faster than ``velocity_max`` anywhere is refused (:class:`CommandError`); then,
-        unless a position or trajectory command holds the arm, the drives brake it to rest and hold it
-        (module docstring).
+        unless a trajectory is running, the drives brake it to rest and hold it (module docstring; a
+        streamed position command would time out and leave the motors off, as in the driver).
 
         The trajectory starts at the current reference (or the measured state, clamped into the limits
         and ``velocity_max``, when no PID mode is active) and is interpolated per
@@ -396,7 +396,7 @@ class ArmSimulator:
         try:
             self._execute(times, positions, velocities, accelerations)
         except CommandError as exc:
-            if self._mode in _PID_MODES:  # refused: the previous command stays, the PID holds the arm
+            if self._mode == "trajectory":  # refused: the running trajectory goes on, held by the PID
                 raise
             self._execute(*braking_waypoints(self.arm, *self._sense()))
             raise CommandError(f"{exc}; the drives brake the arm from its measured state and hold it") from None
