@@ -6,6 +6,10 @@ trajectories, its torques computed by the model itself (``tau = Y chi``) plus se
   mass scaled along its principal axes, so every link stays physically realisable), plus drive
   terms of the youBot's order of magnitude: reflected rotor inertia ``Ia = N^2 J_rotor``
   (0.01-0.05 kg m^2 on the 1:156 and 1:100 joints), viscous, Coulomb and offset friction.
+* :func:`foreign_parameters`: a robot unlike ours (issue 31): inertials perturbed further, centres
+  of mass moved by up to 3 cm, rotor inertia x1.5 and dry friction: :data:`DRY_DRIVES`, Coulomb
+  ``fc sign(q')`` three times :data:`TRUE_DRIVES`' (the torques of :func:`synthetic_dataset` use
+  the model's friction, whose Coulomb shape is ``sign`` unless the model says otherwise).
 * :func:`fourier_trajectory`: per joint a finite Fourier series (period ``period``) scaled into the
   joint limits and the velocity limit: ``q(t) = c + sum_k a_k sin(k w t) + b_k cos(k w t)``, with
   exact ``q'`` and ``q''``.
@@ -22,8 +26,8 @@ from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.parameters import inertial_to_standard, standard_parameters
 from youbot_dynamics.identification.io.dataset import Dataset
 
-__all__ = ["TRUE_DRIVES", "true_parameters", "fourier_trajectory", "synthetic_dataset", "encoder_resolution",
-           "current_noise_torque"]
+__all__ = ["TRUE_DRIVES", "DRY_DRIVES", "true_parameters", "foreign_parameters", "fourier_trajectory",
+           "synthetic_dataset", "encoder_resolution", "current_noise_torque"]
 
 Array = NDArray[np.float64]
 
@@ -34,26 +38,42 @@ TRUE_DRIVES = {
     "coulomb": (0.8, 0.7, 0.4, 0.2, 0.1),
     "offset": (0.05, -0.08, 0.04, 0.02, -0.01),
 }
+# a foreign robot's drives: rotor inertia x1.5, dry (sign) Coulomb friction x3, viscous friction halved
+DRY_DRIVES = {
+    "rotor_inertia": tuple(1.5 * v for v in TRUE_DRIVES["rotor_inertia"]),
+    "viscous": tuple(0.5 * v for v in TRUE_DRIVES["viscous"]),
+    "coulomb": tuple(3.0 * v for v in TRUE_DRIVES["coulomb"]),
+    "offset": TRUE_DRIVES["offset"],
+}
 
 
-def _perturbed_link(link: LinkInertial, rng: np.random.Generator, spread: float) -> LinkInertial:
+def _perturbed_link(link: LinkInertial, rng: np.random.Generator, spread: float, com_shift: float) -> LinkInertial:
     mass = link.mass * rng.uniform(1 - spread, 1 + spread)
     com = link.com + rng.normal(0.0, 0.1 * spread, 3) * max(float(np.linalg.norm(link.com)), 0.01)
+    com = com + rng.uniform(-1.0, 1.0, 3) * com_shift / np.sqrt(3.0)  # at most com_shift [m]
     sigma = 0.5 * np.trace(link.inertia) * np.eye(3) - link.inertia  # second moments about the CoM
     values, axes = np.linalg.eigh(sigma)
     sigma = axes @ np.diag(values * rng.uniform(1 - spread, 1 + spread, 3)) @ axes.T
     return LinkInertial(mass, com, np.trace(sigma) * np.eye(3) - sigma)
 
 
-def true_parameters(arm: ArmDescription, seed: int = 0, spread: float = 0.2) -> Array:
-    """The 14 n standard vector of a consistently perturbed arm with the :data:`TRUE_DRIVES`."""
+def true_parameters(arm: ArmDescription, seed: int = 0, spread: float = 0.2, drives: dict | None = None,
+                    com_shift: float = 0.0) -> Array:
+    """The 14 n standard vector of a consistently perturbed arm with the ``drives`` (default
+    :data:`TRUE_DRIVES`), centres of mass moved by at most ``com_shift`` [m] more."""
     rng = np.random.default_rng(seed)
-    links = tuple(_perturbed_link(link, rng, spread) for link in arm.links)
-    chi = standard_parameters(arm, **{k: v[: arm.n_joints] for k, v in TRUE_DRIVES.items()})
+    links = tuple(_perturbed_link(link, rng, spread, com_shift) for link in arm.links)
+    chi = standard_parameters(arm, **{k: v[: arm.n_joints] for k, v in (drives or TRUE_DRIVES).items()})
     per_joint = chi.size // arm.n_joints
     for i, link in enumerate(links):
         chi[i * per_joint : i * per_joint + 10] = inertial_to_standard(link)
     return chi
+
+
+def foreign_parameters(arm: ArmDescription, seed: int = 31) -> Array:
+    """A robot unlike ours (module docstring): spread 0.3, centres of mass moved by up to 3 cm,
+    :data:`DRY_DRIVES`."""
+    return true_parameters(arm, seed, spread=0.3, drives=DRY_DRIVES, com_shift=0.03)
 
 
 def fourier_trajectory(arm: ArmDescription, duration: float, rate: float, seed: int = 0, period: float = 10.0,

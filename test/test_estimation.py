@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import json
 import re
-import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import yaml
 
 from identification_benchmark import GOALS, recordings
-from synthetic import current_noise_torque, encoder_resolution, fourier_trajectory, synthetic_dataset, true_parameters
+from synthetic import (current_noise_torque, encoder_resolution, foreign_parameters, fourier_trajectory,
+                       synthetic_dataset, true_parameters)
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dataio import DataFileError, read_csv_columns
+from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.dynamics.paramfile import load_model
+from youbot_dynamics.identification.estimation.friction_fit import TOLERANCE
 from youbot_dynamics.identification.estimation.least_squares import consistent, estimate, ols, wls
 from youbot_dynamics.identification.estimation.processing import (ProcessingOptions, average_periods, differentiate,
                                                                   lowpass, make_uniform, process)
@@ -31,6 +35,7 @@ from youbot_dynamics.identification.io.dataset import (Dataset, IdentificationEr
 
 ARM = default_arm()
 RATE = 1000.0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -314,27 +319,6 @@ def test_csv_round_trip_and_bad_files(tmp_path, short_states):
         read_csv_dataset(path, 5)
 
 
-# -- speed ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_sixty_seconds_at_one_kilohertz_timing(nominal, capsys):
-    """Goals: WLS <= 5 s, consistent <= 15 s end to end (processing + estimation) for 60,000
-    samples; asserted loosely (4x) because test machines are shared. See `make bench`."""
-    model, prior = nominal
-    _, train, _ = recordings(ARM, duration=60.0, rate=RATE)
-    assert train.n_samples == 60_000
-    times = {}
-    for method in ("wls", "consistent"):
-        start = time.perf_counter()
-        estimate(method, [process(train, model)], model.base, prior)
-        times[method] = time.perf_counter() - start
-    with capsys.disabled():
-        print(f"\n60,000 samples: WLS {times['wls']:.2f} s, consistent {times['consistent']:.2f} s")
-    assert times["wls"] < 4 * GOALS["wls_time_s"]
-    assert times["consistent"] < 4 * GOALS["consistent_time_s"]
-
-
 # -- command line ---------------------------------------------------------------------------------
 
 
@@ -366,8 +350,10 @@ def test_cli_identify_csv_end_to_end(tmp_path, csv_files, capsys):
     assert metrics["validation"]["identified"]["overall_relative"] < GOALS["overall_relative_error"]
     validation = metrics["validation"]
     assert validation["nominal"]["overall_relative"] > 5 * validation["identified"]["overall_relative"]
-    # 47 base parameters and the default load-dependent friction fl1..fl5
-    assert len(metrics["estimation"]["parameters"]) == model.parameters.size == model.base.count + 5 == 52
+    # 47 base parameters, and the friction the data were made with (sign Coulomb, no extra term) chosen by default
+    assert len(metrics["estimation"]["parameters"]) == model.parameters.size == model.base.count == 47
+    assert model.friction_model.terms == () and max(model.friction_model.eps) <= 0.005
+    assert "friction structure chosen by its error on left-out identification data" in captured.out
     for name in ("torques.png", "residuals.png"):
         assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # predict with the identified model reproduces the validation torques
@@ -406,3 +392,138 @@ def test_cli_identify_bad_data_exit_2(tmp_path, csv_files, capsys, edit, message
     assert err.startswith("youbot-dynamics identify: ")
     assert re.search(message, err), err
     assert not (tmp_path / "p.yaml").exists()
+
+
+# -- a robot with dry friction, scored on a different motion (issue 31) -----------------------------
+
+
+def independent_torques(model: DynamicModel, q, dq, ddq):
+    """The torques of an identified model written out here: the Newton-Euler recursion
+    (``dynamics.rnea``, not the generated regressor the estimation used) with the model's standard
+    parameters, the drive friction removed from them and added as the friction equation
+    ``fv q' + fc s + f0 + fa |s| + fs exp(-(q'/vs)^2) s + fl |G(q)| s`` (``s``: sign where eps is 0)."""
+    chi = np.array(model.standard, dtype=float).reshape(ARM.n_joints, 14)
+    fv, fc, f0 = chi[:, 11].copy(), chi[:, 12].copy(), chi[:, 13].copy()
+    chi[:, 11:14] = 0.0
+    rigid = rnea.inverse_dynamics(model.chain, chi.ravel(), q, dq, ddq)
+    gravity = rnea.inverse_dynamics(model.chain, chi.ravel(), q, np.zeros_like(q), np.zeros_like(q))
+    fm = model.friction_model
+    eps = np.array(fm.eps)
+    s = np.where(eps > 0, np.tanh(dq / np.where(eps > 0, eps, 1.0)), np.sign(dq))
+    extra = dict(zip(fm.extra_names(), model.friction_parameters))
+    fa, fs, fl = (np.array([extra.get(f"{k}{j}", 0.0) for j in range(1, ARM.n_joints + 1)]) for k in ("fa", "fs", "fl"))
+    stribeck = np.exp(-(dq / np.array(fm.stribeck_velocity)) ** 2)
+    return rigid + fv * dq + fc * s + f0 + fa * np.abs(s) + fs * stribeck * s + fl * np.abs(gravity) * s
+
+
+def filtered_relative_error(tau, tau_hat, rate, cutoff=10.0):
+    """``||F(tau - tau_hat)|| / ||F tau||``: both through a 4th order zero-phase Butterworth at
+    ``cutoff`` (identify's band), 3 / cutoff s dropped at both ends (the filter's transients)."""
+    from scipy.signal import butter, sosfiltfilt
+
+    sos = butter(4, cutoff, fs=rate, output="sos")
+    edge = int(3 * rate / cutoff)
+    a, b = (sosfiltfilt(sos, x, axis=0)[edge:-edge] for x in (tau, tau_hat))
+    return float(np.linalg.norm(a - b) / np.linalg.norm(a))
+
+
+@pytest.fixture(scope="module")
+def dry_robot(tmp_path_factory):
+    """A robot unlike the nominal (``synthetic.foreign_parameters``: dry sign friction x3, centres of
+    mass moved up to 3 cm, rotor inertia x1.5), identified by the default ``identify`` on one motion
+    and validated on another whose torques are 10 times noisier (so that its error cannot be
+    mistaken for the training data's). Also a third motion, with the identification's noise."""
+    folder = tmp_path_factory.mktemp("dry")
+    nominal_arm, _ = nominal_model(ARM)
+    true = DynamicModel(nominal_arm.chain, nominal_arm.base, nominal_arm.base.from_standard(foreign_parameters(ARM)))
+    rate, noise = 500.0, current_noise_torque(ARM)
+    motions = {}
+    for name, duration, seed, scale in (("train", 30.0, 21, 1.0), ("held", 20.0, 22, 10.0), ("third", 20.0, 23, 1.0)):
+        states = fourier_trajectory(ARM, duration, rate, seed=seed)
+        data = synthetic_dataset(true, *states, torque_noise=scale * noise, position_resolution=encoder_resolution(ARM),
+                                 seed=seed + 100, source=name)
+        write_csv_dataset(folder / f"{name}.csv", data)
+        motions[name] = (states, data)
+    out = folder / "model.yaml"
+    assert main(["identify", str(folder / "train.csv"), "--validate", str(folder / "held.csv"), "--out", str(out),
+                 "--report", str(folder / "report")]) == 0
+    return SimpleNamespace(folder=folder, out=out, model=load_model(out), motions=motions, rate=rate,
+                           report=json.loads((folder / "report" / "report.json").read_text()))
+
+
+@pytest.mark.timeout(900)  # the first one identifies the robot (default identify, a minute)
+def test_the_held_out_error_is_the_held_out_files(dry_robot):
+    """The reported held-out error equals an independent prediction of the held-out file (within
+    10 %): Newton-Euler with the identified parameters, filtered here. Computing it on the training
+    data instead (a different motion with 10x less noise) reports a figure several times smaller."""
+    (t, q, dq, ddq), data = dry_robot.motions["held"]
+    independent = filtered_relative_error(data.tau, independent_torques(dry_robot.model, q, dq, ddq), dry_robot.rate)
+    reported = dry_robot.report["validation"]["identified"]["overall_relative"]
+    assert dry_robot.report["validation"]["on"] == "validation data"
+    assert reported == pytest.approx(independent, rel=0.1), (reported, independent)
+
+
+@pytest.mark.timeout(900)  # the first one identifies the robot (default identify, a minute)
+def test_default_identify_on_dry_friction_predicts_another_motion_within_one_percent(dry_robot):
+    """The issue's goal: default ``identify`` on a robot with dry (sign) friction, scored on a motion
+    it did not see, <= 1 % (the Coulomb shapes 0.02-0.2 rad/s and load friction of before: 4.4 %,
+    joint 5 16 % on the issue's robot). The friction structure was chosen on the identification
+    recording's halves and says so."""
+    (t, q, dq, ddq), data = dry_robot.motions["third"]
+    error = filtered_relative_error(data.tau, independent_torques(dry_robot.model, q, dq, ddq), dry_robot.rate)
+    print(f"\ndry friction robot, third motion: {100 * error:.2f}% "
+          f"({dry_robot.model.friction_model.describe()})")
+    assert error <= 0.01
+    selection = yaml.safe_load(dry_robot.out.read_text())["youbot_dynamics_model"]["identification"][
+        "friction_selection"]
+    assert "halves of the one identification recording" in selection["on"]
+    assert selection["runner_up_moving_relative_error"] >= (1 - TOLERANCE) * selection["chosen_moving_relative_error"]
+    assert max(dry_robot.model.friction_model.eps) <= 0.005  # a dry robot: sign, or nearly
+
+
+def test_the_default_excitation_on_a_foreign_robot_determines_what_moves_the_torques():
+    """Issue 31: the shipped excitation (``config/excitation_default.yaml``, 3 identification periods
+    at 1 kHz as the node runs it) on a robot unlike ours (``foreign_parameters``), judged by the
+    relative standard deviation of each base parameter. Its covariance is computed here from the
+    normal equations, ``sigma^2 (A^T W^2 A)^-1`` (the estimator's comes from an SVD). Measured: 7 of
+    47 above 25 %, all of them second moments of links 2, 4, 5 whose one sigma moves the torques
+    by at most 0.4 mN m; every friction parameter, joints 4-5 included, within 25 %."""
+    from youbot_dynamics.identification.estimation.least_squares import UNDETERMINED_RELATIVE_STD
+    from youbot_dynamics.identification.io.trajfile import load_trajectory
+
+    model, _ = nominal_model(ARM)
+    true = DynamicModel(model.chain, model.base, model.base.from_standard(foreign_parameters(ARM)))
+    excitation = load_trajectory(ROOT / "config" / "excitation_default.yaml", ARM.joint_names).trajectory
+    t = np.arange(int(3 * excitation.period * RATE)) / RATE
+    noise = {"torque_noise": current_noise_torque(ARM), "position_resolution": encoder_resolution(ARM)}
+    data = synthetic_dataset(true, t, *excitation.evaluate(t % excitation.period), seed=7, **noise)
+    obs = process(data, model, ProcessingOptions(period=excitation.period))
+    result = wls([obs], model.base)
+    a = obs.Y.reshape(-1, model.base.count)[obs.used.reshape(-1)]
+    joint = np.tile(np.arange(ARM.n_joints), obs.n_samples)[obs.used.reshape(-1)]
+    residual = obs.tau.reshape(-1)[obs.used.reshape(-1)] - a @ result.beta
+    sigma = np.sqrt(np.bincount(joint, residual**2) / np.bincount(joint) / (1 - a.shape[1] / a.shape[0]))
+    aw = a / sigma[joint][:, None]
+    variance = np.sum((residual / sigma[joint]) ** 2) / (a.shape[0] - a.shape[1])
+    relative = 100 * np.sqrt(variance * np.diag(np.linalg.inv(aw.T @ aw))) / np.abs(result.beta)
+    np.testing.assert_allclose(result.relative_std_percent, relative, rtol=0.05)
+    undetermined = result.undetermined
+    assert set(undetermined) == {n for n, r in zip(result.names, relative) if r > UNDETERMINED_RELATIVE_STD}
+    print(f"\ndefault excitation, foreign robot: {len(undetermined)} of {len(result.names)} above "
+          f"{UNDETERMINED_RELATIVE_STD:g}%: " + ", ".join(f"{n} {r:.3g}%" for n, r in undetermined.items()))
+    assert all(name.startswith("I") and name[1] != "a" for name in undetermined), undetermined  # second moments only
+    assert len(undetermined) <= 8
+    torque = dict(zip(result.names, result.torque_std))
+    assert max(torque[name] for name in undetermined) < 1e-3  # [N m]: they do not matter for prediction
+    friction = [k for k, name in enumerate(result.names) if name[:2] in ("fv", "fc", "f0", "Ia")]
+    assert np.all(relative[friction] <= UNDETERMINED_RELATIVE_STD), dict(zip(np.array(result.names)[friction],
+                                                                             relative[friction]))
+
+
+@pytest.mark.timeout(900)  # the first one identifies the robot (default identify, a minute)
+def test_identify_reports_the_undetermined_parameters(dry_robot):
+    """``report.json`` states the criterion and lists the parameters above it."""
+    estimation = dry_robot.report["estimation"]
+    threshold = estimation["undetermined"]["threshold_relative_std_percent"]
+    above = {p["name"] for p in estimation["parameters"] if p["relative_std_percent"] > threshold}
+    assert set(estimation["undetermined"]["parameters"]) == above

@@ -132,12 +132,53 @@ def test_model_file_round_trip_and_old_files(tmp_path):
     np.testing.assert_array_equal(load_model(path).friction(dq), FV * dq + FC * np.sign(dq) + F0)
 
 
+def test_per_joint_terms_against_the_equation_and_through_a_model_file(tmp_path):
+    """``joint_terms`` (what ``identify`` chooses per joint, issue 31): each joint carries only its own
+    terms (the others' parameters are absent, i.e. 0 in the equation), by name, in the regressor and
+    in a model file; malformed per-joint blocks are named."""
+    joint_terms = (("load",), (), ("asymmetric", "stribeck", "load"), ("stribeck",), ("asymmetric",))
+    fm = FrictionModel(5, (0.0, 0.002, 0.05, 0.1, 0.0), (), VS, joint_terms)
+    assert fm.terms == ("asymmetric", "stribeck", "load") and not fm.uniform
+    assert fm.extra_names() == ("fl1", "fa3", "fs3", "fl3", "fs4", "fa5")
+    order = ("asymmetric", "stribeck", "load")
+    kept = np.zeros_like(EXTRA)  # (fa, fs, fl) per joint: zero where the joint lacks the term
+    for j, terms in enumerate(joint_terms):
+        for t in terms:
+            kept[j, order.index(t)] = EXTRA[j, order.index(t)]
+    values = [kept[j, order.index(t)] for j, ts in enumerate(joint_terms) for t in ts]
+    m = model(fm, values)
+    q, dq, ddq = states(20, 4)
+    rigid, g = pinocchio_rigid(q, dq, ddq)
+    eps = np.array(fm.eps)
+    s = np.where(eps > 0, np.tanh(dq / np.where(eps > 0, eps, 1.0)), np.sign(dq))
+    fa, fs, fl = kept.T
+    stribeck = np.exp(-(dq / np.array(VS)) ** 2)
+    want = rigid + FV * dq + FC * s + F0 + fa * np.abs(s) + fs * stribeck * s + fl * np.abs(g) * s
+    np.testing.assert_allclose(m.inverse_dynamics(q, dq, ddq), want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(m.full_regressor(q, dq, ddq) @ m.parameters, want, rtol=0, atol=1e-9)
+    cols = fm.columns(dq, g)
+    for k, name in enumerate(fm.extra_names()):  # each column acts on its own joint's equation only
+        joint = int(name[2:]) - 1
+        assert not np.delete(cols[:, :, k], joint, axis=1).any()
+    path = tmp_path / "m.yaml"
+    save_model(path, m, "test")
+    loaded = load_model(path)
+    assert loaded.friction_model == fm
+    np.testing.assert_allclose(loaded.inverse_dynamics(q, dq, ddq), want, rtol=0, atol=1e-9)
+    with pytest.raises(FrictionError, match="joint_terms: expected 5"):
+        FrictionModel(5, 0.0, (), (), joint_terms[:4])
+    with pytest.raises(FrictionError, match="joint_terms of joint 2: unknown 'dry'"):
+        FrictionModel(5, 0.0, (), (), ((), ("dry",), (), (), ()))
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda f: f.update(terms=["viscosity"]), "unknown 'viscosity'"),
     (lambda f: f.update(eps=[0.1, 0.1]), "eps: expected 5 values"),
     (lambda f: f.update(eps=[0.1, -1, 0.1, 0.1, 0.1]), "eps of joint 2"),
     (lambda f: f["parameters"].pop(), "friction.parameters: expected the names"),
     (lambda f: f["parameters"][0].update(value="x"), r"friction.parameters\[0\] \(fa1\).value"),
+    (lambda f: f.update(joint_terms="load"), "joint_terms: expected one list of terms per joint"),
+    (lambda f: f.update(joint_terms=[["load"]] * 4), "joint_terms: expected 5"),
 ])
 def test_malformed_friction_blocks_are_named(tmp_path, change, message):
     path = tmp_path / "m.yaml"

@@ -1,14 +1,14 @@
 """Identification judged on a real youBot arm (issue 13): the five shared runs of
 ``../shared/data/youbot_real`` (point-to-point moves, ~300 Hz, current-based torques), leave one
-run out. The targets were set from the measurement of stop 26 (moving rows, held out, default
-identify: 25.2-30.7 %, mean 27.9 %; the seed's friction by WLS: mean 40.9 %; the nominal model
-about 94 %), with a margin for solver and platform differences, and are the same for every run:
-nothing is tuned to a single run."""
+run out. The targets were set from the measurement of stop 26 (moving rows, held out, identify
+with its then default friction, smooth and load-dependent Coulomb: 25.2-30.7 %, mean 27.9 %; the
+seed's friction by WLS: mean 40.9 %; the nominal model about 94 %) and are the same for every run:
+nothing is tuned to a single run. Issue 31: the default ``identify`` chooses the friction structure
+per joint from the four training runs (leave one of them out): 24.7, 25.2, 26.6, 30.6, 29.1 %,
+mean 27.2 %; the mean target is the issue's 28 %."""
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,16 +18,18 @@ from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.consistency import check_model
 from youbot_dynamics.dynamics.friction import FrictionModel
 from youbot_dynamics.dynamics.paramfile import load_model
+from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from youbot_dynamics.identification.estimation.pipeline import identify, load_recordings, predict_recording
+from conftest import real_data_folder
 
 ARM = default_arm()
-# beside the repository (../shared/data/youbot_real), or where YOUBOT_REAL_DATA says
-FOLDER = Path(os.environ.get("YOUBOT_REAL_DATA",
-                             Path(__file__).resolve().parents[2] / "shared" / "data" / "youbot_real"))
+FOLDER = real_data_folder()  # beside the repository (../shared/data/youbot_real), or where YOUBOT_REAL_DATA says
 RUNS = sorted(FOLDER.glob("real_*.csv"))
-pytestmark = pytest.mark.skipif(len(RUNS) < 5, reason=f"the real youBot runs are not in {FOLDER}")
+# the five default identifications (friction chosen from the data) are made by the first test that needs them
+pytestmark = [pytest.mark.skipif(len(RUNS) < 5, reason=f"the real youBot runs are not in {FOLDER}"),
+              pytest.mark.timeout(1800)]
 
-MOVING_TARGET_MEAN = 0.32  # held-out relative error on moving rows, mean over the five folds
+MOVING_TARGET_MEAN = 0.28  # held-out relative error on moving rows, mean over the five folds
 MOVING_TARGET_EACH = 0.35  # ... and in every fold
 NOMINAL_AT_LEAST = 0.8  # the nominal (CAD) model on the same rows: identification must be what gains
 
@@ -39,13 +41,14 @@ def recordings():
 
 @pytest.fixture(scope="module")
 def folds(recordings):
-    """Leave one run out: the default identification (consistent, smooth + load-dependent Coulomb;
-    eps fixed at its default here to keep the suite fast, ``auto`` is tested below) on four runs."""
+    """Leave one run out: the default identification (consistent; the friction structure chosen per
+    joint by leaving one of the four training runs out, as ``identify``'s ``auto``) on four runs."""
     out = {}
     for held in recordings:
         train = [d for name, data in recordings.items() if name != held for d in data]
         out[held] = identify(train, recordings[held], ARM, method="consistent",
-                             friction=FrictionModel.real_arm(ARM.n_joints))
+                             friction=FrictionModel.real_arm(ARM.n_joints), eps_candidates=EPS_CANDIDATES,
+                             term_candidates=TERM_CANDIDATES)
     return out
 
 
@@ -63,7 +66,8 @@ def test_every_identified_model_is_physically_consistent(folds):
     for name, run in folds.items():
         assert run.consistency.ok, (name, run.consistency.problems)
         check_model(run.model, ARM)  # what the controllers and predict run
-        assert all(v >= 0 for v in run.model.friction_parameters), name  # load-dependent friction
+        extra = zip(run.model.friction_model.extra_names(), run.model.friction_parameters)
+        assert all(v >= 0 for k, v in extra if k[:2] in ("fs", "fl")), name  # Stribeck and load friction
         assert run.consistency.min_eigenvalue > 0
 
 
@@ -76,7 +80,7 @@ def test_load_dependent_friction_is_the_gain(recordings, folds):
 
 
 def test_cli_identify_then_predict_reproduces_the_figure(tmp_path, capsys):
-    """The default command line (eps by cross-validation) on four runs; predict --recording on the
+    """The default command line (friction chosen from the data) on four runs; predict --recording on the
     fifth prints the same moving-row figure to 0.1 point."""
     out = tmp_path / "model.yaml"
     train, held = [str(p) for p in RUNS[1:]], str(RUNS[0])

@@ -19,6 +19,10 @@ the optional **extra terms**, per joint and in the order ``fa, fs, fl``, are:
   ``|G_j(q)|`` the gearbox carries (on the real arm, the largest single gain: held-out error on
   moving samples 41 % -> 29 %).
 
+A joint may carry only some of the terms (``joint_terms``: e.g. load-dependent friction on the
+joints that carry gravity, none on the others); ``identify`` chooses them per joint from the data
+(:mod:`..identification.estimation.friction_fit`).
+
 Every term is linear in its parameter once the shape constants ``eps`` and ``vs`` are fixed, so
 the extra terms are extra columns of the regressor (:meth:`FrictionModel.columns`), identified with
 the rest. All extra terms vanish at rest (``s = 0``), so ``G(q)`` and ``M(q)`` do not depend on them.
@@ -60,16 +64,29 @@ def _per_joint(values: Any, n: int, name: str, positive: bool) -> tuple[float, .
     return tuple(float(v) for v in arr)
 
 
+def _known_terms(terms: Any, name: str) -> tuple[str, ...]:
+    """``terms`` in :data:`EXTRA_TERMS` order; :class:`FrictionError` naming an unknown one."""
+    if isinstance(terms, str) or not all(isinstance(t, str) for t in terms):
+        raise FrictionError(f"friction {name}: expected a list of names among {', '.join(EXTRA_TERMS)}")
+    unknown = [t for t in terms if t not in EXTRA_TERMS]
+    if unknown:
+        raise FrictionError(f"friction {name}: unknown {', '.join(map(repr, unknown))} (known: "
+                            f"{', '.join(EXTRA_TERMS)})")
+    return tuple(t for t in EXTRA_TERMS if t in terms)
+
+
 @dataclass(frozen=True)
 class FrictionModel:
     """The friction structure of ``n_joints`` joints (module docstring): ``eps`` per joint (0: sign),
-    the extra ``terms`` (a subset of :data:`EXTRA_TERMS`, kept in that order) and the Stribeck
-    velocities ``stribeck_velocity`` per joint."""
+    the extra ``terms`` (a subset of :data:`EXTRA_TERMS`, kept in that order), the Stribeck
+    velocities ``stribeck_velocity`` per joint, and ``joint_terms``: the terms of each joint (default:
+    ``terms`` on every joint; when given, ``terms`` becomes their union)."""
 
     n_joints: int
     eps: tuple[float, ...] = ()
     terms: tuple[str, ...] = ()
     stribeck_velocity: tuple[float, ...] = field(default=())
+    joint_terms: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         n = self.n_joints
@@ -77,11 +94,16 @@ class FrictionModel:
         object.__setattr__(self, "stribeck_velocity", _per_joint(
             self.stribeck_velocity if self.stribeck_velocity != () else DEFAULT_STRIBECK_VELOCITY, n,
             "stribeck_velocity", positive=True))
-        unknown = [t for t in self.terms if t not in EXTRA_TERMS]
-        if unknown:
-            raise FrictionError(f"friction terms: unknown {', '.join(map(repr, unknown))} (known: "
-                                f"{', '.join(EXTRA_TERMS)})")
-        object.__setattr__(self, "terms", tuple(t for t in EXTRA_TERMS if t in self.terms))
+        if self.joint_terms != ():
+            if len(self.joint_terms) != n:
+                raise FrictionError(f"friction joint_terms: expected {n} lists of terms, got {len(self.joint_terms)}")
+            joint_terms = tuple(_known_terms(terms, f"joint_terms of joint {j + 1}")
+                                for j, terms in enumerate(self.joint_terms))
+            object.__setattr__(self, "terms", tuple(t for t in EXTRA_TERMS if any(t in jt for jt in joint_terms)))
+        else:
+            object.__setattr__(self, "terms", _known_terms(self.terms, "terms"))
+            joint_terms = (self.terms,) * n
+        object.__setattr__(self, "joint_terms", joint_terms)
 
     # -- construction -------------------------------------------------------------------------
 
@@ -92,7 +114,8 @@ class FrictionModel:
 
     @classmethod
     def real_arm(cls, n_joints: int, eps: Any = DEFAULT_EPS) -> "FrictionModel":
-        """The default of ``identify``: smooth Coulomb plus load-dependent Coulomb friction."""
+        """Smooth Coulomb plus load-dependent Coulomb friction (the shared real runs' structure, issue 13):
+        where ``identify`` starts before it chooses the structure from the data (issue 31)."""
         return cls(n_joints, eps, ("load",))
 
     @classmethod
@@ -103,17 +126,24 @@ class FrictionModel:
         if not isinstance(doc, Mapping):
             raise FrictionError("friction: expected a mapping with eps, terms and stribeck_velocity")
         terms = doc.get("terms", [])
-        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
-            raise FrictionError(f"friction terms: expected a list of names among {', '.join(EXTRA_TERMS)}")
+        joint_terms = doc.get("joint_terms", [])
+        if not isinstance(joint_terms, list):
+            raise FrictionError("friction joint_terms: expected one list of terms per joint")
+        for value, name in ((terms, "terms"), *((jt, "joint_terms") for jt in joint_terms)):
+            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                raise FrictionError(f"friction {name}: expected a list of names among {', '.join(EXTRA_TERMS)}")
         try:
             return cls(n_joints, doc.get("eps", 0.0), tuple(terms),
-                       doc.get("stribeck_velocity", DEFAULT_STRIBECK_VELOCITY))
+                       doc.get("stribeck_velocity", DEFAULT_STRIBECK_VELOCITY), tuple(map(tuple, joint_terms)))
         except (TypeError, ValueError) as exc:
             raise FrictionError(str(exc)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the ``friction`` block of a model file, without the parameter values)."""
-        return {"eps": list(self.eps), "terms": list(self.terms), "stribeck_velocity": list(self.stribeck_velocity)}
+        doc = {"eps": list(self.eps), "terms": list(self.terms), "stribeck_velocity": list(self.stribeck_velocity)}
+        if not self.uniform:
+            doc["joint_terms"] = [list(terms) for terms in self.joint_terms]
+        return doc
 
     # -- structure ------------------------------------------------------------------------------
 
@@ -123,24 +153,33 @@ class FrictionModel:
         return not self.terms and not any(self.eps)
 
     @property
+    def uniform(self) -> bool:
+        """Every joint carries the same extra terms."""
+        return all(terms == self.terms for terms in self.joint_terms)
+
+    @property
     def uses_load(self) -> bool:
         return "load" in self.terms
 
     @property
     def extra_count(self) -> int:
-        return self.n_joints * len(self.terms)
+        return sum(len(terms) for terms in self.joint_terms)
 
     def extra_names(self) -> tuple[str, ...]:
         """Names of the extra parameters, joint-major: ``fa1, fs1, fl1, fa2, ...`` (present terms only)."""
-        return tuple(f"{EXTRA_SYMBOLS[t]}{j}" for j in range(1, self.n_joints + 1) for t in self.terms)
+        return tuple(f"{EXTRA_SYMBOLS[t]}{j}" for j, terms in enumerate(self.joint_terms, start=1) for t in terms)
 
     def describe(self) -> str:
-        """One line for reports: e.g. ``tanh Coulomb (eps 0.05 rad/s) + load``."""
+        """One line for reports: e.g. ``tanh Coulomb (eps 0.05 rad/s) + load``, or with per joint
+        terms ``sign Coulomb ... + per joint: 1 none, 2 load, ...``."""
         eps = set(self.eps)
         shape = "sign Coulomb" if eps == {0.0} else (
             f"tanh Coulomb (eps {next(iter(eps)):g} rad/s)" if len(eps) == 1 else
-            f"tanh Coulomb (eps {', '.join(f'{e:g}' for e in self.eps)} rad/s)")
-        return " + ".join([f"viscous + {shape} + offset", *self.terms])
+            f"Coulomb shape eps {', '.join(f'{e:g}' for e in self.eps)} rad/s (0: sign, else tanh)")
+        if self.uniform:
+            return " + ".join([f"viscous + {shape} + offset", *self.terms])
+        per_joint = ", ".join(f"{j} {'+'.join(terms) or 'none'}" for j, terms in enumerate(self.joint_terms, start=1))
+        return f"viscous + {shape} + offset + per joint: {per_joint}"
 
     # -- evaluation ------------------------------------------------------------------------------
 
@@ -167,15 +206,21 @@ class FrictionModel:
                 cols.append(np.abs(load) * s)
         return np.stack(cols, axis=-1) if cols else np.zeros(dq.shape + (0,))
 
+    def _active(self) -> list[list[int]]:
+        """Per joint, the indices into :attr:`terms` of the joint's own terms."""
+        return [[self.terms.index(t) for t in terms] for terms in self.joint_terms]
+
     def columns(self, dq: Any, gravity: Any = None) -> Array:
-        """Regressor columns of the extra parameters, (..., n, n k): row j holds joint j's k terms in
-        columns ``k j .. k j + k - 1`` (block diagonal). ``gravity``: ``G(q)`` (..., n), needed by ``load``."""
+        """Regressor columns of the extra parameters, (..., n, e) in :meth:`extra_names` order: row j
+        holds joint j's own terms in its block of columns (block diagonal). ``gravity``: ``G(q)``
+        (..., n), needed by ``load``."""
         dq = np.asarray(dq, dtype=float)
         features = self._features(dq, None if gravity is None else np.asarray(gravity, dtype=float))
-        n, k = self.n_joints, len(self.terms)
-        out = np.zeros(dq.shape + (n * k,))
-        for j in range(n):
-            out[..., j, k * j : k * (j + 1)] = features[..., j, :]
+        out = np.zeros(dq.shape + (self.extra_count,))
+        start = 0
+        for j, active in enumerate(self._active()):
+            out[..., j, start : start + len(active)] = features[..., j, active]
+            start += len(active)
         return out
 
     def extra_torque(self, parameters: Array, dq: Any, gravity: Any = None) -> Array:
@@ -184,7 +229,10 @@ class FrictionModel:
         if not self.terms:
             return np.zeros(dq.shape)
         features = self._features(dq, None if gravity is None else np.asarray(gravity, dtype=float))
-        return np.einsum("...jk,jk->...j", features, np.asarray(parameters, dtype=float).reshape(self.n_joints, -1))
+        values = np.zeros((self.n_joints, len(self.terms)))  # a joint's absent terms: 0
+        rows = [j for j, active in enumerate(self._active()) for _ in active]
+        values[rows, [k for active in self._active() for k in active]] = np.asarray(parameters, dtype=float)
+        return np.einsum("...jk,jk->...j", features, values)
 
     def torque(self, viscous: Array, coulomb: Array, offset: Array, parameters: Array, dq: Any,
                gravity: Any = None) -> Array:

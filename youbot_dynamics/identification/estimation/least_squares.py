@@ -11,7 +11,9 @@ the least-squares solution of (3.10) computed stably (never through the normal e
 * the **covariance** ``cov(beta) = sigma^2 D^-1 V S^-2 V^T D^-1`` with
   ``sigma^2 = ||y - A beta||^2 / (m - b)``, and the **relative standard deviation**
   ``%sigma_k = 100 sqrt(cov_kk) / |beta_k|`` of each base parameter (Gautier's criterion: above
-  a few tens of percent the parameter is poorly identified by these data);
+  a few tens of percent the parameter is poorly identified by these data: above
+  :data:`UNDETERMINED_RELATIVE_STD` it is reported as **undetermined**,
+  :attr:`IdentificationResult.undetermined`);
 * the **unidentifiable** parameters: columns that are zero in the data, and the parameters with
   a large component in the right singular vectors of ``s < tolerance s_max``.
 
@@ -55,7 +57,7 @@ from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, struct
 from ..io.dataset import IdentificationError
 from .processing import Observation, stack_rows
 
-__all__ = ["METHODS", "IdentificationResult", "ols", "wls", "consistent", "estimate",
+__all__ = ["METHODS", "UNDETERMINED_RELATIVE_STD", "IdentificationResult", "ols", "wls", "consistent", "estimate",
            "pseudo_inertia"]
 
 Array = NDArray[np.float64]
@@ -69,6 +71,9 @@ DRIVE_SCALE = {"Ia": 0.01, "fv": 0.1, "fc": 0.1, "f0": 0.1}  # typical drive ter
 PRIOR_WEIGHT = 1e-3
 PRIOR_WEIGHTS = (1e-3, 0.1, 1.0, 10.0)  # candidates of identify --prior-weight auto (cross-validated)
 EXTRA_SCALE = 0.1  # typical extra friction term: 0.1 N m (fa, fs), 0.1 N m per N m of load (fl)
+# [%] relative standard deviation above which the data leave a parameter undetermined (Gautier's
+# criterion: its confidence interval, +-2 sigma, then spans more than half of its value)
+UNDETERMINED_RELATIVE_STD = 25.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,10 @@ class IdentificationResult:
     (filtered) torques [N m]; ``n_samples``/``n_rows``: samples and equations used;
     ``standard``: the 14 n standard vector (consistent estimator only); ``unidentifiable``: names
     of base parameters the data do not determine (only the consistent estimator accepts them);
-    ``solver_status``: how the semidefinite program ended (consistent estimator only).
+    ``solver_status``: how the semidefinite program ended (consistent estimator only);
+    ``torque_std``: what one standard deviation of each parameter changes in the torques it enters
+    (RMS over the data, the joint where it is largest) [N m]: an undetermined parameter that moves
+    the torques by a negligible amount does not matter for prediction.
     """
 
     method: str
@@ -93,12 +101,22 @@ class IdentificationResult:
     standard: Array | None = None
     unidentifiable: tuple[str, ...] = field(default=())
     solver_status: str = ""
+    torque_std: Array | None = None  # [N m] per parameter: std times its column's largest per-joint RMS
 
     @property
     def relative_std_percent(self) -> Array:
         """``100 std / |beta|`` (infinite where beta is exactly 0)."""
         with np.errstate(divide="ignore"):
             return np.where(self.beta != 0, 100.0 * self.std / np.abs(self.beta), np.inf)
+
+    @property
+    def undetermined(self) -> dict[str, float]:
+        """The parameters whose relative standard deviation exceeds :data:`UNDETERMINED_RELATIVE_STD`
+        (and those the data do not show at all: infinite), with it [%], largest first."""
+        rel = self.relative_std_percent
+        bad = [k for k in np.argsort(-rel)
+               if rel[k] > UNDETERMINED_RELATIVE_STD or self.names[k] in self.unidentifiable]
+        return {self.names[k]: float(rel[k]) for k in bad}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON/YAML)."""
@@ -108,9 +126,13 @@ class IdentificationResult:
             "n_samples": self.n_samples,
             "n_equations": self.n_rows,
             "residual_noise_std": [float(v) for v in self.noise_std],
-            "parameters": [{"name": n, "value": float(v), "std": float(s), "relative_std_percent": float(r)}
-                           for n, v, s, r in zip(self.names, self.beta, self.std, self.relative_std_percent)],
+            "parameters": [{"name": n, "value": float(v), "std": float(s), "relative_std_percent": float(r),
+                            **({} if self.torque_std is None else {"torque_of_one_std_nm": float(self.torque_std[k])})}
+                           for k, (n, v, s, r) in enumerate(zip(self.names, self.beta, self.std,
+                                                                self.relative_std_percent))],
             "unidentifiable": list(self.unidentifiable),
+            "undetermined": {"threshold_relative_std_percent": UNDETERMINED_RELATIVE_STD,
+                             "parameters": self.undetermined},
         }
         if self.standard is not None:
             doc["standard_parameters"] = [float(v) for v in self.standard]
@@ -184,8 +206,12 @@ def _result(method: str, base: BaseParameters, extra: Sequence[str], observation
     m, b = y.size, len(names)
     sigma2 = float(np.sum((residual * weights) ** 2)) / (m - b)
     n = observations[0].Y.shape[1]
+    std = np.sqrt(np.maximum(np.diag(sol.cov_unit) * sigma2, 0.0))
+    squares = np.zeros((n, a.shape[1]))
+    np.add.at(squares, joint, a**2)
+    column_rms = np.sqrt(squares / np.maximum(np.bincount(joint, minlength=n), 1)[:, None]).max(axis=0)
     return IdentificationResult(
-        method=method, names=names, beta=beta, std=np.sqrt(np.maximum(np.diag(sol.cov_unit) * sigma2, 0.0)),
+        method=method, names=names, beta=beta, std=std, torque_std=std * column_rms,
         condition_number=sol.condition_number, noise_std=_joint_noise(residual, joint, n, b),
         n_samples=sum(o.n_samples for o in observations), n_rows=m, standard=standard, unidentifiable=missing,
         solver_status=solver_status)

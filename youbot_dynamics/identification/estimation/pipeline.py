@@ -38,13 +38,14 @@ from ...dynamics.consistency import ModelReport, assess_model, check_model, plau
 from ...dynamics.friction import FrictionModel
 from ...dynamics.model import DynamicModel
 from ..io.dataset import Dataset, IdentificationError, check_plausible
-from .least_squares import PRIOR_WEIGHT, IdentificationResult, estimate
+from .least_squares import PRIOR_WEIGHT, UNDETERMINED_RELATIVE_STD, IdentificationResult, estimate
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors, validate
 
 __all__ = ["PipelineResult", "reference_models", "observations", "default_friction", "identify", "choose_prior_weight",
            "cross_validation", "load_recordings", "predict_recording", "processing_options", "excitation_delay",
-           "identify_excitation", "write_results", "summary_lines", "consistency_warning", "periodic_cut"]
+           "identify_excitation", "write_results", "summary_lines", "undetermined_lines", "friction_lines",
+           "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
 # progress(label) -> a callable taking a fraction in [0, 1] and with a done() -> seconds (report.ProgressBar)
@@ -134,8 +135,9 @@ def observations(datasets: Sequence[Dataset], model: DynamicModel, options: Proc
 
 
 def default_friction(arm: ArmDescription, structure: str) -> FrictionModel:
-    """What ``identify`` fits by default: :meth:`~..dynamics.friction.FrictionModel.real_arm`
-    (smooth and load-dependent Coulomb) for the full structure, nothing otherwise."""
+    """The friction :func:`identify` starts from (and fits when given no candidates to choose among):
+    :meth:`~..dynamics.friction.FrictionModel.real_arm` (smooth and load-dependent Coulomb) for the
+    full structure, nothing otherwise."""
     return FrictionModel.real_arm(arm.n_joints) if structure == "full" else FrictionModel.seed(arm.n_joints)
 
 
@@ -146,6 +148,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
              structure: str = "full", options: ProcessingOptions = ProcessingOptions(),
              baseline: str | Path | DynamicModel | None = None, progress: ProgressFactory = _Silent,
              friction: FrictionModel | None = None, eps_candidates: Sequence[float] | None = None,
+             term_candidates: Sequence[Sequence[str]] | None = None,
              prior_weights: Sequence[float] | None = None) -> PipelineResult:
     """Identify from ``train`` and validate on ``held`` (module docstring). ``options.period``
     averages the identification data only; the held-out data are processed without it.
@@ -153,11 +156,14 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     friction ``fl |G(q)| s(q')`` is bilinear in the parameters: it is estimated
     :data:`LOAD_ITERATIONS` times, the load of each pass from the previous estimate (the first from
     the nominal model), and the model is validated with its own ``G(q)``. With ``eps_candidates``
-    the Coulomb shape ``eps`` is chosen per joint among them by cross-validation
-    (:func:`~.friction_fit.select_eps`, after a first estimate with ``friction``'s own ``eps``;
-    recorded in the summary as ``eps_selection``). With ``prior_weights`` (consistent method, at
-    least two recordings) the weight ``rho`` of the pull towards the CAD inertials is chosen among
-    them by leave one recording out (:func:`choose_prior_weight`; the summary's ``prior_weight``)."""
+    (Coulomb shapes) and/or ``term_candidates`` (sets of extra terms) the friction structure is
+    chosen per joint among them by validation on identification data left out
+    (:func:`~.friction_fit.select_friction`: other recordings, or the other half of a single one;
+    never the held-out data; after a first estimate with ``friction``, whose ``eps`` or terms are
+    kept where no candidates are given; the summary's ``friction_selection``). With ``prior_weights``
+    (consistent method, at least two recordings) the weight ``rho`` of the pull towards the CAD
+    inertials is chosen among them by leave one recording out (:func:`choose_prior_weight`; the
+    summary's ``prior_weight``)."""
     if not train:
         raise IdentificationError("no identification data")
     for data in (*train, *held):  # positions in degrees and the like: refused before any work
@@ -169,21 +175,22 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     load_model = fitted
     estimation_time = 0.0
     selection: dict[str, Any] | None = None
-    if eps_candidates and structure == "full":
-        from .friction_fit import select_eps
+    if (eps_candidates or term_candidates) and structure == "full":
+        from .friction_fit import select_friction
 
-        bar = progress("choosing the Coulomb shape eps")
+        bar = progress("choosing the friction structure")
         first = estimate("wls", observations(train, fitted, options, progress), nominal.base, prior,
                          friction.extra_names())
+        load_model = DynamicModel(nominal.chain, nominal.base, first.beta[: nominal.base.count])  # its G(q)
+        shapes = [(float(e),) * arm.n_joints for e in eps_candidates] if eps_candidates else [friction.eps]
         try:
-            friction, selection = select_eps(train, friction, fitted.with_parameters(first.beta), options,
-                                             eps_candidates)
-        except IdentificationError as exc:  # e.g. halves too short: keep the given eps, say why
-            selection = {"skipped": str(exc), "eps": list(friction.eps)}
+            friction, selection = select_friction(train, load_model, options, shapes,
+                                                  term_candidates or [friction.terms], friction.stribeck_velocity)
+        except IdentificationError as exc:  # e.g. halves too short: keep the given structure, say why
+            selection = {"skipped": str(exc), "chosen": friction.describe()}
         estimation_time += bar.done()
         fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
                               friction_parameters=np.zeros(friction.extra_count))
-        load_model = fitted.with_parameters(first.beta)
     rho = float(prior_weights[0]) if prior_weights and len(prior_weights) == 1 else PRIOR_WEIGHT
     weights: dict[str, float] | None = None
     for _ in range(LOAD_ITERATIONS if friction.uses_load else 1):
@@ -217,7 +224,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "friction": {**friction.to_dict(), "description": friction.describe()},
         "processing": dataclasses.asdict(options),
         **({"prior_weight": {"chosen": rho, "cross_validated_moving_error": weights}} if weights else {}),
-        **({"eps_selection": selection} if selection is not None else {}),
+        **({"friction_selection": selection} if selection is not None else {}),
         "baseline": label,
     }
     if len(train_obs) >= 2:
@@ -396,6 +403,8 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
                  f"{result.condition_number:.4g}")
     if result.unidentifiable:
         lines.append(f"not determined by the data (kept near the nominal values): {', '.join(result.unidentifiable)}")
+    lines += undetermined_lines(result)
+    lines += friction_lines(run.summary.get("friction_selection"))
     lines.append(f"torque errors on {run.validated_on}:")
     lines.append("joint  rms [N m]  relative  nominal relative")
     for j, (rms, rel, nrel) in enumerate(zip(ident.rms, ident.relative_rms, base.relative_rms), start=1):
@@ -418,6 +427,39 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
                      f"(physically consistent, but the data may not tell these links' masses apart)")
     warning = consistency_warning(run)
     return lines + [warning] if warning else lines
+
+
+def undetermined_lines(result: IdentificationResult) -> list[str]:
+    """The parameters the data leave undetermined (relative standard deviation above
+    :data:`~.least_squares.UNDETERMINED_RELATIVE_STD`), or that every one is determined."""
+    undetermined = result.undetermined
+    criterion = (f"relative standard deviation (sigma from the least-squares covariance) above "
+                 f"{UNDETERMINED_RELATIVE_STD:g}%")
+    if not undetermined:
+        return [f"every parameter is determined by the data (none has a {criterion})"]
+    torque = dict(zip(result.names, result.torque_std)) if result.torque_std is not None else {}
+    listed = ", ".join(f"{name} ({rel:.3g}%"
+                       + (f", 1 sigma = {1000 * torque[name]:.2g} mN m" if name in torque else "") + ")"
+                       for name, rel in undetermined.items())
+    return [f"{len(undetermined)} of {len(result.names)} parameters not determined by the data ({criterion}; "
+            f"or their value is within the noise of 0; 1 sigma: the torque change it makes, RMS): {listed}"]
+
+
+def friction_lines(selection: dict[str, Any] | None) -> list[str]:
+    """What the friction selection chose, on which data, and the runner-up (none without a selection)."""
+    if not selection:
+        return []
+    if "skipped" in selection:
+        return [f"friction structure not chosen from the data ({selection['skipped']}): {selection['chosen']}"]
+    lines = [f"friction structure chosen by its error on left-out identification data, moving rows "
+             f"({selection['on']}):", f"  chosen: {selection['chosen']}: "
+             f"{100 * selection['chosen_moving_relative_error']:.3g}%"]
+    if selection["runner_up"] is not None:
+        lower = selection["runner_up_moving_relative_error"] < selection["chosen_moving_relative_error"]
+        lines.append(f"  runner-up: {selection['runner_up']}: {100 * selection['runner_up_moving_relative_error']:.3g}%"
+                     + (f" (within {100 * selection['tolerance']:g}% of the chosen, with more friction parameters: "
+                        f"the simpler is kept)" if lower else ""))
+    return lines
 
 
 def consistency_warning(run: PipelineResult) -> str | None:

@@ -27,6 +27,7 @@ Steps (the standard practice of Gautier's identification method, which seed 002 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -34,11 +35,12 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from ...dynamics.friction import FrictionModel
 from ...dynamics.model import DynamicModel
 from ..io.dataset import Dataset, IdentificationError
 
 __all__ = ["MAX_FILTER_ORDER", "ProcessingOptions", "Observation", "lowpass", "differentiate", "make_uniform",
-           "average_periods", "process", "stack_rows"]
+           "average_periods", "process", "process_frictions", "stack_rows"]
 
 Array = NDArray[np.float64]
 Progress = Callable[[float], None]
@@ -188,13 +190,28 @@ def _filter_columns(y: Array, cutoff: float, fs: float, order: int, progress: Pr
     return out
 
 
-def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = ProcessingOptions(),
-            progress: Progress | None = None, load_model: DynamicModel | None = None) -> Observation:
-    """The :class:`Observation` of ``data`` for ``model``'s parameters (base parameters and the
-    friction model's extra terms, :meth:`~..dynamics.model.DynamicModel.full_regressor`; module
-    docstring). Load-dependent friction scales with the gravity torque of ``load_model`` (default
-    ``model``): identification passes its previous estimate."""
-    data.check_joints(model.n_joints)
+@dataclass(frozen=True)
+class _Prepared:
+    """A recording after steps 1-3 of the module docstring, ready for its regressor: the states at
+    the ``index`` samples (circularly padded when period averaged), the filtered torques and what
+    the filters and the decimation need."""
+
+    data: Dataset
+    q: Array
+    dq: Array
+    ddq: Array
+    tau: Array  # filtered and decimated
+    keep: slice
+    fs: float
+    decimation: int
+    noise: Array | None
+    resampled: bool
+    t: Array
+
+
+def _prepare(data: Dataset, n: int, b: int, options: ProcessingOptions) -> _Prepared:
+    """Steps 1-3 for a model of ``n`` joints and ``b`` parameters (refused when too short for them)."""
+    data.check_joints(n)
     uniform = make_uniform(data, options)
     resampled, data = uniform is not data, uniform
     noise = None
@@ -210,7 +227,6 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
         raise IdentificationError(f"decimation by {k} leaves {fs / k:.4g} Hz, less than twice the filter "
                                   f"cutoff {cutoff:g} Hz: the decimated data would alias")
     edge = int(math.ceil(EDGE_PERIODS * fs / min(cutoff, d_cutoff)))
-    n, b = model.n_joints, model.parameters.size
     # periodic data are padded circularly by `edge`; otherwise `edge` samples are dropped at both ends
     index = np.arange(-edge, data.n_samples + edge) % data.n_samples if noise is not None else np.arange(data.n_samples)
     keep = slice(edge, index.size - edge, k)
@@ -221,21 +237,63 @@ def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = Pro
             f"{data.source}: too short: {data.duration:.3g} s ({data.n_samples} samples at {fs:.4g} Hz) gives {rows} "
             f"equations after filtering at {cutoff:g} Hz and decimation by {k}; {need} are needed for {b} base "
             f"parameters (record at least {(need / n * k + 2 * edge) / fs:.3g} s)")
-    q, tau = data.q[index], data.tau[index]
+    q = data.q[index]
     dt = 1.0 / fs
     dq = data.dq[index] if data.dq is not None else differentiate(lowpass(q, d_cutoff, fs, options.order), dt)
     if data.ddq is not None:
         ddq = data.ddq[index]
     else:
         ddq = differentiate(dq if data.dq is None else lowpass(dq, d_cutoff, fs, options.order), dt)
-    gravity = (load_model or model).gravity(q) if model.friction_model.uses_load else None
-    y = model.full_regressor(q, dq, ddq, gravity).reshape(index.size, n * b)
-    y = _filter_columns(y, cutoff, fs, options.order, progress)[keep].reshape(-1, n, b)
-    tau_f = lowpass(tau, cutoff, fs, options.order)[keep]
-    dq = dq[keep]
-    return Observation(t=data.t[index[keep]], Y=y, tau=tau_f, dq=dq, used=np.abs(dq) >= options.coulomb_threshold,
-                       sample_rate=fs / k, decimation=k, torque_noise=noise, source=data.source,
-                       resampled=resampled)
+    tau = lowpass(data.tau[index], cutoff, fs, options.order)[keep]
+    return _Prepared(data, q, dq, ddq, tau, keep, fs, k, noise, resampled, data.t[index])
+
+
+def _observation(prep: _Prepared, y: Array, options: ProcessingOptions, progress: Progress | None) -> Observation:
+    """The :class:`Observation` of the prepared recording with its unfiltered regressor ``y`` (N, n, b)."""
+    count, n, b = y.shape
+    y = _filter_columns(y.reshape(count, n * b), options.cutoff_hz, prep.fs, options.order, progress)
+    dq = prep.dq[prep.keep]
+    return Observation(t=prep.t[prep.keep], Y=y[prep.keep].reshape(-1, n, b), tau=prep.tau, dq=dq,
+                       used=np.abs(dq) >= options.coulomb_threshold, sample_rate=prep.fs / prep.decimation,
+                       decimation=prep.decimation, torque_noise=prep.noise, source=prep.data.source,
+                       resampled=prep.resampled)
+
+
+def process(data: Dataset, model: DynamicModel, options: ProcessingOptions = ProcessingOptions(),
+            progress: Progress | None = None, load_model: DynamicModel | None = None) -> Observation:
+    """The :class:`Observation` of ``data`` for ``model``'s parameters (base parameters and the
+    friction model's extra terms, :meth:`~..dynamics.model.DynamicModel.full_regressor`; module
+    docstring). Load-dependent friction scales with the gravity torque of ``load_model`` (default
+    ``model``): identification passes its previous estimate."""
+    prep = _prepare(data, model.n_joints, model.parameters.size, options)
+    gravity = (load_model or model).gravity(prep.q) if model.friction_model.uses_load else None
+    return _observation(prep, model.full_regressor(prep.q, prep.dq, prep.ddq, gravity), options, progress)
+
+
+def process_frictions(data: Dataset, model: DynamicModel, frictions: Sequence[FrictionModel],
+                      options: ProcessingOptions = ProcessingOptions(),
+                      load_model: DynamicModel | None = None) -> list[Observation]:
+    """:func:`process` of ``data`` for ``model`` with each friction model of ``frictions`` in turn
+    (full structure), sharing the work that does not depend on the friction: the rigid-body
+    regressor is computed and filtered once, only the Coulomb columns (in each model's shape) and
+    the extra terms' columns are filtered per friction model (the filter acts column by column)."""
+    most = max(f.extra_count for f in frictions)
+    prep = _prepare(data, model.n_joints, model.base.count + most, options)
+    coulomb = [model.base.names.index(f"fc{j}") for j in range(1, model.n_joints + 1)]
+    rigid = model.regressor(prep.q, prep.dq, prep.ddq)  # Coulomb columns replaced below
+    rigid[..., np.arange(model.n_joints), coulomb] = 0.0
+    base = _observation(prep, rigid, options, None)
+    gravity = (load_model or model).gravity(prep.q) if any(f.uses_load for f in frictions) else None
+    out = []
+    for friction in frictions:
+        own = np.zeros(rigid.shape[:2] + (model.n_joints + friction.extra_count,))
+        own[:, np.arange(model.n_joints), np.arange(model.n_joints)] = friction.shape(prep.dq)
+        own[..., model.n_joints :] = friction.columns(prep.dq, gravity)
+        filtered = _observation(prep, own, options, None).Y
+        y = np.concatenate([base.Y, filtered[..., model.n_joints :]], axis=-1)
+        y[..., np.arange(model.n_joints), coulomb] = filtered[..., np.arange(model.n_joints), np.arange(model.n_joints)]
+        out.append(dataclasses.replace(base, Y=y))
+    return out
 
 
 def stack_rows(observations: Sequence[Observation]) -> tuple[Array, Array, NDArray[np.int64]]:
