@@ -3,6 +3,9 @@
 # Without a sourced ROS 2 (ROS_DISTRO unset) the ROS 2 Kilted PyPI wheels are
 # installed into .venv. With a sourced ROS 2 the venv is created with
 # --system-site-packages so the system rclpy/message packages are used.
+# The services/actions package youbot_dynamics_interfaces is built by colcon on a ROS 2 machine and,
+# without one, by tools/build_interfaces.py in a separate build environment (BUILD_VENV) and
+# installed into .venv (no sourcing needed).
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -24,6 +27,10 @@ VENV_FLAGS :=
 ROS_REQS   := -r requirements-ros.txt
 endif
 
+BUILD_VENV   ?= .venv-build
+IFACE_STAMP  := $(VENV)/.interfaces-stamp
+IFACE_DEPS   := tools/build_interfaces.py requirements-build.txt $(shell find youbot_dynamics_interfaces -type f)
+
 STAMP      := $(VENV)/.setup-stamp
 MODE_FILE  := $(VENV)/.venv-mode
 SETUP_DEPS := setup.py setup.cfg package.xml requirements-test.txt requirements-ros.txt Makefile
@@ -36,7 +43,11 @@ endif
 
 .PHONY: setup test demo bench clean distclean FORCE
 
+ifdef ROS_DISTRO
 setup: $(STAMP)
+else
+setup: $(STAMP) $(IFACE_STAMP)
+endif
 
 $(STAMP): $(SETUP_DEPS) $(STAMP_FORCE)
 	@if [ -d $(VENV) ] && [ "$$(cat $(MODE_FILE) 2>/dev/null)" != "$(VENV_MODE)" ]; then \
@@ -46,6 +57,10 @@ $(STAMP): $(SETUP_DEPS) $(STAMP_FORCE)
 	  echo "Creating $(VENV) ($(VENV_MODE)) with $(PYTHON)"; \
 	  $(PYTHON) -m venv $(VENV_FLAGS) $(VENV) && echo "$(VENV_MODE)" > $(MODE_FILE); }
 	$(PIP) install $(ROS_REQS) -r requirements-test.txt -e .
+	@touch $@
+
+$(IFACE_STAMP): $(STAMP) $(IFACE_DEPS)
+	$(VENV_PY) tools/build_interfaces.py --venv $(VENV) --build-env $(BUILD_VENV)
 	@touch $@
 
 test: setup
@@ -59,10 +74,10 @@ bench: setup
 
 clean:
 	rm -rf build/ install/ log/ .pytest_cache/
-	find . -path ./$(VENV) -prune -o -path ./.git -prune -o \
+	find . -path ./$(VENV) -prune -o -path ./$(BUILD_VENV) -prune -o -path ./.git -prune -o \
 	  \( -name '*.egg-info' -o -name '__pycache__' \) -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(BUILD_VENV)
 
 FORCE:

@@ -186,7 +186,6 @@ def test_a_rejected_trajectory_keeps_a_running_trajectory(arm):
     assert np.abs(sim.data.qpos - target).max() < 0.01
 
 
-
 def test_a_rejected_trajectory_during_a_position_stream_brakes_and_holds(arm):
     """A streamed position command times out (``command_timeout``) when its stream ends: a refused
     trajectory arriving during it brakes the arm and holds it without a timeout, as in the driver."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKED = ("youbot_dynamics", "test", "bench", "launch", "setup.py")
+CHECKED = ("youbot_dynamics", "test", "bench", "launch", "tools", "setup.py")
 
 
 def test_flake8_finds_nothing():

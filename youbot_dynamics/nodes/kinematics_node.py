@@ -20,15 +20,20 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
 from ..arm import ArmDescriptionError, load_arm
-from ..ik import IKError, inverse_kinematics, sort_by_distance
+from ..ik import IKError, IKSolution, inverse_kinematics, sort_by_distance
 from ..kinematics import forward_kinematics, link_frames
 from ..parameter_schema import load_schema
 from .common import declare_parameters, run_node
 from .messages import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
+
+try:  # built by make setup or colcon (doc/usage.md); without it the node serves the topics only
+    from youbot_dynamics_interfaces.srv import ComputeFK, SolveIK
+except ImportError:
+    ComputeFK = SolveIK = None
 
 __all__ = ["KinematicsNode", "main"]
 
@@ -41,7 +46,10 @@ _DYNAMIC = tuple(name for name, spec in load_schema(NODE_NAME).items() if not sp
 
 
 class KinematicsNode(Node):
-    """Forward kinematics of ``/joint_states`` and IK on ``~/ik/target``; see doc/kinematics.md."""
+    """Forward kinematics of ``/joint_states``, IK on ``~/ik/target``, services ``~/solve_ik`` and ``~/compute_fk``.
+
+    See doc/kinematics.md and doc/usage.md (the services).
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
@@ -66,6 +74,12 @@ class KinematicsNode(Node):
         topic = self.get_parameter('joint_states_topic').value
         self.create_subscription(JointState, topic, self._on_joint_state, QOS_DEPTH)
         self.create_subscription(PoseStamped, '~/ik/target', self._on_ik_target, QOS_DEPTH)
+        if SolveIK is None:
+            self.get_logger().warning("youbot_dynamics_interfaces is not installed: no ~/solve_ik and ~/compute_fk "
+                                      "services (make setup or colcon build builds it; doc/usage.md)")
+        else:
+            self.create_service(SolveIK, '~/solve_ik', self._on_solve_ik)
+            self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk)
         self.get_logger().info(
             f"arm '{self.arm.name}' from {self.arm.source}; joint states on {topic}, frame {self.base_frame}")
 
@@ -122,17 +136,44 @@ class KinematicsNode(Node):
         frame = msg.header.frame_id
         if frame and frame != self.base_frame:
             raise ValueError(f"frame {frame} is not the base frame {self.base_frame} (no tf2 here)")
-        target = pose_to_matrix(msg.pose)
-        q_current = self._q_current
-        solutions = inverse_kinematics(self.arm, target, q_current=q_current, project=self.project_orientation,
+        return [s.q for s in self._solutions(pose_to_matrix(msg.pose), self._q_current)]
+
+    def _solutions(self, target: np.ndarray, reference: np.ndarray | None) -> list[IKSolution]:
+        """IK solutions of ``target`` within the limits, nearest (max-norm) to ``reference`` first."""
+        solutions = inverse_kinematics(self.arm, target, q_current=reference, project=self.project_orientation,
                                        include_outside_limits=False,
                                        orientation_tolerance=self.orientation_tolerance)
         if solutions and solutions[0].projection_angle > 0.0:
             self.get_logger().info(f"IK: target orientation projected by "
                                    f"{math.degrees(solutions[0].projection_angle):.4g} deg onto the arm plane")
-        if q_current is not None:
-            solutions = sort_by_distance(solutions, q_current)
-        return [s.q for s in solutions]
+        return solutions if reference is None else sort_by_distance(solutions, reference)
+
+    # -- services (youbot_dynamics_interfaces) --------------------------------------------------
+
+    def _on_solve_ik(self, request: Any, response: Any) -> Any:
+        """``~/solve_ik``: every branch (or the nearest) within the limits; refused with the IK's diagnosis."""
+        try:
+            seed = self.arm.check_q(request.seed, "seed") if len(request.seed) else self._q_current
+            solutions = self._solutions(pose_to_matrix(request.pose), seed)
+        except ValueError as exc:  # IKError is a ValueError: the diagnosis the CLI prints
+            response.success, response.message = False, str(exc)
+            return response
+        solutions = solutions if request.all_branches else solutions[:1]
+        response.solutions = [JointTrajectoryPoint(positions=s.q.tolist()) for s in solutions]
+        response.branches = [s.branch for s in solutions]
+        response.success = True
+        return response
+
+    def _on_compute_fk(self, request: Any, response: Any) -> Any:
+        """``~/compute_fk``: the tool pose in the base frame of five joint positions; refused on a wrong length."""
+        try:
+            q = self.arm.check_q(request.positions, "positions")
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.pose = matrix_to_pose(forward_kinematics(self.arm, q))
+        response.success = True
+        return response
 
 
 def main(args: list[str] | None = None) -> int:
