@@ -101,8 +101,6 @@ def median_call_us(fn: Callable[[], object], calls: int = 2000) -> float:
 
 
 def bench_dynamics() -> dict:
-    import subprocess
-
     import pinocchio as pin
 
     from youbot_dynamics.dynamics.chain import DHChain
@@ -130,13 +128,10 @@ def bench_dynamics() -> dict:
     id_us = median_call_us(lambda: model.inverse_dynamics_single(q1, dq1, ddq1))
     mcg_us = median_call_us(lambda: model.dynamics_terms(q1, dq1))
     pin_rnea_us = median_call_us(lambda: pin.rnea(pmodel, pdata, q1, dq1, ddq1))
-    code = ("import time; t = time.perf_counter(); from youbot_dynamics.dynamics import symbolic; "
-            "symbolic.youbot_regressor_source(); print(time.perf_counter() - t)")
-    derive_s = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    code = ("import time; t = time.perf_counter(); from youbot_dynamics.dynamics.nominal import nominal_model; "
-            "from youbot_dynamics.arm import default_arm; import numpy as np; m, _ = nominal_model(default_arm()); "
-            "m.dynamics_terms(np.ones(5), np.ones(5)); print(time.perf_counter() - t)")
-    load_s = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    derive_s = fresh_process_s("from youbot_dynamics.dynamics import symbolic; symbolic.youbot_regressor_source()")
+    load_s = fresh_process_s("from youbot_dynamics.dynamics.nominal import nominal_model; "
+                             "from youbot_dynamics.arm import default_arm; import numpy as np; "
+                             "m, _ = nominal_model(default_arm()); m.dynamics_terms(np.ones(5), np.ones(5))")
     return {
         "base_regressor_10k_s": t_reg,
         "pinocchio_regressor_loop_10k_s": t_pin_reg,
@@ -148,12 +143,49 @@ def bench_dynamics() -> dict:
         "symbolic_derivation_s": derive_s,
         "model_load_and_first_call_s": load_s,
         "control_cycle_median_us": control_cycle_us(arm, model),
+        "guard_cycle_cost_ratio_to_law": guard_cost_ratio(arm, model),
+        **bench_generated_regressor(arm, chain),
     }
 
 
-def control_cycle_us(arm, model) -> float:
-    """Median cost [us] of one computed-torque cycle inside the safety guard (what a controller
-    node computes per joint state) on the states of a 1 s move."""
+def fresh_process_s(code: str, setup: str = "") -> float:
+    """Wall time [s] of ``code`` in a fresh interpreter (after ``setup``, not timed)."""
+    timed = f"{setup}\nimport time\nt = time.perf_counter()\n{code}\nprint(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", timed], capture_output=True, text=True, check=True).stdout)
+
+
+GENERATED_FIRST_CALLS = ("g.regressor_single(np.zeros(5), np.zeros(5), np.zeros(5), np.zeros((5, 70))); "
+                         "g.regressor_many(np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5)), np.arange(70), "
+                         "np.zeros((2, 5, 70)))")
+
+
+def bench_generated_regressor(arm, chain) -> dict:
+    """The generated youBot regressor (``generated_youbot``, numba, cached next to the file): its
+    import and its first calls in a fresh process (the second process: from the cache), 10,000
+    samples at once, one sample; and the numeric Newton-Euler regressor (``rnea``) on 10,000."""
+    from youbot_dynamics.dynamics import generated_youbot, rnea
+
+    setup = "import numpy as np\nfrom youbot_dynamics.dynamics import generated_youbot as g"
+    fresh_process_s(GENERATED_FIRST_CALLS, setup)  # compiles, if the cache is not there yet
+    rng = np.random.default_rng(3)
+    q = rng.uniform(arm.position_min, arm.position_max, (10_000, 5))
+    dq, ddq = rng.uniform(-2.0, 2.0, (2, 10_000, 5))
+    generated_youbot.regressor(q[:10], dq[:10], ddq[:10])
+    rnea.regressor(chain, q[:10], dq[:10], ddq[:10])
+    out = np.zeros((5, 70))
+    return {
+        "generated_import_s": fresh_process_s("import youbot_dynamics.dynamics.generated_youbot"),
+        "generated_cached_first_calls_s": fresh_process_s(GENERATED_FIRST_CALLS, setup),
+        "generated_regressor_10k_s": best_time(lambda: generated_youbot.regressor(q, dq, ddq)),
+        "generated_regressor_single_median_us": median_call_us(
+            lambda: generated_youbot.regressor_single(q[0], dq[0], ddq[0], out)),
+        "rnea_regressor_10k_s": best_time(lambda: rnea.regressor(chain, q, dq, ddq)),
+    }
+
+
+def tracking_cycle(arm, model):
+    """A computed-torque law following a 1 s move inside its enabled safety guard, and the move's
+    states ``(t, q, q')``: what a controller node computes per joint state."""
     from youbot_dynamics.control import ComputedTorqueController, JointTrajectory, SafetyGuard
 
     home = 0.5 * (arm.position_min + arm.position_max)
@@ -161,7 +193,13 @@ def control_cycle_us(arm, model) -> float:
     ctl.follow(JointTrajectory.through(home, np.array([1.0]), (home + 0.3)[None, :]), 0.0)
     guard = SafetyGuard(arm, model)
     guard.enable(-1.0)
-    states = [(tk, *ctl.reference(tk)[:2]) for tk in np.linspace(0.0, 1.0, 1000)]
+    return ctl, guard, [(tk, *ctl.reference(tk)[:2]) for tk in np.linspace(0.0, 1.0, 1000)]
+
+
+def control_cycle_us(arm, model) -> float:
+    """Mean cost [us] of one computed-torque cycle inside the safety guard (best of 3) on the
+    states of :func:`tracking_cycle`."""
+    ctl, guard, states = tracking_cycle(arm, model)
 
     def cycles() -> None:
         for tk, q, dq in states:
@@ -169,6 +207,34 @@ def control_cycle_us(arm, model) -> float:
 
     cycles()
     return best_time(cycles) / len(states) * 1e6
+
+
+def guard_cost_ratio(arm, model) -> float:
+    """The safety guard is cheap next to the law it guards: the median cost of a whole cycle
+    (reference sample, M, C q', G, law, friction, guard) over the law's alone, measured interleaved
+    (best of 3). The guard's stall bound needs M, C q', G at the state, which computed torque has
+    just evaluated (kept by the model): 1.6-1.9 x measured (1.5 x before the stall bound; 2.2-2.5 x
+    when the coupled bound evaluated them again). The law alone runs on another state, so that it
+    finds nothing kept."""
+    ctl, guard, states = tracking_cycle(arm, model)
+    ratios = []
+    for _ in range(REPEATS):
+        cycle, law = np.empty(len(states)), np.empty(len(states))
+        for k, (tk, q, dq) in enumerate(states):
+            start = time.perf_counter()
+            guard.command(tk, tk, q + 1e-3, dq, ctl.torque)
+            middle = time.perf_counter()
+            ctl.torque(tk, q + 2e-3, dq)
+            cycle[k], law[k] = middle - start, time.perf_counter() - middle
+        ratios.append(float(np.median(cycle) / np.median(law)))
+    return min(ratios)
+
+
+def excitation_design_s() -> float:
+    """Wall time [s] of the default excitation design (the youBot arm, seed 0)."""
+    from youbot_dynamics.identification.excitation.design import design_excitation
+
+    return design_excitation(default_arm(), seed=0).elapsed
 
 
 def bench_closed_loop() -> dict:
@@ -236,6 +302,7 @@ def main() -> int:
         "wls_noise_free_relative_error": ident["wls_noise_free"]["overall_relative_error"],
         "consistent_held_out_relative_error": ident["consistent_noisy"]["overall_relative_error"],
         "condition_number": ident["wls_noisy"]["condition_number"],
+        "excitation_design_s": excitation_design_s(),
     }, "closed_loop": bench_closed_loop(), "bus_cycle": bench_bus_cycle()}
     goals = [
         ("kinematics", "fk_speedup_vs_pinocchio_loop", ">=", 5.0,
@@ -247,14 +314,23 @@ def main() -> int:
         ("dynamics", "m_cq_g_single_median_us", "<=", 30.0, "single-sample M, C q', G median <= 30 us"),
         ("dynamics", "control_cycle_median_us", "<=", 60.0,
          "one computed-torque cycle inside the safety guard <= 60 us (mean of 1,000, best of 3)"),
+        ("dynamics", "guard_cycle_cost_ratio_to_law", "<=", 2.0,
+         "a cycle inside the safety guard costs at most 2 x the law alone (medians, interleaved)"),
         ("dynamics", "symbolic_derivation_s", "<=", 60.0, "symbolic derivation of the youBot model <= 60 s"),
         ("dynamics", "model_load_and_first_call_s", "<=", 1.0, "loading the generated model <= 1 s"),
+        ("dynamics", "generated_import_s", "<=", 1.0, "importing the generated regressor <= 1 s"),
+        ("dynamics", "generated_cached_first_calls_s", "<=", 2.0,
+         "its first calls in a new process, compiled code from the cache, <= 2 s (a cold compile takes several)"),
+        ("dynamics", "generated_regressor_10k_s", "<=", 1.0, "the generated regressor on 10,000 samples <= 1 s"),
+        ("dynamics", "generated_regressor_single_median_us", "<=", 50.0, "one sample's generated regressor <= 50 us"),
+        ("dynamics", "rnea_regressor_10k_s", "<=", 2.0, "the Newton-Euler regressor on 10,000 samples <= 2 s"),
         ("identification", "wls_60k_samples_s", "<=", 5.0, "60 s of 1 kHz data identified by WLS <= 5 s"),
         ("identification", "consistent_60k_samples_s", "<=", 15.0, "the consistent estimator <= 15 s"),
         ("identification", "wls_held_out_relative_error", "<=", 0.02, "held-out relative torque error <= 2 %"),
         ("identification", "wls_worst_joint_relative_error", "<=", 0.05, "every joint's held-out error <= 5 %"),
         ("identification", "wls_gain_over_nominal", ">=", 5.0, "identified model >= 5x better than nominal"),
         ("identification", "wls_noise_free_relative_error", "<=", 0.001, "noise-free held-out error <= 0.1 %"),
+        ("identification", "excitation_design_s", "<=", 60.0, "the default excitation design <= 60 s"),
     ]
     for prefix, name in (("pd", "PD + gravity"), ("ct", "computed torque")):
         goals += [

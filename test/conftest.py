@@ -1,6 +1,7 @@
 """Shared test helpers: a private, localhost-only ROS 2 domain per test module (one table for the
 suite: :func:`ros_domain_id`; the ``ros_domain`` fixture), the ``arm`` fixture (the package's arm), and
-the arm's limits kept by every test.
+the arm's limits kept by every test, the real youBot recordings (:func:`real_data_folder`) and
+:func:`has_failed` (for a shared fixture that must not outlive a failed test).
 The nodes under test and the tester node run in :class:`ros_harness.RosHarness`.
 
 Every simulator a test starts, in this process or in a subprocess (which inherits the
@@ -26,6 +27,8 @@ from youbot_dynamics.sim.limits import LIMIT_LOG_VARIABLE
 
 _ROS_VARIABLES = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")
 _TEST_DIR = Path(__file__).resolve().parent
+REAL_DATA_VARIABLE = "YOUBOT_REAL_DATA"
+_REPORTS = pytest.StashKey[dict]()
 #: the test modules that use ROS, in a fixed order: module i owns domains FIRST + i x PER .. + PER - 1
 _ROS_MODULES = sorted(p.stem for p in _TEST_DIR.glob("test_*.py")
                       if any(word in p.read_text(encoding="utf-8") for word in ("rclpy", "ros_domain")))
@@ -39,6 +42,28 @@ def ros_domain_id(module: str, k: int = 0) -> str:
     if not 0 <= k < _DOMAINS_PER_MODULE:
         raise ValueError(f"a test module has {_DOMAINS_PER_MODULE} domains, asked for number {k}")
     return str(_FIRST_DOMAIN + _DOMAINS_PER_MODULE * _ROS_MODULES.index(Path(module).stem) + k)
+
+
+def real_data_folder() -> Path:
+    """The folder of the real youBot recordings (``real_*.csv``): ``YOUBOT_REAL_DATA`` if set, else
+    ``shared/data/youbot_real`` beside the repository (``../shared`` of the clone); the tests that
+    need it skip, naming the folder, where it holds no recordings."""
+    folder = os.environ.get(REAL_DATA_VARIABLE)
+    return Path(folder) if folder else _TEST_DIR.parent.parent / "shared" / "data" / "youbot_real"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[pytest.TestReport]:
+    """Keep each phase's report on the test item (:func:`has_failed`)."""
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+def has_failed(item: pytest.Item) -> bool:
+    """Whether the set-up or the call of ``item`` (``request.node``) failed: asked by a fixture's
+    teardown, which runs after both reports are made."""
+    return any(report.failed for report in item.stash.get(_REPORTS, {}).values())
 
 
 @contextmanager

@@ -3,6 +3,10 @@ the test thread, with the nodes under test added to it (real DDS on the module's
 see ``conftest.ros_domain``). Tests wait for conditions with deadlines, never for fixed times on a
 machine that may be loaded.
 
+A module that shares one harness between its tests keeps it in a :class:`SharedHarness`, which
+makes a new one after a test that failed or left it unable to spin: one failure stays one failure
+(a destroyed node or an executor that raises would otherwise fail every later test of the module).
+
 rclpy is imported when a harness is made, not with this module: a test module whose other tests
 need no ROS may subclass :class:`RosHarness` and still import without rclpy."""
 from __future__ import annotations
@@ -14,14 +18,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from rclpy.context import Context
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["RosHarness"]
+__all__ = ["RosHarness", "SharedHarness", "shared_harness_fixture"]
 
 
 class RosHarness:
@@ -94,20 +98,102 @@ class RosHarness:
         assert self.spin_until(future.done, timeout=timeout), f"no answer from {client.srv_name} in {timeout} s"
         return future.result()
 
+    def problem(self) -> str | None:
+        """What keeps this harness from serving another test (None: nothing): the executor must spin
+        without an error (a callback of a node destroyed with events still queued raises in every
+        later spin). Subclasses add their own checks (e.g. no node of the last test left)."""
+        try:
+            self.spin_for(0.05)
+        except Exception as exc:  # noqa: BLE001 - any error makes the harness unusable
+            return f"its executor raised {exc!r}"
+        return None
+
     def close(self) -> None:
-        """Stop the threads, shut the executors down, destroy the nodes and the context."""
+        """Stop the threads, shut the executors down, destroy the nodes and the context; every step
+        is tried (a harness discarded after a failure may be half broken), the first error raised."""
         import rclpy
 
         self._running = False
+        errors: list[BaseException] = []
+
+        def attempt(step: Callable[[], Any]) -> None:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - kept, raised after the other steps
+                errors.append(exc)
+
         for _, thread in self._threads:
             thread.join()
-        self.executor.shutdown()
+        attempt(self.executor.shutdown)
         for executor, _ in self._threads:
-            executor.shutdown()
-        for node in self._nodes:
-            node.destroy_node()
-        self.tester.destroy_node()
-        rclpy.shutdown(context=self.context)
+            attempt(executor.shutdown)
+        for node in [*self._nodes, self.tester]:
+            attempt(node.destroy_node)
+        attempt(lambda: rclpy.shutdown(context=self.context))
+        if errors:
+            raise errors[0]
+
+
+H = TypeVar("H", bound=RosHarness)
+
+
+class SharedHarness(Generic[H]):
+    """One harness for the node tests of a module, made at first use by ``make(domain_id)`` and made
+    again for the next test after a test that failed (its nodes may be in any state: a paused
+    simulator, a controller half closed, an executor interrupted by the test's timeout) or that left
+    it with a :meth:`RosHarness.problem`. Each harness gets the next of ``domains`` (in turn), so a
+    new one never meets what a discarded one may have left behind. A fixture of the module's scope
+    holds it, a fixture of the test's scope calls :meth:`get` and then :meth:`after_test`."""
+
+    def __init__(self, make: Callable[[str], H], domains: Sequence[str]) -> None:
+        self._make = make
+        self._domains = list(domains)
+        self._harness: H | None = None
+        self.made = 0  # harnesses made so far
+
+    def get(self) -> H:
+        """The current harness (made if there is none)."""
+        if self._harness is None:
+            domain = self._domains[self.made % len(self._domains)]
+            self.made += 1
+            self._harness = self._make(domain)
+        return self._harness
+
+    def after_test(self, test: str, failed: bool) -> None:
+        """After ``test`` (its id): discard the harness if it failed or left a problem."""
+        if self._harness is None:
+            return
+        reason = "the test failed" if failed else self._harness.problem()
+        if reason is not None:
+            print(f"\n{test}: a new harness for the next test ({reason})")
+            harness, self._harness = self._harness, None
+            try:
+                harness.close()
+            except Exception as exc:  # noqa: BLE001 - nothing of it is used again
+                print(f"closing the discarded harness: {exc!r}")
+
+    def close(self) -> None:
+        """Close the current harness (at the end of the module)."""
+        harness, self._harness = self._harness, None
+        if harness is not None:
+            harness.close()
+
+
+def shared_harness_fixture(name: str, shared: str):
+    """A fixture ``name`` of the test's scope: the harness of the :class:`SharedHarness` held by the
+    module's fixture ``shared``, which after the test makes a new one if the test failed (or left
+    a problem). Module level: ``harness = shared_harness_fixture("harness", "harnesses")``."""
+    import pytest
+
+    from conftest import has_failed
+
+    @pytest.fixture(name=name)
+    def fixture(request: pytest.FixtureRequest):
+        harnesses: SharedHarness = request.getfixturevalue(shared)
+        yield harnesses.get()
+        harnesses.after_test(request.node.nodeid, has_failed(request.node))
+
+    return fixture
 
 
 def node_command(name: str) -> list[str]:
@@ -117,18 +203,32 @@ def node_command(name: str) -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", f"youbot_dynamics.nodes.{name}"]
 
 
-def run_until_sigint(command: list[str], cwd: Path, env: dict[str, str] | None = None, run_for: float = 4.0) -> str:
-    """Run ``command`` for ``run_for`` seconds (it must still be running), send SIGINT as Ctrl-C does and
-    return its output; asserts that it ended with exit status 0 within 20 s."""
+def run_until_sigint(command: list[str], cwd: Path, env: dict[str, str] | None = None, ready: str = "",
+                     run_for: float = 4.0, start_timeout: float = 60.0) -> str:
+    """Run ``command`` until its output shows ``ready`` (within ``start_timeout`` s: a process start
+    takes tens of seconds on a loaded machine), then ``run_for`` s more (it must still be running),
+    send SIGINT as Ctrl-C does and return its output; asserts that it ended with exit status 0
+    within 20 s."""
     proc = subprocess.Popen(command, env=dict(env or os.environ, PYTHONUNBUFFERED="1"), cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
+        deadline = time.monotonic() + start_timeout
+        while ready not in "".join(lines):
+            assert proc.poll() is None, "".join(lines)
+            assert time.monotonic() < deadline, f"no {ready!r} within {start_timeout:g} s: {''.join(lines)}"
+            time.sleep(0.05)
         time.sleep(run_for)
-        assert proc.poll() is None, proc.stdout.read()
+        assert proc.poll() is None, "".join(lines)
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+    out = "".join(lines)
     assert proc.returncode == 0, out
     return out

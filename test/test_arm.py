@@ -1,7 +1,7 @@
 """The arm description (config/youbot_arm.yaml) and its validation (youbot_dynamics.arm).
 
 Expected values: seed 002 Table 2.1 (DH parameters, offsets in degrees) and the hardware facts in
-/work/shared/youbot_hardware.md (driver tick limits, gear ratios, torque constants, currents),
+../shared/youbot_hardware.md (driver tick limits, gear ratios, torque constants, currents),
 recomputed here from those raw numbers.
 """
 from __future__ import annotations

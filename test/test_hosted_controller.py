@@ -1,5 +1,7 @@
 """A controller in the arm's own loop (issue 18): ``youbot_driver`` and ``sim_node`` with their
-parameter ``controller``, over real DDS for everything but the control loop itself.
+parameter ``controller``, over real DDS for everything but the control loop itself. The coast over
+lost frames and the fault are judged cycle by cycle on a simulated clock in
+test_hosted_controller_clock.py; here, over the real bus thread, with margins for a late thread.
 
 Domains 190 (the driver, in-process), 191 (the simulator, in-process), 192 (the driver's
 executable) and 193 (the driver's shutdown), localhost discovery only, a private rclpy Context per
@@ -45,7 +47,7 @@ from youbot_dynamics.nodes.common import create_executor  # noqa: E402
 from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import RosHarness, SharedHarness, shared_harness_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
@@ -94,11 +96,13 @@ class Recorder:
 
 
 class Harness(RosHarness):
-    """Nodes on one events executor spun by the test thread (the arm's loop in its own thread)."""
+    """Nodes on one events executor spun by the test thread (the arm's loop in its own thread);
+    ``stop(node)`` stops the node's loop before :meth:`close` destroys it."""
 
-    def __init__(self, make_node, topics: dict[str, type]) -> None:
+    def __init__(self, make_node, topics: dict[str, type], stop=lambda node: node.stop()) -> None:
         super().__init__("hosted_tester", executor=lambda context: create_executor(events=True, context=context),
                          wait_timeout=10.0)
+        self._stop = stop
         self.node = self.add_node(make_node(self.context))
         for hosted in self.node.hosted_nodes():  # destroyed with the node
             self.executor.add_node(hosted)
@@ -123,48 +127,87 @@ class Harness(RosHarness):
 
     def wait_status(self, text: str, timeout: float = 10.0) -> str:
         assert self.spin_until(lambda: any(text in s for s in self.status), timeout), \
-            f"no status with {text!r}; got {self.status}"
+            f"no status with {text!r} in {timeout:g} s; got {self.status} {load(self)}"
         return next(s for s in self.status if text in s)
 
     def publish(self, topic: str, msg) -> None:
         assert self.spin_until(lambda: self.pubs[topic].get_subscription_count() > 0), topic
         self.pubs[topic].publish(msg)
 
+    def close(self) -> None:
+        try:
+            self._stop(self.node)
+        finally:
+            super().close()
+
+
+def shared(make_harness, domain: str) -> SharedHarness:
+    """The module's harness made by ``make_harness()`` on ``domain``, and made again after a test
+    that failed with it (ros_harness.SharedHarness): a fixture of the test's scope must call
+    ``after_test``."""
+    def make(domain_id: str) -> Harness:
+        with local_ros_domain(domain_id):
+            h = make_harness()
+        try:
+            h.node.start()
+            assert h.spin_until(h.started, timeout=20.0), f"{h.node.get_name()} did not start"
+        except BaseException:
+            h.close()
+            raise
+        return h
+
+    return SharedHarness(make, [domain])
+
 
 # -- youbot_driver (virtual drives) --------------------------------------------------------------
 
+STATE_TIMEOUT = 0.02  # [s] the module's driver's controller
+# [s] A late bus thread ages the state of a lost frame beyond the frames' count: a coast over 40
+# lost frames faulted at "66.9 ms old" with two CPU hogs (27 ms late), 32 frames at "78.0 ms old"
+# at a load of 11 (47 % of the bus cycles missed); that coast is judged on a simulated clock
+# (test_hosted_controller_clock.py). The loss is judged here: the loop catches up at most 10
+# periods (driver/loop.py), so in a time T it runs at most T / period + 10 cycles, and LOST_FRAMES
+# last at least 80 ms: the fault at 75 ms comes while they are lost, within 85 cycles, before the
+# drives' 100-cycle timeout, however late the thread runs.
+STATE_LOSS_TIMEOUT = 0.075
+LOST_FRAMES = 90
 DRIVER_TOPICS = {POSITION_COMMANDS: Float64MultiArray, f"/{CT}/trajectory": JointTrajectory}
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory):
+def drivers(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hosted_driver")
-    # joint states lost for 60 ms fault (state_loss_timeout), shorter than the drives' own 100 ms
-    # timeout, so that the release reaches a running driver. A stall of this shared test process
-    # stops the bus thread as well: its next cycle sees the stall, not stale states (ControllerNode._decide)
+    # joint states lost for STATE_LOSS_TIMEOUT fault, before the drives' own timeout (100 cycles
+    # without a frame), so that the release reaches a running driver (test_lost_frames_...). A stall of
+    # this shared test process stops the bus thread as well: its next cycle sees the stall, not stale
+    # states (ControllerNode._decide)
     params = write_params(folder / "ct.yaml", CT, true_model_file(folder / "true_model.yaml"),
-                          diagnostics_period=0.0, state_timeout=0.02, state_loss_timeout=0.06)
+                          diagnostics_period=0.0, state_timeout=STATE_TIMEOUT, state_loss_timeout=STATE_LOSS_TIMEOUT)
 
     def make(context):
         # publish_clock: the virtual arm runs on the bus' time, so a pause of this shared test process
         # cannot trip the drives' timeout (as test_driver_node.py)
+        # the arm powered up where the tests take it over (a harness made again after a failure: no
+        # long move there on a loaded machine)
         overrides = {"backend": "virtual", "enable_on_start": True, "publish_clock": True,
+                     "virtual_initial_positions": Q_START.tolist(),
                      "diagnostics_period": 0.3, "controller": "computed_torque", "controller_params_file": str(params)}
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    with local_ros_domain(ros_domain_id(__file__)):
+    def make_harness() -> Harness:
         h = Harness(make, DRIVER_TOPICS)
         h.recorder = Recorder(h.node)
         h.node.driver.attach_controller(h.recorder)
-        h.node.start()
-        try:
-            assert h.spin_until(lambda: h.node.driver.state() is not None
-                                and h.node.driver.state().phase.value == "running", timeout=20.0)
-            yield h
-        finally:
-            h.node.stop()
-            h.close()
+        h.started = lambda: h.node.driver.state() is not None and h.node.driver.state().phase.value == "running"
+        return h
+
+    harnesses = shared(make_harness, ros_domain_id(__file__))
+    yield harnesses
+    harnesses.close()
+
+
+driver = shared_harness_fixture("driver", "drivers")
 
 
 def true_q(h: Harness) -> np.ndarray:
@@ -179,21 +222,30 @@ def hold_with_drives(h: Harness, q: np.ndarray, timeout: float = 30.0) -> None:
         sim = h.node.bus.sim
         return np.max(np.abs(true_q(h) - q)) < 5e-3 and np.max(np.abs(sim.data.qvel)) < 0.02
 
-    assert h.spin_until(there, timeout), f"the drives did not bring the arm to {q}: at {true_q(h)}"
+    assert h.spin_until(there, timeout), (f"the drives did not bring the arm to {q}: at {true_q(h)}; "
+                                          f"{h.node.driver.statistics.command_timeouts} command timeouts {load(h)}")
 
 
 def enable_at(h: Harness, q: np.ndarray) -> None:
     """The drives bring the arm to ``q`` (the controller disabled: its torque would win), then the
-    controller takes over there."""
+    controller takes over there. ``~/enable`` refuses while the newest state is older than
+    state_timeout (20 ms; a stall of this shared process ages it): asked again until accepted
+    (within 20 s), as an operator would; a refusal for any other reason fails at once. (A refusal
+    changes nothing: no fault is retried away.)"""
     if h.controller.guard.state is not GuardState.DISABLED:
         assert h.set_enabled(False).success
     hold_with_drives(h, q)
-    for _ in range(5):  # a stall of this shared process can age the newest state past state_timeout (20 ms)
+    refusals: list[str] = []
+
+    def enabled() -> bool:
         response = h.set_enabled(True)
-        if response.success or "stale" not in response.message:
-            break
-    state = h.node.driver.state()
-    assert response.success, (response.message, state.phase, state.faults, state.fresh, h.node.loop.timing.report())
+        state = h.node.driver.state()
+        assert response.success or "stale" in response.message, \
+            (response.message, state.phase, state.faults, state.fresh, h.node.loop.timing.report())
+        refusals.extend([] if response.success else [response.message])
+        return response.success
+
+    assert h.spin_until(enabled, timeout=20.0), f"enable refused for 20 s: {refusals[-3:]} {load(h)}"
     assert h.spin_until(lambda: time.perf_counter() > h.controller.ramp_end + 0.1, timeout=10.0)
     assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
 
@@ -208,7 +260,7 @@ def test_the_hosted_controller_is_the_stand_alone_node_without_its_dds_loop(driv
     published = {name for name, _ in h.tester.get_publisher_names_and_types_by_node(CT, "/")}
     assert f"/{CT}/state" in published and EFFORT_COMMANDS not in published
     # its parameters are the file's, not the driver's
-    assert h.controller.get_parameter("state_loss_timeout").value == 0.06
+    assert h.controller.get_parameter("state_loss_timeout").value == STATE_LOSS_TIMEOUT
     assert h.controller.get_parameter("diagnostics_period").value == 0.0
 
 
@@ -222,23 +274,28 @@ def test_it_tracks_a_trajectory_with_its_torque_in_the_cycle_that_read_the_state
     h.publish(f"/{CT}/trajectory", trajectory_message(ARM.joint_names, [1.5], goal[None, :]))
     h.wait_status("trajectory accepted")
     assert h.spin_until(lambda: h.controller.remaining_time(time.perf_counter()) == 0.0, timeout=30.0)
-    h.spin_for(0.5)
-    np.testing.assert_allclose(true_q(h), goal, atol=5e-3)
+    assert h.spin_until(lambda: np.abs(true_q(h) - goal).max() < 5e-3, timeout=5.0), \
+        f"the arm settled {np.round(1e3 * (true_q(h) - goal), 1)} mrad from the goal {load(h)}"
+
     # every ~/state row (1 in 10 cycles) names the read instant of its state: the currents the driver
     # decided in that very cycle are its torque (current mode, the drives' units, within their limit)
-    cycles = {read: (values, modes) for read, values, modes, _ in list(h.recorder.cycles)}
-    rows = [row for row in list(h.states) if row[4, 0] in cycles]
-    assert len(rows) > 50, f"{len(rows)} ~/state rows matched a bus cycle"
+    # (more than 50 rows: waited for while the controller holds the goal, as many as the machine gives)
+    def matched() -> tuple[dict, list[np.ndarray]]:
+        cycles = {read: (values, modes) for read, values, modes, _ in list(h.recorder.cycles)}
+        return cycles, [row for row in list(h.states) if row[4, 0] in cycles]
+
+    assert h.spin_until(lambda: len(matched()[1]) > 50, timeout=30.0), \
+        f"{len(matched()[1])} ~/state rows matched a bus cycle in 30 s {load(h)}"
+    cycles, rows = matched()
     units = h.node.driver.units
     limit = np.floor(units.max_current_ma * h.node.driver.config.current_limit_scale)
     for row in rows:
         values, modes = cycles[row[4, 0]]
         assert all(m is ControllerMode.CURRENT_MODE for m in modes)
         np.testing.assert_array_equal(values, np.clip(units.nm_to_ma(row[3]), -limit, limit).astype(int))
-    # and it went there within the cycle: the driver's latency from the read to the outputs
-    latencies = h.node.driver.take_controller_latencies()
-    assert latencies and max(latencies) < h.node.driver.config.cycle_period * 50
-    assert h.controller.guard.state is GuardState.ENABLED
+    # (the driver's latency from the read to these outputs: a goal of make bench, bus_cycle)
+    assert h.node.driver.take_controller_latencies(), "no torque of the controller installed in its cycle"
+    assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
 
 
 def test_disable_hands_the_arm_to_the_driver_s_trajectory_interface(driver):
@@ -254,23 +311,31 @@ def test_disable_hands_the_arm_to_the_driver_s_trajectory_interface(driver):
     np.testing.assert_allclose(true_q(h), held, atol=0.02)
 
 
-def test_lost_frames_coast_then_fault_and_release_as_over_dds(driver):
+def load(h: Harness) -> str:
+    """The lateness so far of the arm's loop (the bus thread, the physics loop), for the message of
+    an assertion that a late thread breaks."""
+    loop = getattr(h.node, "loop", None)
+    timing = h.node.statistics if loop is None else loop.timing
+    return (f"(under load: the arm's loop missed {timing.total_missed} of {timing.total_cycles} cycles, "
+            f"longest period {timing.report()['period_max_ms']:.1f} ms since the last report)")
+
+
+def test_lost_frames_fault_and_release_as_over_dds(driver):
+    """Over the real bus thread, its status on DDS: LOST_FRAMES lost are a fault (state_loss_timeout),
+    reported, with the release to the drives' trajectory interface; the driver runs on."""
     h = driver
     enable_at(h, Q_START)
-    coasted = h.controller.guard.coast_cycles
-    h.node.bus.drop_frames(40)  # 40 ms without inputs: late (state_timeout 20 ms), not lost (60 ms)
-    assert h.spin_until(lambda: h.controller.guard.coast_cycles > coasted, timeout=5.0)
-    h.spin_for(0.3)
-    assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason  # it resumed
     h.status.clear()
-    h.node.bus.drop_frames(90)  # lost beyond state_loss_timeout, within the drives' 100 ms timeout
+    h.node.bus.drop_frames(LOST_FRAMES)
     h.wait_status("fault")
     assert "state_loss_timeout" in h.controller.guard.fault_reason, h.controller.guard.fault_reason
     h.wait_status("released to the drives in the bus cycle")
     assert h.spin_until(lambda: h.node.driver.state().interface == "trajectory", timeout=5.0)
     assert h.controller.guard.state is GuardState.FAULT
-    h.spin_for(0.2)  # the frames flow again (the next test enables on them)
-    assert h.node.driver.state().fresh and h.node.driver.phase.value == "running"
+    # the frames flow again, the drives took the release before their own timeout (the next test enables on them)
+    assert h.spin_until(lambda: h.node.driver.state().fresh, timeout=5.0), "no fresh frame after the loss"
+    state = h.node.driver.state()
+    assert state.phase.value == "running" and not state.faults, (state.phase, state.faults, load(h))
 
 
 def test_torques_while_the_motors_are_off_are_refused_and_reported(driver):
@@ -303,6 +368,7 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
 
     def make(context):
         overrides = {"backend": "virtual", "enable_on_start": True, "publish_clock": True,
+                     "virtual_initial_positions": Q_START.tolist(),
                      "controller": "computed_torque", "controller_params_file": str(params)}
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
@@ -374,7 +440,7 @@ SIM_TOPICS = {f"/{PD}/goal": JointState}
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
+def sims(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hosted_sim")
     params = write_params(folder / "pd.yaml", PD, true_model_file(folder / "true_model.yaml"),
                           diagnostics_period=0.0, state_timeout=0.5, goal_velocity_fraction=0.35)
@@ -384,17 +450,22 @@ def sim(tmp_path_factory):
                      "controller_params_file": str(params)}
         return SimNode(context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
 
-    with local_ros_domain(ros_domain_id(__file__, 1)):
-        h = Harness(make, SIM_TOPICS)
+    def stop(node: SimNode) -> None:
+        node.let_go()
+        node.stop()
+
+    def make_harness() -> Harness:
+        h = Harness(make, SIM_TOPICS, stop)
         h.sim_clients = {name: h.tester.create_client(Trigger, f"/sim_node/{name}") for name in ("pause", "resume")}
-        h.node.start()
-        try:
-            assert h.spin_until(lambda: h.node.statistics.total_cycles > 100)
-            yield h
-        finally:
-            h.node.let_go()
-            h.node.stop()
-            h.close()
+        h.started = lambda: h.node.statistics.total_cycles > 100
+        return h
+
+    harnesses = shared(make_harness, ros_domain_id(__file__, 1))
+    yield harnesses
+    harnesses.close()
+
+
+sim = shared_harness_fixture("sim", "sims")
 
 
 def _sim_call(h: Harness, name: str) -> Trigger.Response:

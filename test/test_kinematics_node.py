@@ -32,13 +32,14 @@ from youbot_dynamics.nodes.messages import matrix_to_pose, pose_to_matrix  # noq
 from youbot_dynamics.nodes.kinematics_node import KinematicsNode  # noqa: E402
 from youbot_dynamics.transforms import quaternion_to_rotation, rot_x  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import RosHarness, SharedHarness, shared_harness_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN_ID = ros_domain_id(__file__)
-WAIT = 5.0  # every wait is bounded by this [s]
+WAIT = 5.0  # every wait is bounded by this [s] (but a process's)
+PROCESS_WAIT = 60.0  # [s] the executable's start-up, first answer or exit: tens of seconds on a loaded machine
 ARM = default_arm()
 Q0 = np.array([4.4, 0.28, -1.09, 0.45, 3.89])  # inside the limits, three IK solutions in the limits
 Q1 = np.array([2.6, 1.2, -2.4, 1.9, 2.5])
@@ -125,22 +126,35 @@ def trajectory_q(traj: JointTrajectory) -> np.ndarray:
     return np.array([list(p.positions) for p in traj.points]).reshape(-1, ARM.n_joints)
 
 
-@pytest.fixture(scope="module")
-def ros():
-    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+def handshaken_harness(domain: str) -> Harness:
     harness = Harness()
     try:
         harness.handshake()
-        yield harness
-    finally:
+    except BaseException:
         harness.close()
+        raise
+    return harness
+
+
+@pytest.fixture(scope="module")
+def ros_harnesses():
+    """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
+    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
+    os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    harnesses = SharedHarness(handshaken_harness, [DOMAIN_ID])
+    try:
+        yield harnesses
+    finally:
+        harnesses.close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+ros = shared_harness_fixture("ros", "ros_harnesses")
 
 
 # -- forward kinematics ----------------------------------------------------------------------------
@@ -326,6 +340,7 @@ def _node_command() -> list[str]:
     return [sys.executable, "-m", "youbot_dynamics.nodes.kinematics_node"]
 
 
+@pytest.mark.timeout(4 * PROCESS_WAIT)
 def test_executable_publishes_and_exits_cleanly_on_sigint(ros):
     env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     cmd = _node_command() + [
@@ -337,19 +352,19 @@ def test_executable_publishes_and_exits_cleanly_on_sigint(ros):
     sub = ros.tester.create_subscription(PoseStamped, "/subproc/kinematics_node/end_effector_pose", poses.append, 10)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert ros.spin_until(lambda: pub.get_subscription_count() > 0 or proc.poll() is not None), \
-            "the node did not subscribe"
+        assert ros.spin_until(lambda: pub.get_subscription_count() > 0 or proc.poll() is not None, PROCESS_WAIT), \
+            f"the node did not subscribe within {PROCESS_WAIT:g} s"
         assert proc.poll() is None, proc.communicate()
         msg = JointState(name=list(ARM.joint_names), position=[float(v) for v in Q1])
-        deadline = time.monotonic() + WAIT
+        deadline = time.monotonic() + PROCESS_WAIT
         while not poses and time.monotonic() < deadline:
             pub.publish(msg)
             ros.spin_until(lambda: bool(poses), 0.1)
-        assert poses, "no pose from the executable"
+        assert poses, f"no pose from the executable within {PROCESS_WAIT:g} s"
         np.testing.assert_allclose(pose_to_matrix(poses[0].pose), forward_kinematics(ARM, Q1), atol=1e-12)
 
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT)
+        out, err = proc.communicate(timeout=PROCESS_WAIT)
         assert proc.returncode == 0, (out, err)
         assert "Traceback" not in err + out, err
     finally:

@@ -16,10 +16,11 @@ from youbot_dynamics.identification.estimation.cleaning import CleanRecording, c
 from youbot_dynamics.identification.io.dataset import (Dataset, IdentificationError, RawRecording, joint_columns,
                                                        read_csv_raw, recording_format)
 from youbot_dynamics.identification.io.recordings import load_dataset, load_recording
+from conftest import real_data_folder
 
 ARM = default_arm()
 N = ARM.n_joints
-REAL_DATA = Path("/work/shared/data/youbot_real")
+REAL_DATA = real_data_folder()
 REAL_FILES = sorted(REAL_DATA.glob("real_*.csv"))
 HEADER = ["t", *joint_columns("q", N), *joint_columns("dq", N), *joint_columns("tau", N)]
 
@@ -58,7 +59,7 @@ def clean(path: Path, **kwargs) -> CleanRecording:
 # -- the five real recordings ---------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not REAL_FILES, reason="real youBot recordings not on this machine")
+@pytest.mark.skipif(not REAL_FILES, reason=f"no real youBot recordings in {REAL_DATA}")
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
 def test_real_recording_loads_with_counts_checked_against_the_raw_file(path):
     raw = np.loadtxt(path, delimiter=",", skiprows=1)  # independent of the package's readers
@@ -95,7 +96,7 @@ def test_real_recording_loads_with_counts_checked_against_the_raw_file(path):
     assert any("stale" in line for line in describe_cleaning(log))
 
 
-@pytest.mark.skipif(not REAL_FILES, reason="real youBot recordings not on this machine")
+@pytest.mark.skipif(not REAL_FILES, reason=f"no real youBot recordings in {REAL_DATA}")
 def test_waypoint_files_are_not_recordings():
     for path in sorted(REAL_DATA.glob("waypoints_*.txt")):
         for load in (load_recording, load_dataset):

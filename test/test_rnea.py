@@ -1,8 +1,6 @@
 """The numeric RNEA regressor and the parameter conversions, checked against Pinocchio and by hand."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -311,18 +309,3 @@ def test_one_link_closed_form(offset, direction):
     y = regressor(one, q, dq, ddq).reshape(-1, P)
     assert numerical_rank(y[:, :NL]) == 3
     assert numerical_rank(y) == 6
-
-
-# ---------------------------------------------------------------------------------------------
-# Speed (sanity, not a benchmark)
-
-
-def test_speed_sanity(chain):
-    rng = np.random.default_rng(2)
-    q, dq, ddq = (rng.uniform(-3, 3, size=(10_000, chain.n_joints)) for _ in range(3))
-    regressor(chain, q[:10], dq[:10], ddq[:10])  # warm up
-    start = time.perf_counter()
-    y = regressor(chain, q, dq, ddq)
-    elapsed = time.perf_counter() - start
-    assert y.shape == (10_000, chain.n_joints, P * chain.n_joints)
-    assert elapsed < 2.0, f"10,000 samples took {elapsed:.2f} s"
