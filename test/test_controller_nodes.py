@@ -905,7 +905,8 @@ def test_executable_refuses_a_bad_model_file(tmp_path, module):
     (["collision_reaction:=jump"], "collision_reaction must be one of ('none', 'stop', 'float'), got 'jump'"),
     (["observer_torque:=guess"], "observer_torque must be one of ('measured', 'command'), got 'guess'"),
     (["observer_gain:=0.0", "collision_reaction:=stop"], "collision_reaction needs the observer"),
-    (["collision_thresholds:=[0.5, 0.5]"], "collision_thresholds must be one value or 5"),
+    (["collision_thresholds:=[0.5, 0.5]"],
+     "collision_thresholds: expected 5 values (one per joint) or none (unset) or 1 (one for all), got 2"),
 ])
 def test_executable_refuses_bad_observer_parameters(args, message):
     """Issue 17: an unknown reaction or observer torque, a reaction without the observer, thresholds
