@@ -145,18 +145,27 @@ class SharedHarness(Generic[H]):
     new one never meets what a discarded one may have left behind. A fixture of the module's scope
     holds it, a fixture of the test's scope calls :meth:`get` and then :meth:`after_test`."""
 
-    def __init__(self, make: Callable[[str], H], domains: Sequence[str]) -> None:
+    def __init__(self, make: Callable[[str], H], domains: Sequence[str],
+                 ready: Callable[[H], Any] | None = None) -> None:
         self._make = make
+        self._ready = ready  # waits until a new harness can serve (its nodes discovered); raises if not
         self._domains = list(domains)
         self._harness: H | None = None
         self.made = 0  # harnesses made so far
 
     def get(self) -> H:
-        """The current harness (made if there is none)."""
+        """The current harness (made, then ``ready``, if there is none; closed again if not ready)."""
         if self._harness is None:
             domain = self._domains[self.made % len(self._domains)]
             self.made += 1
-            self._harness = self._make(domain)
+            harness = self._make(domain)
+            if self._ready is not None:
+                try:
+                    self._ready(harness)
+                except BaseException:
+                    harness.close()
+                    raise
+            self._harness = harness
         return self._harness
 
     def after_test(self, test: str, failed: bool) -> None:

@@ -100,21 +100,15 @@ class Harness(RosHarness):
         return self.request(self.clients[name], Trigger.Request())
 
 
-def ready_harness(domain: str) -> Harness:
+def harness_in(domain: str) -> Harness:
     with local_ros_domain(domain):
-        h = Harness()
-    try:
-        h.wait_ready()
-    except BaseException:
-        h.close()
-        raise
-    return h
+        return Harness()
 
 
 @pytest.fixture(scope="module")
 def harnesses():
     """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
-    shared = SharedHarness(ready_harness, [ros_domain_id(__file__)])
+    shared = SharedHarness(harness_in, [ros_domain_id(__file__)], ready=Harness.wait_ready)
     yield shared
     shared.close()
 

@@ -147,16 +147,13 @@ def shared(make_harness, domain: str) -> SharedHarness:
     ``after_test``."""
     def make(domain_id: str) -> Harness:
         with local_ros_domain(domain_id):
-            h = make_harness()
-        try:
-            h.node.start()
-            assert h.spin_until(h.started, timeout=20.0), f"{h.node.get_name()} did not start"
-        except BaseException:
-            h.close()
-            raise
-        return h
+            return make_harness()
 
-    return SharedHarness(make, [domain])
+    def start(h: Harness) -> None:
+        h.node.start()
+        assert h.spin_until(h.started, timeout=20.0), f"{h.node.get_name()} did not start"
+
+    return SharedHarness(make, [domain], ready=start)
 
 
 # -- youbot_driver (virtual drives) --------------------------------------------------------------

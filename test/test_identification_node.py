@@ -442,21 +442,16 @@ class Harness(RosHarness):
         return self.node.session.phase if self.node.session is not None else None
 
 
-def ready_harness(folder: Path) -> Harness:
-    h = Harness(folder)
-    try:
-        assert h.clients["start"].wait_for_service(timeout_sec=10.0)
-    except BaseException:
-        h.close()
-        raise
-    return h
+def start_service_ready(h: Harness) -> None:
+    assert h.clients["start"].wait_for_service(timeout_sec=10.0)
 
 
 @pytest.fixture(scope="module")
 def harnesses(ros_environment, tmp_path_factory):
     """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
     pytest.importorskip("rclpy")
-    shared = SharedHarness(lambda domain: ready_harness(tmp_path_factory.mktemp("identification")), [DOMAIN_ID])
+    shared = SharedHarness(lambda domain: Harness(tmp_path_factory.mktemp("identification")), [DOMAIN_ID],
+                           ready=start_service_ready)
     yield shared
     shared.close()
 

@@ -126,23 +126,13 @@ def trajectory_q(traj: JointTrajectory) -> np.ndarray:
     return np.array([list(p.positions) for p in traj.points]).reshape(-1, ARM.n_joints)
 
 
-def handshaken_harness(domain: str) -> Harness:
-    harness = Harness()
-    try:
-        harness.handshake()
-    except BaseException:
-        harness.close()
-        raise
-    return harness
-
-
 @pytest.fixture(scope="module")
 def ros_harnesses():
     """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
     saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
     os.environ["ROS_DOMAIN_ID"] = DOMAIN_ID
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    harnesses = SharedHarness(handshaken_harness, [DOMAIN_ID])
+    harnesses = SharedHarness(lambda domain: Harness(), [DOMAIN_ID], ready=Harness.handshake)
     try:
         yield harnesses
     finally:

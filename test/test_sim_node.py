@@ -88,20 +88,10 @@ class Harness(RosHarness):
         return self.request(self.clients[name], Trigger.Request(), timeout=5.0)
 
 
-def ready_harness(domain: str) -> Harness:
-    h = Harness()
-    try:
-        h.wait_for_subscribers()
-    except BaseException:
-        h.close()
-        raise
-    return h
-
-
 @pytest.fixture(scope="module")
 def harnesses(ros_domain):
     """The module's harness, made again after a test that failed with it (ros_harness.SharedHarness)."""
-    shared = SharedHarness(ready_harness, [ros_domain])
+    shared = SharedHarness(lambda domain: Harness(), [ros_domain], ready=Harness.wait_for_subscribers)
     yield shared
     shared.close()
 
