@@ -156,6 +156,10 @@ def test_per_joint_terms_against_the_equation_and_through_a_model_file(tmp_path)
     want = rigid + FV * dq + FC * s + F0 + fa * np.abs(s) + fs * stribeck * s + fl * np.abs(g) * s
     np.testing.assert_allclose(m.inverse_dynamics(q, dq, ddq), want, rtol=0, atol=1e-9)
     np.testing.assert_allclose(m.full_regressor(q, dq, ddq) @ m.parameters, want, rtol=0, atol=1e-9)
+    # what the guard and the observer read: fc + fl |G| +- fa per joint, with only the joint's own terms
+    up, down = ModelTerms(m).kinetic_levels(g[0])
+    np.testing.assert_allclose(up, np.maximum(FC + fl * np.abs(g[0]) + fa, 0.0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(down, np.maximum(FC + fl * np.abs(g[0]) - fa, 0.0), rtol=0, atol=1e-12)
     cols = fm.columns(dq, g)
     for k, name in enumerate(fm.extra_names()):  # each column acts on its own joint's equation only
         joint = int(name[2:]) - 1

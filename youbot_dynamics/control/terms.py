@@ -72,7 +72,7 @@ class ModelTerms:
             return self.coulomb, self.coulomb
         level = self.coulomb.copy()
         asym = np.zeros_like(level)
-        per_joint = self._parameters.reshape(self.n_joints, -1)
+        per_joint = fm.joint_values(self._parameters)  # 0 where a joint does not carry a term
         if fm.uses_load:
             if gravity is None:
                 raise ValueError("load-dependent friction needs G(q)")

@@ -104,6 +104,12 @@ class FrictionModel:
             object.__setattr__(self, "terms", _known_terms(self.terms, "terms"))
             joint_terms = (self.terms,) * n
         object.__setattr__(self, "joint_terms", joint_terms)
+        # per joint, the indices into ``terms`` of its own terms; and the (joint, term) cell of each extra
+        # parameter in :meth:`extra_names` order (derived once: :meth:`extra_torque` runs every control cycle)
+        active = tuple(tuple(self.terms.index(t) for t in terms) for terms in joint_terms)
+        object.__setattr__(self, "_active", active)
+        object.__setattr__(self, "_cells", (np.array([j for j, a in enumerate(active) for _ in a], dtype=int),
+                                            np.array([k for a in active for k in a], dtype=int)))
 
     # -- construction -------------------------------------------------------------------------
 
@@ -206,9 +212,12 @@ class FrictionModel:
                 cols.append(np.abs(load) * s)
         return np.stack(cols, axis=-1) if cols else np.zeros(dq.shape + (0,))
 
-    def _active(self) -> list[list[int]]:
-        """Per joint, the indices into :attr:`terms` of the joint's own terms."""
-        return [[self.terms.index(t) for t in terms] for terms in self.joint_terms]
+    def joint_values(self, parameters: Array) -> Array:
+        """(n, len(terms)): each joint's value of each extra term, 0 for a term the joint does not carry,
+        from ``parameters`` (:meth:`extra_names` order)."""
+        values = np.zeros((self.n_joints, len(self.terms)))
+        values[self._cells] = np.asarray(parameters, dtype=float)
+        return values
 
     def columns(self, dq: Any, gravity: Any = None) -> Array:
         """Regressor columns of the extra parameters, (..., n, e) in :meth:`extra_names` order: row j
@@ -218,7 +227,7 @@ class FrictionModel:
         features = self._features(dq, None if gravity is None else np.asarray(gravity, dtype=float))
         out = np.zeros(dq.shape + (self.extra_count,))
         start = 0
-        for j, active in enumerate(self._active()):
+        for j, active in enumerate(self._active):
             out[..., j, start : start + len(active)] = features[..., j, active]
             start += len(active)
         return out
@@ -229,10 +238,7 @@ class FrictionModel:
         if not self.terms:
             return np.zeros(dq.shape)
         features = self._features(dq, None if gravity is None else np.asarray(gravity, dtype=float))
-        values = np.zeros((self.n_joints, len(self.terms)))  # a joint's absent terms: 0
-        rows = [j for j, active in enumerate(self._active()) for _ in active]
-        values[rows, [k for active in self._active() for k in active]] = np.asarray(parameters, dtype=float)
-        return np.einsum("...jk,jk->...j", features, values)
+        return np.einsum("...jk,jk->...j", features, self.joint_values(parameters))
 
     def torque(self, viscous: Array, coulomb: Array, offset: Array, parameters: Array, dq: Any,
                gravity: Any = None) -> Array:
