@@ -26,11 +26,9 @@ simulator in the same ROS domain) holds the arm by the drives (doc/simulation.md
 """
 from __future__ import annotations
 
-from ..commands import BRAKING_STEP, braking_waypoints
+from ..commands import braking_waypoints
 
-__all__ = ["RELEASE_STEP", "release_waypoints"]
-
-RELEASE_STEP = BRAKING_STEP  # [s] between the waypoints of a release trajectory
+__all__ = ["release_waypoints"]
 
 #: ``(times [s] from now, q, q', q'')`` of the release from the measured ``q, q'`` (module docstring);
 #: ``ValueError`` only for a state of the wrong length or not finite

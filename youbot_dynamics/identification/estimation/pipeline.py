@@ -10,9 +10,8 @@ recordings -> processed observations -> estimate -> validation -> parameter file
 * :func:`summary_lines` is the validation table that ``identify`` prints and the node logs, ending
   with :func:`consistency_warning` when the identified model fails the check that ``predict`` and
   the controllers apply (:mod:`..dynamics.consistency`; also in the summary as ``consistency``).
-* :func:`identify_excitation` does it on one recording of a periodic excitation: whole periods
-  identify (averaged), the following ones validate; :func:`excitation_delay` finds when the
-  drives actually started it (the trajectory message arrives late on a busy machine).
+* :func:`excitation_delay` finds when the drives actually started a periodic excitation (the
+  trajectory message arrives late on a busy machine).
 * :func:`periodic_cut` takes whole periods out of a recording (the node's identification and
   validation segments), resampled by linear interpolation onto a grid of exactly
   ``round(period / dt)`` samples per period, so
@@ -44,7 +43,7 @@ from .validation import TorqueErrors, torque_errors, validate
 
 __all__ = ["PipelineResult", "reference_models", "observations", "default_friction", "identify", "choose_prior_weight",
            "cross_validation", "load_recordings", "predict_recording", "processing_options", "excitation_delay",
-           "identify_excitation", "write_results", "summary_lines", "undetermined_lines", "friction_lines",
+           "write_results", "summary_lines", "undetermined_lines", "friction_lines",
            "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
@@ -325,29 +324,6 @@ def excitation_delay(data: Dataset, reference: Any, start: float, max_delay: flo
         q = np.interp(t.ravel(), data.t, data.q[:, j]).reshape(t.shape)
         cost += ((q - q_ref[:, j]) ** 2).sum(axis=1)
     return float(delays[int(np.argmin(cost))])
-
-
-def identify_excitation(data: Dataset, start: float, period: float, identification_periods: int,
-                        validation_periods: int, arm: ArmDescription, *,
-                        options: ProcessingOptions = ProcessingOptions(), reference: Any = None,
-                        max_delay: float = 0.3, **kwargs: Any) -> PipelineResult:
-    """:func:`identify` on a recording of a periodic excitation commanded from ``start`` [s, the
-    data's time]: the first ``identification_periods`` periods identify (averaged when there are
-    at least two), the next ``validation_periods`` validate (none: in-sample validation). With
-    the excitation ``reference``, the segments start at ``start`` plus the
-    :func:`excitation_delay` (at most ``max_delay``) instead. ``kwargs`` go to :func:`identify`;
-    the summary gets ``segments`` (start, delay, period, counts)."""
-    k, v = int(identification_periods), int(validation_periods)
-    delay = excitation_delay(data, reference, start, max_delay) if reference is not None else 0.0
-    start = start + delay
-    train = [periodic_cut(data, start, period, k, f"identification: {k} period{'s' if k > 1 else ''}")]
-    held = ([periodic_cut(data, start + k * period, period, v, f"validation: {v} period{'s' if v > 1 else ''}")]
-            if v else [])
-    options = dataclasses.replace(options, period=period if k >= 2 else None)
-    run = identify(train, held, arm, options=options, **kwargs)
-    run.summary["segments"] = {"start": start, "delay": delay, "period": period, "identification_periods": k,
-                               "validation_periods": v}
-    return run
 
 
 def write_results(run: PipelineResult, out: str | Path, description: str, *, report: str | Path | None = None,
