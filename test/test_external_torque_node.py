@@ -35,6 +35,15 @@ Q_HOLD = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 # the seed's friction structure (no Stribeck, asymmetric or load-dependent friction), which the
 # true-parameter model below holds exactly; the effort's noise, gain error and offset stay
 SEED_FRICTION_EFFECTS = ["friction", "noise", "quantization", "effort_calibration", "velocity_lag"]
+# the joint-state rate: at 1 kHz the simulator, the observer and the tester of this one process fell
+# behind (the tester missed true torques of the states the observer used; stop 36), as in
+# test_controller_nodes.py; the real driver publishes about 300 Hz
+RATE = 250.0
+
+
+def states(seconds: float) -> int:
+    """The number of joint states in ``seconds``."""
+    return int(round(seconds * RATE))
 
 
 @pytest.fixture
@@ -44,7 +53,7 @@ def nodes(tmp_path):
         rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
         sim = SimNode(context=context, parameter_overrides=[
             Parameter("initial_positions", value=Q_HOLD.tolist()), Parameter("diagnostics_period", value=0.0),
-            Parameter("realism_effects", value=SEED_FRICTION_EFFECTS)])
+            Parameter("realism_effects", value=SEED_FRICTION_EFFECTS), Parameter("publish_rate", value=RATE)])
         model_file = tmp_path / "true_model.yaml"
         save_model(model_file, DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.sim.true_parameters),
                    "the simulator's true parameters", sim.sim.true_parameters)
@@ -97,17 +106,17 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
     assert spin_until(executor, lambda: sim.sim.mode == "trajectory", 2.0)
     started = sim.sim.time
     assert spin_until(executor, lambda: sim.sim.time > started + 1.0, 5.0)
-    quiet = np.array([m.effort for m in estimates[-300:]])  # 0.3 s of motion without a push
+    quiet = np.array([m.effort for m in estimates[-states(0.3):]])  # 0.3 s of motion without a push
     wrench = WrenchStamped()
     wrench.header.frame_id = "arm_link_2"
     wrench.wrench.torque.z = 3.0  # 3 N m on joint 2 alone (its axis is parallel to link 2's z)
     push.publish(wrench)
     try:
-        assert spin_until(executor, lambda: any(abs(m.effort[1]) > 2.9 for m in truth[-50:]), 3.0)
+        assert spin_until(executor, lambda: any(abs(m.effort[1]) > 2.9 for m in truth[-states(0.05):]), 3.0)
         pushed_at = len(estimates)
         pushed = truth[-1].effort[1]
         began = min(stamp_of(m) for m in truth if abs(m.effort[1]) > 2.9)
-        assert spin_until(executor, lambda: len(estimates) > pushed_at + 400, 5.0)
+        assert spin_until(executor, lambda: len(estimates) > pushed_at + states(0.4), 5.0)
     finally:
         push.publish(WrenchStamped())
 
@@ -115,7 +124,7 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
         return [m.data for m in status if float(re.search(r"at stamp ([0-9.]+) s", m.data).group(1)) >= began]
 
     assert spin_until(executor, lambda: bool(seen()), 1.0), f"no collision reported during the push: {status}"
-    during = np.array([m.effort for m in estimates[pushed_at + 50:pushed_at + 400]])  # the low-pass settled
+    during = np.array([m.effort for m in estimates[pushed_at + states(0.05):pushed_at + states(0.4)]])  # settled
     print(f"\nexternal torque, the drives moving joint 2: largest without a push "
           f"{np.round(np.abs(quiet).max(axis=0), 3)} N m; during a push of {pushed:+.2f} N m on joint 2: median "
           f"{np.round(np.median(during, axis=0), 3)} N m; status {seen()[0]!r}")
@@ -124,12 +133,17 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
     # CPU hogs (the simulator in this process resynchronising 10-24 times in 1.4 s: gaps in the stamps);
     # 2-24 N m before the simulator stamped the states after a resynchronisation on the 1 ms grid
     assert np.percentile(np.abs(quiet), 90, axis=0).max() < 0.5
-    np.testing.assert_allclose(np.median(during, axis=0), [0.0, pushed, 0.0, 0.0, 0.0], atol=0.4)
+    # the joints the drives hold still carry a friction the model cannot know, anywhere in their
+    # static band +-fc (joint 3: 0.36-0.44 N m during the push, old code too, stop 36): there the
+    # bound is fc; the moving joint 2's friction is known, its bound 0.4 N m
+    still = np.arange(sim.arm.n_joints) != 1
+    bound = np.where(still, sim.sim.config.coulomb_friction, 0.4)
+    np.testing.assert_array_less(np.abs(np.median(during, axis=0) - [0.0, pushed, 0.0, 0.0, 0.0]), bound)
     assert "arm_joint_2" in seen()[0]
     # stamped with the joint state used, to the nanosecond (the true torques share the states' stamps)
     state_stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in truth}
     assert all((m.header.stamp.sec, m.header.stamp.nanosec) in state_stamps
-               for m in estimates[pushed_at:pushed_at + 400])
+               for m in estimates[pushed_at:pushed_at + states(0.4)])
     # one push, one collision: the observer keeps its estimate over those gaps (it restarted at zero
     # and reported the held push again after each, up to 16 times in CI)
     assert len(seen()) == 1, seen()
