@@ -101,9 +101,12 @@ def test_main_job_end_to_end(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     ident = summary["identification"]
     # the simulator's true robot has friction beyond the fitted structures (issue 13): measured 4.07 %,
-    # joints up to 6.5 %, moving rows 2.9 % (the bounds were 2 % and 5 % on the seed's robot)
+    # joints up to 6.5 %, moving rows 2.9 % on a later period of the same motion (the bounds were 2 % and
+    # 5 % on the seed's robot); since issue 31 on the held-out validation trajectory, a different motion:
+    # 5.1 %, joints up to 7.7 %, moving rows 4.14-4.23 % (three runs, stop 36)
+    assert ident["errors_on"].startswith("held-out data: a different motion")
     assert ident["relative_error"] < 0.06 and max(ident["joint_relative_errors"]) < 0.10
-    assert ident["moving_relative_error"] < 0.04
+    assert ident["moving_relative_error"] < 0.055
     assert ident["nominal_relative_error"] > 5 * ident["relative_error"]
     pd_gravity, pd_only = summary["regulation"]
     assert max(pd_gravity["error_at"]) < 2e-3  # goal 1 mrad; loose under load

@@ -49,7 +49,6 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -64,7 +63,7 @@ from ..driver.emulator import EmulatorProcess, VethPair
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
 from ..sim.limits import LIMIT_LOG_VARIABLE
-from .common import REALTIME_PRIORITY
+from .common import REALTIME_PRIORITY, create_executor
 from .messages import JointStateReader
 from .demo_sim import NodeProcess
 
@@ -129,7 +128,10 @@ class _Client:
         self.arm_node = arm_node = arm_process.executable
         self.has_reset = arm_process.has_reset
         self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
+        # the events executor: the job takes every joint state (1 kHz) to hold and watch the arm; in
+        # the Python executor that cost the job 45-50 % of a core, which the identification node then
+        # lacked (it fell 1 s behind its joint states in a recalibration, stop 36)
+        self.executor = create_executor(events=True, context=context)
         self.executor.add_node(self.node)
         self.q: np.ndarray | None = None
         self.dq: np.ndarray | None = None
@@ -246,7 +248,12 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
               "use_sim_time": arm_process.has_clock, "settle_time": 0.5, "hold_time": 0.5,
               # the node streams the experiment: starved by other work (two CPU hogs), the arm braked
               # on late horizons and the experiment aborted on its tracking error (0.106 rad)
-              "realtime_priority": REALTIME_PRIORITY, **dict(arm_process.identification)}
+              "realtime_priority": REALTIME_PRIORITY,
+              # the demo runs the simulator, this node and its own client at 1 kHz on one machine: right
+              # after an identification (its worker thread, the periodic garbage collection of its heap)
+              # the node was seen 0.51-0.97 s behind its 0.5 s horizon and state timeout, and the
+              # recalibration aborted (stop 36, 2 cores, quiet); a robot's own machine runs the defaults
+              "stream_horizon": 1.0, "state_timeout": 1.0, **dict(arm_process.identification)}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 same-motion check), then the validation trajectory (config/excitation_validation.yaml: the held-out "

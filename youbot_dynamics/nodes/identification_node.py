@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import gc
 import math
 import sys
 import time
@@ -63,6 +64,11 @@ QOS_DEPTH = 10
 INPUT_CHECK_PERIOD = 2.0  # [s, wall clock] how often a missing /clock or joint state is looked for
 NO_STATE_WARNING = 5.0  # [s, wall clock] without any joint state before the node warns
 STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups (no gap in the recording)
+# [s] an experiment begins once the newest joint state handled was measured at most this long ago: a
+# start request takes 0.2-0.5 s to prepare (the model, the recorder's first bag) while joint states
+# queue behind it; begun on the last state handled before it, the first cycles found the states
+# stale (0.52 s) or the commands late (0.79 s) and aborted (the demo's recalibration, stop 36)
+START_STATE_LAG = 0.05
 DEFAULT_EXCITATION = "excitation_default.yaml"
 DEFAULT_VALIDATION = "excitation_validation.yaml"  # the validation trajectory: the held-out motion
 LEVELS = {ExperimentPhase.ABORTED: DiagnosticStatus.WARN, ExperimentPhase.FAILED: DiagnosticStatus.ERROR}
@@ -133,6 +139,8 @@ class IdentificationNode(Node):
         self.result_summary: dict[str, Any] = {}
         self.last_model: Path | None = None  # the model file this node wrote last (what ~/recalibrate updates)
         self._calibrating: ModelToUpdate | None = None  # what the running experiment recalibrates (None: identifies)
+        self._starting = False  # an experiment was prepared by start(): a cycle begins it (_begin)
+        self._start_requested = 0.0  # [s] when it was
         self._identification: concurrent.futures.Future | None = None
         self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
@@ -261,6 +269,8 @@ class IdentificationNode(Node):
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
             self.get_logger().error(message)
             return False, message
+        if self._starting:
+            return False, "busy: starting"
         if self.session is not None and (self.session.moving or self.session.phase is ExperimentPhase.IDENTIFY
                                          or self.recorder is not None):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
@@ -291,8 +301,16 @@ class IdentificationNode(Node):
             self.controller.reset()
             if pilot:
                 self.controller.use_model(self.nominal_feedforward)
-        approach = session.start(now, self._latest)
-        self._next_log = now
+        # the heap out of the collector's way before the arm moves: after an identification (the recorded
+        # data, the fit, the plots, the base parameters of a loaded model) the periodic collection
+        # (common.realtime_interpreter) paused every thread for 0.35-0.5 s and a recalibration's commands
+        # came late (stop 36); collected now, while nothing is commanded, then frozen (what is alive now
+        # is not scanned again; a cycle of it dropped later is not freed)
+        gc.collect()
+        gc.freeze()
+        # the motion begins in a later cycle, on a fresh clock and joint state (START_STATE_LAG, _begin)
+        self._starting, self._start_requested = True, now
+        approach = session.approach_time(session.q_start - self._latest.q)
         what = (f" recalibrating {calibrate.path}" if calibrate is not None else
                 f" the pilot pass (the excitation {self.p['effort_pilot_slowdown']:g} x slower)" if pilot else "")
         message = (f"started{what}: "
@@ -303,8 +321,18 @@ class IdentificationNode(Node):
                    + f", about {session.motion_duration:.0f} s "
                    f"of motion; output {directory}")
         self.get_logger().info(message)
-        self._phase_changed(now)
         return True, message
+
+    def _begin(self, now: float) -> None:
+        """The start of the experiment :meth:`start` prepared: the approach from the newest state."""
+        self._starting = False
+        self._next_log = now
+        try:
+            self.session.start(now, self._latest)
+        except SessionRefused as exc:  # the arm moved or the states stopped since the request
+            self.session.refuse(now, f"start refused: {exc}")
+            self._close_recording()
+        self._phase_changed(now)
 
     def _move_hint(self, refused: TooFarFromStart) -> str:
         """The command that moves the arm to the start pose (the drives' trajectory controller, as
@@ -319,6 +347,12 @@ class IdentificationNode(Node):
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
         session = self.session
         now = self._now()
+        if self._starting:  # prepared, not yet moving: it does not begin
+            self._starting = False
+            session.refuse(now, f"aborted before the start: {reason}")
+            self._close_recording()
+            self._phase_changed(now)
+            return True, "aborted before the arm moved"
         if session is None or not session.abort(now, reason):
             phase = session.phase.value if session is not None else ExperimentPhase.IDLE.value
             return False, f"nothing to abort: {phase}"
@@ -356,6 +390,11 @@ class IdentificationNode(Node):
                     failed.refuse(now, message)
                     self.session = failed
                     self._phase_changed(now)
+            return
+        if self._starting:
+            if (now - session.measured_at(self._latest) <= START_STATE_LAG
+                    or now - self._start_requested > session.config.state_timeout):  # else: refused as stale
+                self._begin(now)
             return
         if session.update(now, self._latest) is not None:
             self._phase_changed(now)

@@ -326,7 +326,7 @@ class ExcitationSession:
             raise TooFarFromStart(f"the arm is {distance[j]:.3f} rad from the excitation's start pose on joint {j + 1} "
                                   f"(max_start_distance {c.max_start_distance:g} rad): move it closer first "
                                   f"(start pose {np.round(self.q_start, 4).tolist()})", self.q_start,
-                                  self._approach_duration(self.q_start - sample.q))
+                                  self.approach_time(self.q_start - sample.q))
 
     def start(self, now: float, sample: JointSample | None) -> float:
         """Start moving to the start pose (or raise :class:`SessionRefused`); returns the approach time [s]."""
@@ -334,13 +334,13 @@ class ExcitationSession:
         assert sample is not None
         self._observe(sample)
         origin = np.clip(sample.q, self.arm.position_min, self.arm.position_max)  # from a hard stop: from the limit
-        self.approach_duration = self._approach_duration(self.q_start - origin)
+        self.approach_duration = self.approach_time(self.q_start - origin)
         self.approach = WaypointTrajectory(np.vstack([origin, self.q_start]), np.array([self.approach_duration]), 0.0)
         self.start_time = float(now)
         self._enter(ExperimentPhase.APPROACH, now)
         return self.approach_duration
 
-    def _approach_duration(self, delta: Array) -> float:
+    def approach_time(self, delta: Array) -> float:
         """Duration [s] of the rest-to-rest quintic over ``delta`` (n,) within ``approach_velocity`` and
         ``approach_acceleration``, at least :data:`MIN_APPROACH_TIME`."""
         c, n = self.config, self.arm.n_joints
