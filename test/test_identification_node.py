@@ -719,6 +719,45 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
 
 @pytest.mark.ros
 @pytest.mark.timeout(60)
+def test_effort_interface_hands_the_arm_to_the_drives_without_joint_states(fake_arm):
+    """Effort interface (issue 35): without a fresh joint state the node has no torque to send; the
+    drives' command timeout would then stop the motors and the arm fall. It releases the arm to the
+    drives' trajectory control instead (a braking trajectory from the newest state, held there) and
+    sends no torque after it; on shutdown while commanding likewise."""
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    def watched(namespace: str):
+        arm = fake_arm(namespace, command_interface="effort", effort_command_topic=f"/{namespace}_effort")
+        torques, released = [], []
+        arm.tester.create_subscription(Float64MultiArray, f"/{namespace}_effort", torques.append, 1000)
+        arm.tester.create_subscription(JointTrajectory, f"/{namespace}_trajectory", released.append, 10)
+        arm.publish(Q_START, 0.3)
+        response = arm.start()
+        assert response.success, response.message
+        arm.publish(Q_START, 0.5)  # the experiment begins: torques
+        assert torques and not released, (len(torques), released)
+        return arm, torques, released
+
+    arm, torques, released = watched("stale")
+    arm.spin_until(lambda: bool(released), timeout=2.0)  # the states stopped: stale after 0.2 s
+    assert len(released) == 1 and arm.node.session.phase.value == "aborted", (released, arm.node.session.phase)
+    points = released[0].points
+    assert list(released[0].joint_names) == list(ARM.joint_names) and len(points) == 1  # at rest: hold here
+    np.testing.assert_allclose(points[0].positions, Q_START, atol=1e-9)
+    sent = len(torques)
+    arm.spin_for(0.3)
+    assert len(torques) == sent and len(released) == 1  # no torque after the release, released once
+
+    arm, torques, released = watched("shutdown")
+    arm.node.shutdown()
+    arm.spin_until(lambda: bool(released), timeout=2.0)
+    assert len(released) == 1
+    np.testing.assert_allclose(released[0].points[-1].positions, Q_START, atol=1e-9)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(60)
 def test_recalibrate_is_refused_without_a_model_it_could_update(fake_arm, tmp_path):
     """Before the arm moves: no model yet (nothing identified, no calibration_model), a file that
     is not a model, a model the controllers would refuse."""

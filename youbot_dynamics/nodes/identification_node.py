@@ -34,6 +34,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm import ArmDescriptionError, load_arm
 from ..control.laws import PDFeedforward
+from ..control.release import release_waypoints
 from ..dataio import DataFileError
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
@@ -155,8 +156,10 @@ class IdentificationNode(Node):
             self.position_pub = self.create_publisher(Float64MultiArray, p['position_command_topic'], QOS_DEPTH)
         elif self.interface == 'effort':
             self.effort_pub = self.create_publisher(Float64MultiArray, p['effort_command_topic'], QOS_DEPTH)
-        else:
+        # effort: the release to the drives (_release); trajectory: the experiment's waypoints
+        if self.interface in ('effort', 'trajectory'):
             self.trajectory_pub = self.create_publisher(JointTrajectory, p['trajectory_topic'], QOS_DEPTH)
+        self._released = False  # effort: the arm was handed to the drives (no torque until the next experiment)
         self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
         self.payload_pub = self.create_publisher(Inertia, '~/payload_estimate', QOS_DEPTH)
         self.create_service(Trigger, '~/start', self._on_start)
@@ -309,7 +312,7 @@ class IdentificationNode(Node):
         gc.collect()
         gc.freeze()
         # the motion begins in a later cycle, on a fresh clock and joint state (START_STATE_LAG, _begin)
-        self._starting, self._start_requested = True, now
+        self._starting, self._start_requested = True, self._now()
         approach = session.approach_time(session.q_start - self._latest.q)
         what = (f" recalibrating {calibrate.path}" if calibrate is not None else
                 f" the pilot pass (the excitation {self.p['effort_pilot_slowdown']:g} x slower)" if pilot else "")
@@ -323,9 +326,23 @@ class IdentificationNode(Node):
         self.get_logger().info(message)
         return True, message
 
+    def _release(self, why: str) -> None:
+        """Effort interface: hand the arm to the drives instead of leaving it to zero torque (which
+        drops it once their command timeout stops the motors): a braking trajectory from the newest
+        joint state to rest, held by their position control (control/release.py, doc/safety.md); no
+        torque is sent until the next experiment."""
+        if self._released or self._latest is None:
+            return
+        self._released = True
+        waypoints = release_waypoints(self.arm, self._latest.q, self._latest.dq)
+        self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints))
+        self.get_logger().warning(f"{why}: released the arm to the drives on {self.p['trajectory_topic']} (braking "
+                                  f"to rest in {waypoints[0][-1]:.2f} s, held there)")
+
     def _begin(self, now: float) -> None:
         """The start of the experiment :meth:`start` prepared: the approach from the newest state."""
         self._starting = False
+        self._released = False
         self._next_log = now
         try:
             self.session.start(now, self._latest)
@@ -424,9 +441,10 @@ class IdentificationNode(Node):
                 self._send_waypoints(now, session)
         elif self.interface == 'position':
             self.position_pub.publish(Float64MultiArray(data=session.reference(now)[0].tolist()))
-        elif self.interface == 'effort':
+        elif self.interface == 'effort' and not self._released:
             sample = self._fresh_sample(now)
-            if sample is None:  # no feedback: send nothing, the drives' command timeout stops the motors
+            if sample is None:  # no feedback, no torque: the drives take the arm
+                self._release("joint states stale")
                 return
             tau = self.controller.torque(session.reference(now), sample.q, sample.dq, now)
             self.effort_pub.publish(Float64MultiArray(data=tau.tolist()))
@@ -642,6 +660,11 @@ class IdentificationNode(Node):
         if self.session is not None and self.session.moving:
             try:
                 self.abort("node shutting down")
+            except Exception:  # noqa: BLE001 - the context may already be shut down
+                pass
+        if self.interface == 'effort' and self.session is not None and self.session.commanding:
+            try:
+                self._release("node shutting down")
             except Exception:  # noqa: BLE001 - the context may already be shut down
                 pass
         self._close_recording()
