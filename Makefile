@@ -11,7 +11,9 @@ PYTHON      ?= python3
 VENV        ?= .venv
 VENV_PY     := $(VENV)/bin/python
 PIP         := $(VENV_PY) -m pip
-PYTEST_ARGS ?=
+# the main job end to end (test_demo_job.py, marker main_job) runs by `make demo-test`, not here: on a
+# 2-core machine its external-torque phase did not give the same figures twice (stop 37: doc/main_job.md)
+PYTEST_ARGS ?= -m "not main_job"
 
 ROS_DOMAIN_ID                 ?= 42
 ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
@@ -41,7 +43,7 @@ ifneq ($(shell cat $(MODE_FILE) 2>/dev/null),$(VENV_MODE))
 STAMP_FORCE := FORCE
 endif
 
-.PHONY: setup test demo bench clean distclean FORCE
+.PHONY: setup test demo demo-test bench clean distclean FORCE
 
 ifdef ROS_DISTRO
 setup: $(STAMP)
@@ -68,6 +70,9 @@ test: setup
 
 demo: setup
 	$(VENV_PY) -m youbot_dynamics demo
+
+demo-test: setup
+	$(VENV_PY) -m pytest -m main_job test/test_demo_job.py
 
 bench: setup
 	$(VENV_PY) bench/run.py

@@ -87,7 +87,7 @@ class RosHarness:
         spinning, not after every event: asked after each of the ~3000 events a second of a 1 kHz
         simulator and controller, a predicate that reads the recorded messages (2 ms for 600 rows of
         ``~/state``) took the executor's thread from the control loop (the loop stopped, the arm
-        fell with its motors timed out: stop 36)."""
+        fell with its motors timed out: the CI failures of stop 36)."""
         deadline = time.monotonic() + (self.wait_timeout if timeout is None else timeout)
         while not predicate():
             if time.monotonic() > deadline:

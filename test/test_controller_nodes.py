@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # rate, but the simulator, the controller and the tester of this one process then ran the executor's
 # thread at 100 % of a core on a quiet 2-core machine: 40-60 % of the control cycles missed, events
 # queued behind each other until replies came seconds late and the arm fell on the drives' command
-# timeout (stop 36). At 250 Hz 0.15 % of the cycles were missed (500 Hz: 2 %); the real driver
+# timeout (the CI failures of stop 36). At 250 Hz 0.15 % of the cycles were missed (500 Hz: 2 %); the real driver
 # publishes about 300 Hz. The 1 kHz loop is measured in its own processes (make bench, the launch tests).
 DDS_RATE = 250.0
 

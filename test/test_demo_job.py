@@ -17,8 +17,8 @@ import sys
 import numpy as np
 import pytest
 
-from youbot_dynamics.control.evaluation import (combine_timing, format_table, plot_runs, regulation_metrics,
-                                                split_state, tracking_metrics)
+from youbot_dynamics.control.evaluation import (combine_timing, format_table, is_measured, plot_runs,
+                                                regulation_metrics, split_state, tracking_metrics)
 from conftest import ros_domain_id
 
 DOMAIN_ID = ros_domain_id(__file__)
@@ -90,6 +90,7 @@ def test_format_table_and_plot(tmp_path):
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.main_job  # make demo-test: left out of make test (doc/main_job.md, "The end-to-end check")
 @pytest.mark.timeout(420)
 def test_main_job_end_to_end(tmp_path):
     env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
@@ -103,7 +104,7 @@ def test_main_job_end_to_end(tmp_path):
     # the simulator's true robot has friction beyond the fitted structures (issue 13): measured 4.07 %,
     # joints up to 6.5 %, moving rows 2.9 % on a later period of the same motion (the bounds were 2 % and
     # 5 % on the seed's robot); since issue 31 on the held-out validation trajectory, a different motion:
-    # 5.1 %, joints up to 7.7 %, moving rows 4.14-4.23 % (three runs, stop 36)
+    # 5.1 %, joints up to 7.7 %, moving rows 4.14-4.23 % (three runs, stop 37)
     assert ident["errors_on"].startswith("held-out data: a different motion")
     assert ident["relative_error"] < 0.06 and max(ident["joint_relative_errors"]) < 0.10
     assert ident["moving_relative_error"] < 0.055
@@ -136,5 +137,10 @@ def test_main_job_end_to_end(tmp_path):
     floating = external["float"]
     assert floating["moved_rad"][1] > 0.05 and max(floating["drift_rad_per_s"]) < 5e-3
     payload = external["payload"]
-    assert abs(payload["mass_kg"] - 0.5) < 0.1 and max(payload["ratio"]) < 10.0  # measured 0.479-0.480 kg, 1.35 x
+    assert abs(payload["mass_kg"] - 0.5) < 0.1  # measured 0.478-0.485 kg
+    # tracking with the estimate applied: 1.35 x the run without payload; a run whose recording has a gap
+    # (> MAX_GAP: seen once in a loaded fresh-clone run, stop 37) has no ratio and the job counts its goal
+    # as missed
+    assert max(payload["ratio"]) < 10.0 if is_measured(payload["ratio"]) else not external["goals"][
+        "payload_tracking_within_2x"]
     assert "series" not in external["push"] and "series" not in payload  # plotted, not in the summary

@@ -36,7 +36,7 @@ Q_HOLD = np.array([2.95, 1.0, -2.0, 1.8, 2.9])
 # true-parameter model below holds exactly; the effort's noise, gain error and offset stay
 SEED_FRICTION_EFFECTS = ["friction", "noise", "quantization", "effort_calibration", "velocity_lag"]
 # the joint-state rate: at 1 kHz the simulator, the observer and the tester of this one process fell
-# behind (the tester missed true torques of the states the observer used; stop 36), as in
+# behind (the tester missed true torques of the states the observer used; stop 37), as in
 # test_controller_nodes.py; the real driver publishes about 300 Hz
 RATE = 250.0
 
@@ -134,7 +134,7 @@ def test_a_push_while_the_drives_move_the_arm(nodes):
     # 2-24 N m before the simulator stamped the states after a resynchronisation on the 1 ms grid
     assert np.percentile(np.abs(quiet), 90, axis=0).max() < 0.5
     # the joints the drives hold still carry a friction the model cannot know, anywhere in their
-    # static band +-fc (joint 3: 0.36-0.44 N m during the push, old code too, stop 36): there the
+    # static band +-fc (joint 3: 0.36-0.44 N m during the push, old code too, stop 37): there the
     # bound is fc; the moving joint 2's friction is known, its bound 0.4 N m
     still = np.arange(sim.arm.n_joints) != 1
     bound = np.where(still, sim.sim.config.coulomb_friction, 0.4)

@@ -533,7 +533,10 @@ def test_bad_external_wrenches_are_rejected_and_change_nothing(wrench):
             assert h.node.sim._wrench is active, f"{link!r} {force} {torque} changed the wrench"
         count = len(io.torques)
         assert h.spin_until(lambda: len(io.torques) > count + 5)
-        np.testing.assert_allclose(io.latest(), before, atol=1e-3 * np.max(np.abs(before)))
+        # the same push: a rejected wrench that replaced it would change the torques by ~100 %; the drives'
+        # integral action still moves the pushed arm back a little over the seconds of simulated time
+        # the rejections take on a busy machine (0.2 % of the torques in a loaded run, stop 37)
+        np.testing.assert_allclose(io.latest(), before, atol=1e-2 * np.max(np.abs(before)))
     finally:
         h.node._reject = reject
 

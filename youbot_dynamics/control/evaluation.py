@@ -36,7 +36,7 @@ Array = NDArray[np.float64]
 Figure = list[float] | str  # per joint, or "not measured (gap of N ms)"
 
 # [s] longest gap in a window still measured: ~/state comes every 2-10 ms in the main job, and on a
-# busy 2-core machine its recording had single gaps of 22-36 ms in 10 s tracking runs (stop 36), which
+# busy 2-core machine its recording had single gaps of 22-36 ms in 10 s tracking runs (stop 37), which
 # do not change an RMS over seconds of motion; a window of an instant figure (0.1 s) stays unmeasured
 # when half of it is missing
 MAX_GAP = 0.05

@@ -130,7 +130,7 @@ class _Client:
         self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
         # the events executor: the job takes every joint state (1 kHz) to hold and watch the arm; in
         # the Python executor that cost the job 45-50 % of a core, which the identification node then
-        # lacked (it fell 1 s behind its joint states in a recalibration, stop 36)
+        # lacked (it fell 1 s behind its joint states in a recalibration, stop 37)
         self.executor = create_executor(events=True, context=context)
         self.executor.add_node(self.node)
         self.q: np.ndarray | None = None
@@ -252,7 +252,7 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
               # the demo runs the simulator, this node and its own client at 1 kHz on one machine: right
               # after an identification (its worker thread, the periodic garbage collection of its heap)
               # the node was seen 0.51-0.97 s behind its 0.5 s horizon and state timeout, and the
-              # recalibration aborted (stop 36, 2 cores, quiet); a robot's own machine runs the defaults
+              # recalibration aborted (stop 37, 2 cores, quiet); a robot's own machine runs the defaults
               "stream_horizon": 1.0, "state_timeout": 1.0, **dict(arm_process.identification)}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "

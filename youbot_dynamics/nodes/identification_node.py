@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import gc
 import math
 import sys
 import time
@@ -55,7 +54,7 @@ from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
-from .common import background_worker, declare_parameters, run_node
+from .common import background_worker, declare_parameters, freeze_heap, run_node
 from .messages import JointStateReader, trajectory_message
 
 __all__ = ["IdentificationNode", "main"]
@@ -68,7 +67,7 @@ STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups
 # [s] an experiment begins once the newest joint state handled was measured at most this long ago: a
 # start request takes 0.2-0.5 s to prepare (the model, the recorder's first bag) while joint states
 # queue behind it; begun on the last state handled before it, the first cycles found the states
-# stale (0.52 s) or the commands late (0.79 s) and aborted (the demo's recalibration, stop 36)
+# stale (0.52 s) or the commands late (0.79 s) and aborted (the demo's recalibration, stop 37)
 START_STATE_LAG = 0.05
 DEFAULT_EXCITATION = "excitation_default.yaml"
 DEFAULT_VALIDATION = "excitation_validation.yaml"  # the validation trajectory: the held-out motion
@@ -304,13 +303,10 @@ class IdentificationNode(Node):
             self.controller.reset()
             if pilot:
                 self.controller.use_model(self.nominal_feedforward)
-        # the heap out of the collector's way before the arm moves: after an identification (the recorded
-        # data, the fit, the plots, the base parameters of a loaded model) the periodic collection
-        # (common.realtime_interpreter) paused every thread for 0.35-0.5 s and a recalibration's commands
-        # came late (stop 36); collected now, while nothing is commanded, then frozen (what is alive now
-        # is not scanned again; a cycle of it dropped later is not freed)
-        gc.collect()
-        gc.freeze()
+        # the heap out of the collector's way before the arm moves, while nothing is commanded: after an
+        # identification (the recorded data, the fit, the plots, a loaded model's base parameters) the
+        # periodic collection paused the node 0.35-0.5 s mid-recalibration (stop 37)
+        freeze_heap()
         # the motion begins in a later cycle, on a fresh clock and joint state (START_STATE_LAG, _begin)
         self._starting, self._start_requested = True, self._now()
         approach = session.approach_time(session.q_start - self._latest.q)
