@@ -141,6 +141,7 @@ class IdentificationNode(Node):
         self._calibrating: ModelToUpdate | None = None  # what the running experiment recalibrates (None: identifies)
         self._starting = False  # an experiment was prepared by start(): a cycle begins it (_begin)
         self._start_requested = 0.0  # [s] when it was
+        self._holding: ExcitationSession | None = None  # the session before it, commanding until then
         self._identification: concurrent.futures.Future | None = None
         self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
@@ -297,6 +298,9 @@ class IdentificationNode(Node):
             message = f"start refused: cannot create the output in {self.output_root}: {exc}"
             self.get_logger().error(message)
             return False, message
+        # the session that commands the arm now (a pilot pass holding it) goes on until the new one begins:
+        # a position or effort stream that stopped would time out the drives
+        self._holding = self.session if self.session is not None and self.session.commanding else None
         self.session, self.run_directory, self.result_summary = session, directory, {}
         self._calibrating, self._pilot = calibrate, pilot
         if self.controller is not None:
@@ -337,7 +341,7 @@ class IdentificationNode(Node):
 
     def _begin(self, now: float) -> None:
         """The start of the experiment :meth:`start` prepared: the approach from the newest state."""
-        self._starting = False
+        self._starting, self._holding = False, None
         self._released = False
         self._next_log = now
         try:
@@ -360,10 +364,13 @@ class IdentificationNode(Node):
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
         session = self.session
         now = self._now()
-        if self._starting:  # prepared, not yet moving: it does not begin
+        if self._starting:  # prepared, not yet moving: it does not begin (a session holding the arm goes on)
             self._starting = False
-            session.refuse(now, f"aborted before the start: {reason}")
             self._close_recording()
+            if self._holding is not None:
+                self.session, self._holding = self._holding, None
+                return True, "aborted before the arm moved: the previous experiment holds it"
+            session.refuse(now, f"aborted before the start: {reason}")
             self._phase_changed(now)
             return True, "aborted before the arm moved"
         if session is None or not session.abort(now, reason):
@@ -408,6 +415,8 @@ class IdentificationNode(Node):
             if (now - session.measured_at(self._latest) <= START_STATE_LAG
                     or now - self._start_requested > session.config.state_timeout):  # else: refused as stale
                 self._begin(now)
+            elif self._holding is not None:
+                self._stream(now, self._holding)
             return
         if session.update(now, self._latest) is not None:
             self._phase_changed(now)
