@@ -191,9 +191,9 @@ def _collision(client: _Client, model: str) -> dict[str, Any]:
     return {"delay_s": None, "status": "", "false_alarms": false_alarms}
 
 
-def _wrench_duration(client: _Client, seconds: float) -> None:
-    """Set ``sim_node``'s ``external_wrench_duration`` (0: until cleared)."""
-    parameters = AsyncParameterClient(client.node, client.arm_node)
+def _wrench_duration(client: _Client, parameters: AsyncParameterClient, seconds: float) -> None:
+    """Set ``sim_node``'s ``external_wrench_duration`` (0: until cleared) through ``parameters``, a
+    parameter client of that node."""
     client.wait_for(parameters.services_are_ready, 10.0, f"the parameter services of {client.arm_node}")
     future = parameters.set_parameters([Parameter("external_wrench_duration", value=float(seconds))])
     client.wait_for(future.done, 10.0, "external_wrench_duration set")
@@ -215,14 +215,15 @@ def _float(client: _Client, model: str) -> dict[str, Any]:
         c.wait_matched(wrench_pub)
         before = c.q.copy()
         # 0.3 s on the arm's clock (sim_node's external_wrench_duration): cleared by this job, a push
-        # lasted as long as the job was late on a busy machine, moved the arm 0.57 rad instead of 0.42
-        # and left it gliding at 0.1 rad/s (stop 37)
-        _wrench_duration(c, PUSH_DURATION)
+        # lasted as long as the job was late on a busy machine (it moved the arm 0.57 rad, not 0.42;
+        # the arm's glide after some pushes stayed: doc/main_job.md, stop 37)
+        parameters = AsyncParameterClient(c.node, c.arm_node)
+        _wrench_duration(c, parameters, PUSH_DURATION)
         try:
             wrench_pub.publish(_wrench(FOREARM, (0.0, -15.0, 0.0), point=(-0.05, 0.0, 0.0)))
             c.spin_for(PUSH_DURATION + 1.5)  # it coasts to rest
         finally:
-            _wrench_duration(c, 0.0)
+            _wrench_duration(c, parameters, 0.0)
         rested, began = c.q.copy(), time.monotonic()
         c.spin_for(1.0)
         result.update(moved_rad=(rested - before).tolist(),
