@@ -159,9 +159,24 @@ def test_phases_progress_and_segments():
                         "identification_periods": 2, "validation_periods": 1,
                         "validation_start": pytest.approx(10.0 + approach + 0.5 - 7.0 + 3 * 8.0),
                         "validation_period": 0.0, "validation_repeats": 0}  # no validation trajectory
+    # the identify phase: each stage fills half of what is left; stages the pipeline opens inside
+    # another (processing inside the friction choice) and any number of them never move it back
     bar = session.progress_bar("processing")
     bar(0.5)
-    assert session.progress(t) == pytest.approx(90.0 + 10.0 * 0.5 / 3)
+    assert session.progress(t) == pytest.approx(90.0 + 10.0 * 0.25)
+    shown = [session.progress(t)]
+    outer = session.progress_bar("choosing the friction structure")
+    for _ in range(6):
+        inner = session.progress_bar("processing")
+        for x in (0.0, 0.3, 1.0):
+            inner(x)
+            shown.append(session.progress(t))
+        inner.done()
+        outer(0.2)
+        shown.append(session.progress(t))
+    outer.done()
+    shown.append(session.progress(t))
+    assert np.all(np.diff(shown) >= 0.0) and shown[-1] > shown[0] and shown[-1] < 100.0, shown
     session.finish(t)
     assert session.progress(t) == 100.0 and session.commanding  # done: still holding the start pose
     np.testing.assert_allclose(session.reference(t + 5.0)[0], Q_START)

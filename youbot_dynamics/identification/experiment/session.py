@@ -211,8 +211,7 @@ class ExcitationSession:
         self.stop_time = 0.0
         self.sent: tuple[float, BrakingTail] | None = None  # last streamed message: when, its tail
         self.abort_progress = 0.0
-        self.identify_fraction = 0.0  # written by the identification thread (a float: atomic)
-        self._identify_stages = 0
+        self.identify_fraction = 0.0  # written by the identification thread (a float: atomic); never decreases
         self.max_tracking = 0.0  # largest tracking error seen [rad]
         self.history: list[tuple[str, float]] = []  # (phase, start time)
 
@@ -564,11 +563,10 @@ class ExcitationSession:
         return _PROGRESS_MOTION + (100.0 - _PROGRESS_MOTION) * self.identify_fraction  # failed identification
 
     def progress_bar(self, label: str) -> "_StageBar":
-        """A progress bar for :func:`~.pipeline.identify` (its ``progress`` factory): the pipeline's
-        stages (processing, estimating, processing the held-out data) share the identify phase."""
-        stage = self._identify_stages
-        self._identify_stages += 1
-        return _StageBar(self, stage, 3 if self.config.validation_periods or self.validation is not None else 2)
+        """A progress bar for :func:`~.pipeline.identify` (its ``progress`` factory). The pipeline
+        opens a varying number of stages, some nested (processing inside the friction choice); each
+        new stage covers half of what is left, so the identify fraction rises and never goes back."""
+        return _StageBar(self)
 
     def remaining(self, now: float) -> float:
         """Seconds of motion left (0 outside the motion phases)."""
@@ -632,15 +630,19 @@ class ExcitationSession:
 
 
 class _StageBar:
-    """Stage ``stage`` of ``stages`` of the identification, reported as the session's identify fraction."""
+    """A stage of the identification: from the session's identify fraction ``f0`` when it opens,
+    it fills ``f0 + x (1 - f0) / 2`` for its fraction ``x`` (never below what is shown)."""
 
-    def __init__(self, session: ExcitationSession, stage: int, stages: int) -> None:
-        self.session, self.stage, self.stages = session, min(stage, stages - 1), stages
+    def __init__(self, session: ExcitationSession) -> None:
+        self.session = session
+        self._from = session.identify_fraction
+        self._span = 0.5 * (1.0 - self._from)
         self._start = time.perf_counter()
 
     def __call__(self, fraction: float) -> None:
-        self.session.identify_fraction = (self.stage + min(max(fraction, 0.0), 1.0)) / self.stages
+        shown = self._from + self._span * min(max(fraction, 0.0), 1.0)
+        self.session.identify_fraction = max(self.session.identify_fraction, shown)
 
     def done(self) -> float:
-        self.session.identify_fraction = (self.stage + 1) / self.stages
+        self(1.0)
         return time.perf_counter() - self._start
