@@ -78,6 +78,8 @@ def test_drive_torque_limit_matches_hardware_notes(arm):
     np.testing.assert_allclose(amps_per_nm, [0.191, 0.191, 0.299, 0.276, 0.287], atol=5e-4)
     # the practical limits are below what the drives can do
     assert np.all(arm.effort_max < arm.drive_torque_limit)
+    # the torque the arm may be commanded: the practical limits of uzh-rpg youbot_joints.h (all below the drives)
+    np.testing.assert_allclose(arm.torque_limit, [17.0, 17.0, 8.0, 2.7, 1.0])
 
 
 def test_acceleration_limits_are_moderate(arm):

@@ -119,6 +119,58 @@ def test_a_controller_refuses_to_start_on_an_implausible_model(tmp_path):
             rclpy.shutdown(context=context)
 
 
+def light_arm_file(tmp_path) -> str:
+    """The arm description with every link a fifth as heavy (mass and inertia): the youBot's nominal
+    model is 5 x that arm, beyond its 4 x mass bound."""
+    text = config_path("youbot_arm.yaml").read_text()
+    lines = []
+    for line in text.splitlines():
+        match = re.match(r"(\s*- \{mass: )([0-9.]+)(, com: \[[^]]*\], inertia: \[)([^]]*)(\]\})", line)
+        if match:
+            inertia = ", ".join(f"{0.2 * float(v):.9g}" for v in match.group(4).split(","))
+            line = f"{match.group(1)}{0.2 * float(match.group(2)):.9g}{match.group(3)}{inertia}{match.group(5)}"
+        lines.append(line)
+    path = tmp_path / "light_arm.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_model_is_judged_for_the_arm_it_drives(tmp_path):
+    """The nodes and the identification's baseline check a model against their arm description,
+    not the package's: the youBot's nominal model on an arm a fifth as heavy is refused."""
+    from youbot_dynamics.arm import load_arm
+    from youbot_dynamics.identification.estimation.pipeline import reference_models
+
+    light = load_arm(light_arm_file(tmp_path))
+    assert sum(link.mass for link in light.links) == pytest.approx(0.2 * CAD_TOTAL)
+    nominal_file = config_path("youbot_nominal_model.yaml")
+    load_model(nominal_file)  # plausible for the youBot
+    with pytest.raises(ModelPlausibilityError, match="total mass"):
+        load_model(nominal_file, light)
+    with pytest.raises(ModelPlausibilityError, match="total mass"):
+        reference_models(light, baseline=nominal_file)
+
+
+@pytest.mark.ros
+def test_a_controller_judges_its_model_for_its_arm_description(tmp_path):
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.context import Context
+    from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
+
+    from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode
+
+    with local_ros_domain(ros_domain_id(__file__)):
+        context = Context()
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            with pytest.raises(ModelPlausibilityError, match=r"not a plausible youBot model .*total mass"):
+                PDGravityControllerNode(context=context, parameter_overrides=[
+                    Parameter("arm_description", value=light_arm_file(tmp_path))])
+        finally:
+            rclpy.shutdown(context=context)
+
+
 # -- gains and per-joint arrays in the parameter schemas ----------------------------------------
 
 

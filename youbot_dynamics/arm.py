@@ -109,6 +109,12 @@ class ArmDescription:
         """Peak joint torque the drives can produce [Nm]: ``max_current * kt * gear_ratio``."""
         return self.max_current * self.torque_constant * self.gear_ratio
 
+    @property
+    def torque_limit(self) -> Array:
+        """The joint torque the arm may be commanded [Nm]: ``min(effort_max, drive_torque_limit)``
+        (the URDF's effort limit where the drives could give more, the drives' peak where not)."""
+        return np.minimum(self.effort_max, self.drive_torque_limit)
+
     def within_limits(self, q: Any, tolerance: float = 1e-9) -> NDArray[np.bool_]:
         """True where every joint of ``q`` (..., n) lies inside ``[position_min, position_max]``."""
         q = np.asarray(q, dtype=float)

@@ -388,7 +388,7 @@ class FloatController(_Controller):
         if damping is None:
             damping = FLOAT_DAMPING * reference_inertia(model, arm)
         self.kd = per_joint(damping, arm.n_joints, "damping")
-        largest = FLOAT_REST_MAX_FRACTION * np.minimum(arm.effort_max, arm.drive_torque_limit)
+        largest = FLOAT_REST_MAX_FRACTION * arm.torque_limit
         if rest_torque is None:
             rest_torque = np.minimum(np.maximum(FLOAT_REST_FRACTION * self.terms.coulomb, FLOAT_REST_MIN), largest)
         self.rest_torque = per_joint(rest_torque, arm.n_joints, "rest_torque")
@@ -439,7 +439,7 @@ class PDFeedforward:
         self.kp, self.kd = (np.broadcast_to(np.asarray(g, dtype=float), (n,)).copy() for g in (kp, kd))
         if np.any(self.kp < 0) or np.any(self.kd < 0):
             raise ValueError("effort gains must be >= 0")
-        limit = np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None else torque_limit
+        limit = arm.torque_limit if torque_limit is None else torque_limit
         self.limit = np.broadcast_to(np.asarray(limit, dtype=float), (n,)).copy()
 
     def torque(self, reference: tuple[Array, Array, Array], q: Array, dq: Array) -> Array:

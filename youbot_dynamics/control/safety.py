@@ -229,7 +229,7 @@ class SafetyGuard:
             raise ValueError(f"model has {model.n_joints} joints, the arm {arm.n_joints}")
         n = arm.n_joints
         self.arm, self.config = arm, config
-        drives = np.minimum(arm.effort_max, arm.drive_torque_limit)
+        drives = arm.torque_limit
         self.torque_limit = per_joint(drives if config.torque_limit is None else config.torque_limit, n,
                                       "torque_limit")
         if np.any(self.torque_limit <= 0.0):

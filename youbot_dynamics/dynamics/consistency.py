@@ -136,7 +136,7 @@ def _drive_problem(name: str, value: float, arm: ArmDescription) -> str | None:
     if match is None or int(match[2]) > arm.n_joints:
         return None
     kind, joint = match[1], int(match[2]) - 1
-    torque = NEGLIGIBLE_TORQUE * min(arm.effort_max[joint], arm.drive_torque_limit[joint])
+    torque = NEGLIGIBLE_TORQUE * arm.torque_limit[joint]
     per = {"Ia": arm.acceleration_max[joint], "fv": arm.velocity_max[joint], "fc": 1.0}[kind]
     if value * per >= -torque:
         return None
@@ -169,7 +169,7 @@ def _extra_problems(model: DynamicModel, arm: ArmDescription, samples: int) -> l
         if kind not in NON_NEGATIVE_EXTRAS or value >= 0.0:
             continue
         torque = -value * (load[joint] if kind == "fl" else 1.0)
-        if torque > NEGLIGIBLE_TORQUE * min(arm.effort_max[joint], arm.drive_torque_limit[joint]):
+        if torque > NEGLIGIBLE_TORQUE * arm.torque_limit[joint]:
             what = "Stribeck" if kind == "fs" else "load-dependent"
             problems.append(f"{name} = {value:.4g}: the {what} friction must not be negative")
     return problems

@@ -91,7 +91,7 @@ class Payload:
         payload = cls(mass, pos, inertia_)
         if arm is not None:
             torque = mass * arm.gravity * payload_levers(payload, arm)
-            rated = PAYLOAD_TORQUE_FRACTION * np.minimum(arm.effort_max, arm.drive_torque_limit)
+            rated = PAYLOAD_TORQUE_FRACTION * arm.torque_limit
             j = int(np.argmax(torque / rated))
             if torque[j] > rated[j]:
                 raise ValueError(f"payload {mass:g} kg at {pos.tolist()} m would load {arm.joint_names[j]} with up to "

@@ -111,7 +111,7 @@ class ControllerNode(Node):
         self._warm_up()
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
         # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
-        self.model: DynamicModel = load_model(model_file)
+        self.model: DynamicModel = load_model(model_file, self.arm)
         self._model_without_payload = self.model  # ~/payload sets the payload on this one
         self.payload = Payload.of(0.0)
         # (payload, model), built and checked by the planner

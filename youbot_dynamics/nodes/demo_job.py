@@ -238,7 +238,7 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
               then: Callable[[_Client, np.ndarray, float], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run the identification node on the shipped excitation; its summary (report.json), and with
     ``then`` what ``then(client, hold, timeout)`` returns (key ``then``), run while the node is still up."""
-    excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names).trajectory
+    excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names, client.arm).trajectory
     start = excitation.evaluate(0.0)[0]
     hold = client.reset_and_hold()
     client.node.create_subscription(DiagnosticStatus, "/identification_node/progress",

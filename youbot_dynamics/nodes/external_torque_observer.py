@@ -42,7 +42,7 @@ class ExternalTorqueNode(Node):
         p = declare_parameters(self, NODE_NAME)  # several borrowed from the controllers' (controller_common)
         self.arm = load_arm(p['arm_description'] or None)
         model_file = p['model_file'] or str(config_path(NOMINAL_MODEL))
-        model = load_model(model_file)
+        model = load_model(model_file, self.arm)
         check_model(model, self.arm)  # as the controllers: an impossible model is refused at start-up
         if not p['observer_gain'] > 0.0:
             raise ValueError("observer_gain must be positive: this node is the observer")

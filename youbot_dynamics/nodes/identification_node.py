@@ -101,11 +101,11 @@ class IdentificationNode(Node):
         self.p = p
         self.arm = load_arm(p['arm_description'] or None)
         self.excitation_file = Path(p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
-        excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names)
+        excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names, self.arm)
         self.excitation = excitation_file.trajectory
         self.excitation_design = excitation_file.design
         self.validation_file = Path(p['validation_file'] or config_path(DEFAULT_VALIDATION)).expanduser()
-        self.validation = (load_trajectory(self.validation_file, self.arm.joint_names).trajectory
+        self.validation = (load_trajectory(self.validation_file, self.arm.joint_names, self.arm).trajectory
                            if p['validation_repeats'] > 0 else None)
         self.config = SessionConfig(
             periods=int(p['periods']), validation_periods=int(p['validation_periods']),
@@ -253,7 +253,7 @@ class IdentificationNode(Node):
             return False, message
         path = Path(source).expanduser()
         try:
-            model = load_model(path)
+            model = load_model(path, self.arm)
             check_model(model, self.arm)
             if model.standard is None:
                 raise IdentificationError("it has no standard parameters (identify it with the consistent method)")

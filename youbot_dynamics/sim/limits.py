@@ -80,7 +80,7 @@ class LimitMonitor:
         self.velocity_bound = velocity_factor * arm.velocity_max
         self.position_low = arm.position_min - position_tolerance
         self.position_high = arm.position_max + position_tolerance
-        self.torque_limit = (np.minimum(arm.effort_max, arm.drive_torque_limit) if torque_limit is None
+        self.torque_limit = (arm.torque_limit if torque_limit is None
                              else np.asarray(torque_limit, dtype=float))
         self.torque_bound = self.torque_limit * (1.0 + 1e-9)
         self._excursions: list[LimitExcursion] = []

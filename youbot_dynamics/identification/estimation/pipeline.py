@@ -111,7 +111,7 @@ def reference_models(arm: ArmDescription, structure: str = "full",
     nominal, prior = nominal_model(arm, structure)
     if baseline is None or baseline == "":
         return nominal, prior, nominal.beta, "nominal model (arm description)"
-    model = baseline if isinstance(baseline, DynamicModel) else load_model(baseline)
+    model = baseline if isinstance(baseline, DynamicModel) else load_model(baseline, arm)
     check_model(model, arm)
     if tuple(model.base.names) != tuple(nominal.base.names):
         raise IdentificationError(f"baseline model {baseline}: its base parameters ({model.base.count}, structure "

@@ -33,7 +33,6 @@ from numpy.typing import NDArray
 
 from ...arm import ArmDescription
 from ...control.laws import PDFeedforward
-from ...dynamics.consistency import assess_model
 from ...dynamics.model import DynamicModel
 from ..estimation.pipeline import identify, periodic_cut
 from ..estimation.processing import ProcessingOptions
@@ -100,7 +99,7 @@ def pilot_model(data: Dataset, segments: dict[str, Any], arm: ArmDescription, st
     of its session: one period), or ``None`` when it fails the consistency check; and a line for the log."""
     cut = periodic_cut(data, segments["start"], segments["period"], 1, "pilot pass")
     run = identify([cut], [], arm, method=method, structure=structure, options=options)
-    report = assess_model(run.model, arm)
+    report = run.consistency  # the pipeline's check of run.model for this arm
     fit = f"fits its own data to {100 * run.identified.overall:.3g}%"
     if not report.ok:
         return None, (f"pilot model not used ({fit}, but physically inconsistent: {'; '.join(report.problems)}): "
