@@ -38,7 +38,7 @@ from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.identification.excitation.limits import verification_times
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, ExperimentPhase,
                                                                JointSample, SessionConfig)
-from youbot_dynamics.identification.experiment.streaming import BrakingTail, braking_duration, tail_states
+from youbot_dynamics.control.braking import BrakingTail, braking_duration, tail_states
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent

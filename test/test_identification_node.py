@@ -12,10 +12,12 @@ threads. The simulator publishes ``/clock`` and stamps joint states with the sim
 the identification node runs with ``use_sim_time``: on this shared 2-core machine the simulator
 does not always keep real time, and the experiment must follow the arm's time, not the wall
 clock. Joint states come at 500 Hz (the default 1 kHz works too, but leaves a loaded machine
-less headroom). End to end, the node approaches, excites (3 periods of the shipped 8 s
-excitation: 2 identify, 1 validates), records (bag + CSV), identifies, validates and writes the
-parameter file; then ``~/abort`` during a second excitation holds the arm and leaves a valid
-recording. Refusals use fake joint states (no simulator), the executable runs as a subprocess.
+less headroom). End to end, started as the identify action (a client written from the .action:
+feedback, result), the node approaches, excites (3 periods of the shipped 8 s excitation: 2
+identify, 1 validates), records (bag + CSV), identifies, validates and writes the parameter file;
+goals it cannot run end at once with the reason; a canceled goal and ``~/abort`` during an
+excitation brake and hold the arm (the recording stays valid). Refusals use fake joint states (no
+simulator), the executable runs as a subprocess.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from youbot_dynamics.identification.experiment.analysis import HELD_OUT, SAME_MO
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
                                                                ExcitationSession, ExperimentPhase, JointSample,
                                                                SessionConfig, SessionRefused)
-from youbot_dynamics.identification.experiment.streaming import braking_duration
+from youbot_dynamics.control.braking import braking_duration
 from youbot_dynamics.identification.io.dataset import Dataset, read_csv_dataset
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 
@@ -429,6 +431,13 @@ class Harness(RosHarness):
                                                            TRAJECTORY, 10)
         self.clients = {name: self.tester.create_client(Trigger, f"/identification_node/{name}")
                         for name in ("start", "abort", "recalibrate")}
+        from rclpy.action import ActionClient
+
+        from youbot_dynamics_interfaces.action import Identify
+
+        self.Identify = Identify
+        self.identify = ActionClient(self.tester, Identify, "/identification_node/identify")
+        self.feedback: list = []
         self.spin_in_thread(self.sim)
         self.add_node(self.node)
         self.sim.start()
@@ -440,6 +449,21 @@ class Harness(RosHarness):
 
     def call(self, name: str):
         return self.request(self.clients[name], self.Trigger.Request(), timeout=10.0)
+
+    def send_goal(self, excitation_file: str = "", periods: int = 0):
+        """An identify goal (written from the .action alone), accepted; its handle."""
+        assert self.identify.wait_for_server(timeout_sec=10.0)
+        self.feedback.clear()
+        future = self.identify.send_goal_async(self.Identify.Goal(excitation_file=excitation_file, periods=periods),
+                                               feedback_callback=lambda m: self.feedback.append(m.feedback))
+        assert self.spin_until(future.done, 10.0) and future.result().accepted
+        return future.result()
+
+    def goal_result(self, goal_handle, timeout: float):
+        """``(status, result)`` of a goal, waited for up to ``timeout`` s (asserted)."""
+        future = goal_handle.get_result_async()
+        assert self.spin_until(future.done, timeout), f"no result in {timeout} s; phase {self.phase()}"
+        return future.result().status, future.result().result
 
     def place_arm(self, q) -> None:
         """Reset the simulated arm to rest at ``q`` and hold it there with a one-point trajectory
@@ -482,15 +506,18 @@ def finished(h: Harness) -> bool:
 @pytest.mark.ros
 @pytest.mark.timeout(400)
 def test_end_to_end_identification_in_the_simulator(harness):
+    """The experiment run as the identify action (a goal with the node's parameters), as a client
+    written from the .action would: feedback while it runs, the result naming the model file."""
+    from action_msgs.msg import GoalStatus
+
     h = harness
     h.place_arm(Q_START + OFFSET)
     wall = time.monotonic()
-    response = h.call("start")
-    assert response.success, response.message
-    assert "approach" in response.message
+    goal = h.send_goal()
     # the friction structure is chosen from the data (issue 31): the identification takes 1-2 min
-    assert h.spin_until(lambda: finished(h), 330.0), f"stuck in {h.phase()}"
+    status, result = h.goal_result(goal, 330.0)
     wall = time.monotonic() - wall
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
     assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
     run = h.node.run_directory
     # the recording: bag and CSV, the whole experiment, readable by the identification readers
@@ -550,6 +577,65 @@ def test_end_to_end_identification_in_the_simulator(harness):
     assert np.all(np.diff(percents) >= -1e-6) and percents[-1] == 100.0
     done = {v.key: v.value for v in h.progress[-1].values}
     assert "relative_error" in done and done["held_out"] == "different motion" and "same_motion_relative_error" in done
+    # the action's result and feedback: the figures of the report, the phases in order
+    assert result.model_file == str(run / "parameters.yaml")
+    assert result.held_out_relative_error == pytest.approx(ident["overall_relative"], rel=1e-6)
+    assert result.nominal_relative_error == pytest.approx(nominal["overall_relative"], rel=1e-6)
+    assert "different motion" in result.message and result.model_file in result.message
+    fed = [f.phase for f in h.feedback if f.phase in order]  # "idle" until the motion begins
+    assert [p for i, p in enumerate(fed) if i == 0 or fed[i - 1] != p] in (order, order[:-1]), fed
+    assert np.all(np.diff([f.percent for f in h.feedback]) >= -1e-6)
+    moving = [f for f in h.feedback if f.phase in ("excite", "validate")]
+    assert moving and all(f.remaining_s > 0.0 for f in moving[:-2])
+    assert max(f.max_tracking_error for f in h.feedback) == pytest.approx(session.max_tracking, rel=0.5)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_identify_goals_the_node_cannot_run_end_at_once_with_the_reason(harness, tmp_path):
+    from action_msgs.msg import GoalStatus
+
+    h = harness
+    missing = tmp_path / "missing.yaml"
+    status, result = h.goal_result(h.send_goal(str(missing)), 10.0)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message.startswith("goal refused:") and str(missing) in result.message, result.message
+    status, result = h.goal_result(h.send_goal(periods=1), 10.0)  # 1 period, 1 of them left for the check
+    assert status == GoalStatus.STATUS_ABORTED and "validation_periods" in result.message, result.message
+    assert result.model_file == "" and h.node.recorder is None
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_canceling_an_identify_goal_brakes_and_holds_the_arm(harness):
+    """Cancel during the excitation: the goal ends canceled once the arm is at rest, braked within
+    its velocity limits, held where it stopped; a second goal meanwhile is refused as busy."""
+    from action_msgs.msg import GoalStatus
+
+    h = harness
+    h.place_arm(Q_START)
+    goal = h.send_goal(periods=2)
+    assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE
+                        and h.sim.sim.time > h.node.session.excite_start + 2.0, 30.0), h.phase()
+    status, result = h.goal_result(h.send_goal(), 10.0)
+    assert status == GoalStatus.STATUS_ABORTED and result.message.startswith("busy"), result.message
+    assert h.feedback and h.feedback[-1].phase == "excite" and 0.0 < h.feedback[-1].percent < 90.0
+    speeds = []
+    cancel = goal.cancel_goal_async()
+    assert h.spin_until(cancel.done, 10.0) and len(cancel.result().goals_canceling) == 1
+    result_future = goal.get_result_async()
+
+    def ended() -> bool:
+        speeds.append(np.abs(h.sim.sim.data.qvel).copy())
+        return result_future.done()
+
+    assert h.spin_until(ended, 20.0)
+    status, result = result_future.result().status, result_future.result().result
+    assert status == GoalStatus.STATUS_CANCELED and not result.success and "canceled" in result.message
+    assert h.phase() is ExperimentPhase.ABORTED and h.node.session.commanding
+    assert np.all(np.max(speeds, axis=0) <= 1.1 * ARM.velocity_max), np.max(speeds, axis=0)
+    assert np.max(np.abs(h.sim.sim.measure().velocity)) < 0.05  # at rest when the goal ends
+    np.testing.assert_allclose(h.sim.sim.measure().position, h.node.session.stop.final, atol=0.02)
 
 
 @pytest.mark.ros

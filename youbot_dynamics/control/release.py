@@ -8,7 +8,7 @@ simulator and of the driver, which executes a trajectory and then holds its last
 timeout (as ros2_control's joint_trajectory_controller).
 
 :func:`release_waypoints` is that hand-over: the braking tail of the streamed experiment
-(:class:`~youbot_dynamics.identification.experiment.streaming.BrakingTail`, a quartic in position, continuous
+(:class:`~.braking.BrakingTail`, a quartic in position, continuous
 in position and velocity at its start) from the last measured state ``q, q'`` (``q'' = 0``) to
 rest within ``acceleration_max``, sampled every ``step`` with ``q, q', q''`` (a quintic Hermite
 executor reproduces it exactly). With ``q' = 0`` it is one point at ``q`` reached after ``step``:

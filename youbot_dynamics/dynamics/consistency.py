@@ -42,7 +42,7 @@ from ..arm import ArmDescription
 from .chain import DHChain
 from .friction import NON_NEGATIVE_EXTRAS
 from .model import DynamicModel
-from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, structure_mask
+from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, pseudo_inertia, structure_mask
 from .paramfile import ModelFileError
 
 __all__ = ["SAMPLES", "CHAIN_TOLERANCE", "ModelConsistencyError", "ModelReport", "sample_configurations",
@@ -177,8 +177,6 @@ def _extra_problems(model: DynamicModel, arm: ArmDescription, samples: int) -> l
 
 def _standard_problems(model: DynamicModel, chi: Array, arm: ArmDescription) -> list[str]:
     """The standard parameters: shape, ``K chi = beta``, masses, pseudo-inertias, drive terms."""
-    from ..identification.estimation.least_squares import pseudo_inertia
-
     n = model.n_joints
     if chi.shape != (n * PARAMETERS_PER_JOINT,):
         return [f"standard_parameters: expected {n * PARAMETERS_PER_JOINT} values, got shape {chi.shape}"]

@@ -37,6 +37,8 @@ __all__ = [
     "inertial_to_standard",
     "standard_to_inertial",
     "standard_parameters",
+    "pseudo_inertia",
+    "PSEUDO_INERTIA_MAP",
 ]
 
 Array = NDArray[np.float64]
@@ -107,3 +109,26 @@ def standard_parameters(arm: ArmDescription, rotor_inertia: Sequence[float] | No
         block[: len(LINK_PARAMETERS)] = inertial_to_standard(link)
         block[len(LINK_PARAMETERS) :] = [v[i] for v in drives]
     return chi
+
+
+def pseudo_inertia(link: Sequence[float]) -> Array:
+    """The 4x4 pseudo-inertia ``[[Sigma, h], [h^T, m]]`` of ``[m, mx, my, mz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz]``."""
+    return np.tensordot(PSEUDO_INERTIA_MAP, np.asarray(link, dtype=float), axes=(2, 0))
+
+
+def _pseudo_inertia_map() -> Array:
+    """Constant (4, 4, 10) tensor with ``J = P . chi_link`` (``Sigma = 1/2 tr(I) E - I``)."""
+    p = np.zeros((4, 4, len(LINK_PARAMETERS)))
+    index = {name: k for k, name in enumerate(LINK_PARAMETERS)}
+    p[3, 3, index["m"]] = 1.0
+    for axis, name in enumerate(("mx", "my", "mz")):
+        p[axis, 3, index[name]] = p[3, axis, index[name]] = 1.0
+    for axis, name in enumerate(("Ixx", "Iyy", "Izz")):
+        for other in range(3):
+            p[other, other, index[name]] = -0.5 if other == axis else 0.5
+    for (r, c), name in (((0, 1), "Ixy"), ((0, 2), "Ixz"), ((1, 2), "Iyz")):
+        p[r, c, index[name]] = p[c, r, index[name]] = -1.0
+    return p
+
+
+PSEUDO_INERTIA_MAP = _pseudo_inertia_map()  # (4, 4, 10): J = PSEUDO_INERTIA_MAP . chi_link

@@ -5,7 +5,8 @@ Executable ``identification_node``: a thin shell (parameters, topics, timers, th
 :class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder` and
 :mod:`youbot_dynamics.identification.estimation.pipeline` (as ``youbot-dynamics identify``).
 
-Interface, behaviour and figures: doc/identification.md; parameters:
+The same experiment is the action ``~/identify`` (:mod:`.identify_action`). Interface, behaviour
+and figures: doc/identification.md; parameters:
 youbot_dynamics/nodes/parameters/identification_node.yaml (table in doc/parameters.md).
 """
 from __future__ import annotations
@@ -49,12 +50,14 @@ from ..identification.experiment.effort import EffortLoop, pilot_model, slowed
 from ..identification.experiment.recording import JointStateRecorder
 from ..identification.experiment.session import (ExcitationSession, ExperimentPhase, JointSample, SessionConfig,
                                                  SessionRefused, TooFarFromStart)
+from ..identification.excitation.trajectories import Trajectory
 from ..identification.io.bagio import typestore
 from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
 from .common import background_worker, declare_parameters, freeze_heap, run_node
+from .identify_action import Identify, IdentifyActionHost
 from .messages import JointStateReader, trajectory_message
 
 __all__ = ["IdentificationNode", "main"]
@@ -76,6 +79,19 @@ LEVELS = {ExperimentPhase.ABORTED: DiagnosticStatus.WARN, ExperimentPhase.FAILED
 # relative_error: on the held-out motion when held_out is "different motion" (doc/identification.md)
 DONE_VALUES = ("relative_error", "held_out", "same_motion_relative_error", "nominal_relative_error",
                "previous_relative_error", "payload_mass_kg", "update")
+
+
+class ExcitationPlan(NamedTuple):
+    """What an identification drives: the excitation file, its trajectory and design, the session
+    settings (its periods), the pilot pass's slowed excitation (effort interface; else None) and
+    how long the arm takes to stop from any instant of the motion without new commands [s]."""
+
+    path: Path
+    trajectory: Trajectory
+    design: dict[str, Any]
+    config: SessionConfig
+    pilot: Trajectory | None
+    stop_time_bound: float
 
 
 class ModelToUpdate(NamedTuple):
@@ -100,10 +116,6 @@ class IdentificationNode(Node):
         p = declare_parameters(self, NODE_NAME)
         self.p = p
         self.arm = load_arm(p['arm_description'] or None)
-        self.excitation_file = Path(p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
-        excitation_file = load_trajectory(self.excitation_file, self.arm.joint_names, self.arm)
-        self.excitation = excitation_file.trajectory
-        self.excitation_design = excitation_file.design
         self.validation_file = Path(p['validation_file'] or config_path(DEFAULT_VALIDATION)).expanduser()
         self.validation = (load_trajectory(self.validation_file, self.arm.joint_names, self.arm).trajectory
                            if p['validation_repeats'] > 0 else None)
@@ -120,14 +132,12 @@ class IdentificationNode(Node):
                                                       validation_periods=0, validation_repeats=0)
         # effort: a pilot pass, the excitation slowed down, identified for the feedforward (effort.py)
         self.pilot_config = dataclasses.replace(self.config, periods=1, validation_periods=0, validation_repeats=0)
-        self.pilot_excitation = (slowed(self.excitation, p['effort_pilot_slowdown'])
-                                 if p['command_interface'] == 'effort' and p['effort_pilot_slowdown'] > 0.0 else None)
-        if self.pilot_excitation is not None:
-            ExcitationSession(self.arm, self.pilot_excitation, self.pilot_config)  # checked now, not at ~/start
         self._pilot = False  # the running experiment is the pilot pass
-        # checks the excitation and the validation trajectory now, not at ~/start
-        probe = ExcitationSession(self.arm, self.excitation, self.config, self.validation)
         self.interface = p['command_interface']
+        # the parameters' excitation, checked now, not at ~/start; an identify goal may name another (plan())
+        self.default_plan = self.plan(p['excitation_file'], 0)
+        self.excitation, self.excitation_file = self.default_plan.trajectory, self.default_plan.path  # recalibration's
+        self.running_plan = self.default_plan  # what the identification started last drives
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
                                                                           p['nominal_model'] or None)
         self.nominal_feedforward = DynamicModel(nominal.chain, nominal.base, baseline_beta)
@@ -165,6 +175,10 @@ class IdentificationNode(Node):
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/abort', self._on_abort)
         self.create_service(Trigger, '~/recalibrate', self._on_recalibrate)
+        self.identify_action = IdentifyActionHost(self) if Identify is not None else None
+        if self.identify_action is None:
+            self.get_logger().warning("youbot_dynamics_interfaces is not installed: no ~/identify action (make setup "
+                                      "or colcon build builds it; doc/usage.md); ~/start and ~/abort serve")
         self.create_timer(1.0 / p['command_rate'], self._cycle)
         self.create_timer(p['flush_period'], self._flush)
         self.create_timer(p['progress_period'], self._publish_progress)
@@ -172,15 +186,36 @@ class IdentificationNode(Node):
         self.create_timer(INPUT_CHECK_PERIOD, self._watch_inputs, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
-            f"condition number {_number(self.excitation_design.get('condition_number'))}, "
+            f"condition number {_number(self.default_plan.design.get('condition_number'))}, "
             f"{self.config.validation_periods} left for the same-motion check), "
             + (f"held-out motion {self.validation_file} ({self.config.validation_repeats} x "
                f"{self.validation.duration:g} s)" if self.validation is not None else "no held-out motion")
             + f", command interface '{self.interface}'"
             + (f" ({self.config.stream_horizon:g} s horizons every {self.config.stream_period:g} s: without them the "
-               f"arm stops within {probe.stop_time_bound():.2f} s)" if self.interface == 'trajectory' else "")
+               f"arm stops within {self.default_plan.stop_time_bound:.2f} s)" if self.interface == 'trajectory' else "")
             + f", output in {self.output_root}; "
             + ("starting at the first joint state" if self._auto_start else "call ~/start to begin"))
+
+    def plan(self, excitation_file: str, periods: int) -> ExcitationPlan:
+        """The identification of ``excitation_file`` (empty: the parameter ``excitation_file``, else the
+        package's default) for ``periods`` periods (0: the parameter ``periods``), checked as ``~/start``
+        would run it with the node's validation trajectory and limits; ``ValueError`` (a
+        ``TrajectoryFileError`` for the file) with the reason otherwise."""
+        p = self.p
+        path = Path(excitation_file or p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
+        loaded = load_trajectory(path, self.arm.joint_names, self.arm)
+        config = dataclasses.replace(self.config, periods=int(periods)) if periods else self.config
+        probe = ExcitationSession(self.arm, loaded.trajectory, config, self.validation)
+        pilot = (slowed(loaded.trajectory, p['effort_pilot_slowdown'])
+                 if self.interface == 'effort' and p['effort_pilot_slowdown'] > 0.0 else None)
+        if pilot is not None:
+            ExcitationSession(self.arm, pilot, self.pilot_config)
+        return ExcitationPlan(path, loaded.trajectory, loaded.design, config, pilot, probe.stop_time_bound())
+
+    @property
+    def starting(self) -> bool:
+        """An experiment was prepared by :meth:`start` and has not begun yet."""
+        return self._starting
 
     # -- clock and joint states -----------------------------------------------------------------
 
@@ -263,10 +298,11 @@ class IdentificationNode(Node):
             return False, message
         return self.start(calibrate=ModelToUpdate(path, model))
 
-    def start(self, calibrate: ModelToUpdate | None = None, directory: Path | None = None) -> tuple[bool, str]:
-        """Start an experiment now: the identification (first its pilot pass, if any), or with
-        ``calibrate`` the recalibration of that model; ``(started, message)``. ``directory``: the
-        identification after its pilot pass, in the pilot's folder."""
+    def start(self, calibrate: ModelToUpdate | None = None, directory: Path | None = None,
+              plan: ExcitationPlan | None = None) -> tuple[bool, str]:
+        """Start an experiment now: the identification of ``plan`` (default: the parameters'; first
+        its pilot pass, if any), or with ``calibrate`` the recalibration of that model; ``(started,
+        message)``. ``directory``: the identification after its pilot pass, in the pilot's folder."""
         if self._clock_missing():
             message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
                        "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
@@ -279,9 +315,10 @@ class IdentificationNode(Node):
             return False, f"busy: {self.session.phase.value}" + (" (closing the recording)" if not self.session.moving
                                                                  and self.recorder is not None else "")
         now = self._now()
-        pilot = calibrate is None and directory is None and self.pilot_excitation is not None
-        session = (ExcitationSession(self.arm, self.pilot_excitation, self.pilot_config) if pilot
-                   else ExcitationSession(self.arm, self.excitation, self.config, self.validation) if calibrate is None
+        plan = self.running_plan if directory is not None else plan or self.default_plan
+        pilot = calibrate is None and directory is None and plan.pilot is not None
+        session = (ExcitationSession(self.arm, plan.pilot, self.pilot_config) if pilot
+                   else ExcitationSession(self.arm, plan.trajectory, plan.config, self.validation) if calibrate is None
                    else ExcitationSession(self.arm, self.excitation, self.calibration_config))
         name = "pilot_recording" if pilot else "recording"
         try:
@@ -303,6 +340,10 @@ class IdentificationNode(Node):
         self._holding = self.session if self.session is not None and self.session.commanding else None
         self.session, self.run_directory, self.result_summary = session, directory, {}
         self._calibrating, self._pilot = calibrate, pilot
+        if calibrate is None:
+            self.running_plan = plan
+        if self.identify_action is not None:
+            self.identify_action.started(session)
         if self.controller is not None:
             self.controller.reset()
             if pilot:
@@ -411,6 +452,8 @@ class IdentificationNode(Node):
                     self.session = failed
                     self._phase_changed(now)
             return
+        if self.identify_action is not None:
+            self.identify_action.update(now)
         if self._starting:
             if (now - session.measured_at(self._latest) <= START_STATE_LAG
                     or now - self._start_requested > session.config.state_timeout):  # else: refused as stale
@@ -514,7 +557,8 @@ class IdentificationNode(Node):
         data = load_dataset(directory / "recording.csv", self.arm.n_joints)
         segments = session.segments()
         options = ProcessingOptions(cutoff_hz=p['cutoff_hz'])
-        run = identify_experiment(data, segments, self.arm, options=options, excitation=self.excitation,
+        plan = self.running_plan
+        run = identify_experiment(data, segments, self.arm, options=options, excitation=plan.trajectory,
                                   max_delay=p['max_command_delay'], method=p['method'], structure=p['structure'],
                                   baseline=p['nominal_model'] or None, progress=session.progress_bar,
                                   eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES)  # as identify's auto
@@ -522,7 +566,7 @@ class IdentificationNode(Node):
             run, directory / "parameters.yaml",
             f"Identified by the identification node ({run.result.method}) from {directory / 'recording.csv'}",
             report=directory / "report",
-            summary={"data": [str(directory / "recording.csv")], "excitation_file": str(self.excitation_file),
+            summary={"data": [str(directory / "recording.csv")], "excitation_file": str(plan.path),
                      "validation_file": str(self.validation_file) if session.validation is not None else None,
                      "command_interface": self.interface},
             report_extra={"session": session.describe()})
@@ -652,6 +696,8 @@ class IdentificationNode(Node):
             values.update({k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in self.result_summary.items()
                            if k in DONE_VALUES})
         message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")
+        if self.identify_action is not None and session is not None:
+            self.identify_action.feedback(phase.value, percent, session.remaining(now), session.max_tracking)
         self.progress_pub.publish(DiagnosticStatus(
             level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: {self._experiment()}",
             message=message,
@@ -676,6 +722,8 @@ class IdentificationNode(Node):
         self._worker.shutdown(wait=True)
 
     def destroy_node(self) -> None:
+        if getattr(self, "identify_action", None) is not None:
+            self.identify_action.destroy()
         self._close_recording()
         self._worker.shutdown(wait=False)
         super().destroy_node()

@@ -245,7 +245,8 @@ def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) 
     (``chi_fixed`` plus the payload part of ``x``) positive definite."""
     import cvxpy as cp
 
-    from .least_squares import _PSEUDO_INERTIA_MAP, LENGTH_SCALE, _solve_program, pseudo_inertia
+    from ...dynamics.parameters import PSEUDO_INERTIA_MAP, pseudo_inertia
+    from .least_squares import LENGTH_SCALE, solve_program
 
     _, r = np.linalg.qr(a)
     q_t_y = np.linalg.lstsq(r.T, a.T @ y, rcond=None)[0]  # Q^T y from the normal equations' factor
@@ -257,11 +258,11 @@ def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) 
         constraints.append(cp.multiply(1.0 / scale[bounded], x[np.flatnonzero(bounded)]) >= lower[bounded])
     objective = cp.Minimize(cp.sum_squares((r / scale) @ x - q_t_y))
     if len(layout.payload) == 4:  # a point mass: added, it keeps the link consistent
-        _solve_program(cp.Problem(objective, constraints))
+        solve_program(cp.Problem(objective, constraints))
         if x.value is not None and x.value[0] >= 0.0:
             return np.asarray(x.value) / scale
     link = chi_fixed[layout.link] + cp.hstack([x[k] / scale[k] if k is not None else 0.0 for k in layout.link_unknown])
-    j = cp.reshape(_PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
+    j = cp.reshape(PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
     # J scaled to entries of order 1 (second moments ~ m L^2, L = LENGTH_SCALE) for the solver
     m = max(float(chi_fixed[layout.link][0]), 1e-3)
     t = np.diag([1.0 / (np.sqrt(m) * LENGTH_SCALE)] * 3 + [1.0 / np.sqrt(m)])
@@ -270,7 +271,7 @@ def _solve(a: Array, y: Array, lower: Array, chi_fixed: Array, layout: _Layout) 
     old = t @ pseudo_inertia(chi_fixed[layout.link]) @ t
     margin = max(min(MARGIN, 0.5 * float(np.linalg.eigvalsh(old)[0])), 0.0)
     constraints.append(t @ j @ t >> margin * np.eye(4))
-    status = _solve_program(cp.Problem(objective, constraints))
+    status = solve_program(cp.Problem(objective, constraints))
     if x.value is None:
         raise IdentificationError(f"the calibration failed: solver status {status}")
     return np.asarray(x.value) / scale

@@ -53,12 +53,11 @@ from numpy.typing import NDArray
 
 from ...dynamics.base_parameters import BaseParameters
 from ...dynamics.friction import NON_NEGATIVE_EXTRAS
-from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, structure_mask
+from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, PSEUDO_INERTIA_MAP, structure_mask
 from ..io.dataset import IdentificationError
 from .processing import Observation, stack_rows
 
-__all__ = ["METHODS", "UNDETERMINED_RELATIVE_STD", "IdentificationResult", "ols", "wls", "consistent", "estimate",
-           "pseudo_inertia"]
+__all__ = ["METHODS", "UNDETERMINED_RELATIVE_STD", "IdentificationResult", "ols", "wls", "consistent", "estimate"]
 
 Array = NDArray[np.float64]
 
@@ -247,29 +246,6 @@ def wls(observations: Sequence[Observation], base: BaseParameters, extra: Sequen
     return _result("wls", base, extra, observations, a, y, joint, weights, strict=True)
 
 
-def pseudo_inertia(link: Sequence[float]) -> Array:
-    """The 4x4 pseudo-inertia ``[[Sigma, h], [h^T, m]]`` of ``[m, mx, my, mz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz]``."""
-    return np.tensordot(_PSEUDO_INERTIA_MAP, np.asarray(link, dtype=float), axes=(2, 0))
-
-
-def _pseudo_inertia_map() -> Array:
-    """Constant (4, 4, 10) tensor with ``J = P . chi_link`` (``Sigma = 1/2 tr(I) E - I``)."""
-    p = np.zeros((4, 4, len(LINK_PARAMETERS)))
-    index = {name: k for k, name in enumerate(LINK_PARAMETERS)}
-    p[3, 3, index["m"]] = 1.0
-    for axis, name in enumerate(("mx", "my", "mz")):
-        p[axis, 3, index[name]] = p[3, axis, index[name]] = 1.0
-    for axis, name in enumerate(("Ixx", "Iyy", "Izz")):
-        for other in range(3):
-            p[other, other, index[name]] = -0.5 if other == axis else 0.5
-    for (r, c), name in (((0, 1), "Ixy"), ((0, 2), "Ixz"), ((1, 2), "Iyz")):
-        p[r, c, index[name]] = p[c, r, index[name]] = -1.0
-    return p
-
-
-_PSEUDO_INERTIA_MAP = _pseudo_inertia_map()
-
-
 def _prior_scale(prior: Array, n_joints: int) -> Array:
     """Typical magnitude of each standard parameter: the prior mass ``m0`` of the link, ``m0 L``,
     ``m0 L^2`` (``L`` = :data:`LENGTH_SCALE`) and :data:`DRIVE_SCALE`."""
@@ -303,7 +279,7 @@ def consistent(observations: Sequence[Observation], base: BaseParameters, prior:
     for i in range(n):
         offset = i * PARAMETERS_PER_JOINT
         link = chi[offset : offset + len(LINK_PARAMETERS)]
-        j = cp.reshape(_PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
+        j = cp.reshape(PSEUDO_INERTIA_MAP.reshape(16, -1) @ link, (4, 4), order="C")
         s = scale[offset]
         constraints.append(j >> margin * np.diag([s * LENGTH_SCALE**2] * 3 + [s]))
         for name in ("Ia", "fv", "fc"):
@@ -320,7 +296,7 @@ def consistent(observations: Sequence[Observation], base: BaseParameters, prior:
     fit = r @ k_full  # ||W (A K chi - y)||^2 = ||R K chi - z||^2 + const, in the variables x:
     objective = (cp.sum_squares((fit * scale) @ x - (z - fit @ prior)) + regularization * cp.sum_squares(x)) / dof
     problem = cp.Problem(cp.Minimize(objective), constraints)
-    status = _solve_program(problem)
+    status = solve_program(problem)
     if x.value is None:
         raise IdentificationError(f"the consistent estimation failed: solver status {status}")
     chi_hat = prior + scale * x.value
@@ -328,7 +304,7 @@ def consistent(observations: Sequence[Observation], base: BaseParameters, prior:
                    beta=k_full @ chi_hat, standard=chi_hat[:standard_count], solver_status=status)
 
 
-def _solve_program(problem: Any) -> str:
+def solve_program(problem: Any) -> str:
     """Solve with Clarabel, falling back to SCS; the final status."""
     import cvxpy as cp
 

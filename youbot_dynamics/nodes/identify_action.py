@@ -1,0 +1,135 @@
+"""The identification experiment as an action: ``youbot_dynamics_interfaces/action/Identify`` at
+``/identification_node/identify`` (doc/identification.md, "The identify action").
+
+A goal runs what ``~/start`` runs (its excitation file and periods, empty or 0 for the node's
+parameters); feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as
+``~/abort`` does (braking within the limits, then holding) and the goal ends, canceled, once the
+arm is at rest. One goal at a time: a goal while another runs, or while ``~/start`` or
+``~/recalibrate`` keeps the node busy, is aborted at once with the reason. The node keeps its
+topics and ``Trigger`` services; this host only adds the action (rclpy's ``ActionServer``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+
+from ..identification.experiment.session import ExcitationSession, ExperimentPhase
+
+if TYPE_CHECKING:
+    from .identification_node import IdentificationNode
+
+try:  # built by make setup or colcon (doc/usage.md); without it the node has no action
+    from youbot_dynamics_interfaces.action import Identify
+except ImportError:
+    Identify = None
+
+__all__ = ["IdentifyActionHost", "Identify"]
+
+ACTION_NAME = "~/identify"
+ENDED = (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
+
+
+class IdentifyActionHost:
+    """The ``Identify`` action server of an :class:`~.identification_node.IdentificationNode`.
+
+    A goal is started when accepted and stays *accepted* while its experiment runs; when it has
+    ended, :meth:`update` executes the goal, which sets its terminal state and result at once. (An
+    execute callback that waited for the experiment would be an rclpy task polled by the executor
+    all along: with the events executor 35 % of a core more, measured.)"""
+
+    def __init__(self, node: IdentificationNode) -> None:
+        self.node = node
+        self._goal: Any = None  # the goal handle whose experiment runs
+        self._session: ExcitationSession | None = None  # the experiment's session (the pilot's, then its own)
+        self._server = ActionServer(node, Identify, ACTION_NAME, execute_callback=self._result,
+                                    goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                    handle_accepted_callback=self._accepted, cancel_callback=self._cancel)
+
+    def destroy(self) -> None:
+        self._server.destroy()
+
+    # -- the goal's life -------------------------------------------------------------------------
+
+    def _accepted(self, goal_handle: Any) -> None:
+        """Start the experiment of the goal; a goal the node cannot run ends at once with the reason."""
+        node, request = self.node, goal_handle.request
+        if self._goal is not None:
+            self._end(goal_handle, False, "busy: another identify goal is running")
+            return
+        try:
+            plan = node.plan(request.excitation_file, request.periods)
+        except (ValueError, OSError) as exc:
+            self._end(goal_handle, False, f"goal refused: {exc}")
+            return
+        self._goal = goal_handle
+        started, message = node.start(plan=plan)
+        if not started:
+            self._goal = self._session = None
+            self._end(goal_handle, False, message)
+            return
+        node.get_logger().info(f"identify goal {_goal_id(goal_handle)}: {message}")
+
+    def _cancel(self, goal_handle: Any) -> CancelResponse:
+        """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest."""
+        if goal_handle is not self._goal:
+            return CancelResponse.REJECT
+        self.node.abort("identify goal canceled")
+        return CancelResponse.ACCEPT
+
+    def started(self, session: ExcitationSession) -> None:
+        """Called by the node when an experiment starts: while a goal runs, it is the goal's."""
+        if self._goal is not None:
+            self._session = session
+
+    def update(self, now: float) -> None:
+        """Called by the node's cycle: end the running goal once its experiment has ended (and the
+        arm of an aborted one is at rest)."""
+        goal, session = self._goal, self.node.session
+        if goal is None or self._session is None:
+            return
+        if session is not self._session:  # aborted before it moved: the session before it holds the arm
+            outcome = (False, "aborted before the arm moved")
+        elif self.node.starting or session.phase not in ENDED:
+            return
+        elif session.phase is ExperimentPhase.ABORTED and session.stop is not None \
+                and now < session.stop_time + session.stop.duration:
+            return  # still braking
+        else:
+            outcome = (session.phase is ExperimentPhase.DONE, session.reason)
+        self._goal = self._session = None
+        self._end(goal, *outcome)
+
+    def feedback(self, phase: str, percent: float, remaining: float, max_tracking_error: float) -> None:
+        """Publish the running goal's feedback (the node's ``~/progress`` values)."""
+        if self._goal is not None:
+            self._goal.publish_feedback(Identify.Feedback(phase=phase, percent=percent, remaining_s=remaining,
+                                                          max_tracking_error=max_tracking_error))
+
+    def _end(self, goal_handle: Any, success: bool, reason: str) -> None:
+        """Execute the goal now: :meth:`_result` sets its terminal state (rclpy runs it as a task)."""
+        goal_handle.execute(lambda handle: self._result(handle, success, reason))
+
+    def _result(self, goal_handle: Any, success: bool = False, reason: str = "") -> Any:
+        summary = self.node.result_summary if success else {}
+        result = Identify.Result(success=success, message=reason,
+                                 model_file=str(summary.get("parameters", "")),
+                                 held_out_relative_error=float(summary.get("relative_error", float("nan"))),
+                                 nominal_relative_error=float(summary.get("nominal_relative_error", float("nan"))))
+        if success:
+            result.message = (f"identified: {result.model_file}; relative torque error "
+                              f"{100 * result.held_out_relative_error:.2f} % on the held-out motion "
+                              f"({summary.get('held_out', 'unknown')}), nominal model "
+                              f"{100 * result.nominal_relative_error:.1f} %")
+            goal_handle.succeed()
+        elif goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        (self.node.get_logger().info if success else self.node.get_logger().warning)(
+            f"identify goal {_goal_id(goal_handle)}: {result.message}")
+        return result
+
+
+def _goal_id(goal_handle: Any) -> str:
+    return bytes(goal_handle.goal_id.uuid).hex()[:8]
