@@ -69,6 +69,7 @@ def main(robot_seed: int = 31) -> None:
     from pathlib import Path
 
     from youbot_dynamics.arm import default_arm
+    from youbot_dynamics.control import collision_thresholds
     from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
     from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
                                                                     summary_lines)
@@ -102,6 +103,29 @@ def main(robot_seed: int = 31) -> None:
     print(f"third motion: {100 * errors.overall:.2f}% (joints "
           f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
           f"{run.identified.overall / errors.overall:.2f}")
+    tracking, collisions = computed_torque_stroke(sim, run.model, arm, collision_thresholds(run.identified.rms))
+    print(f"computed torque on the stroke with this model: tracking RMS per joint "
+          f"{', '.join(f'{1e3 * e:.2f}' for e in tracking)} mrad; {collisions} false collision(s)")
+
+
+def computed_torque_stroke(sim: ArmSimulator, model: Any, arm: Any, thresholds: np.ndarray) -> tuple[np.ndarray, int]:
+    """The main job's stroke under computed torque with ``model`` (:func:`stroke.stroke`, 0.5 s
+    held after it): the RMS tracking error per joint [rad] from the trajectory's start, and the
+    collisions the momentum observer and detector report (as the controller node runs them)."""
+    from stroke import START, stroke
+
+    from youbot_dynamics.control import CollisionDetector, MomentumObserver
+    from youbot_dynamics.control.observer import STICTION_FACTOR
+
+    observer, detector = MomentumObserver(model), CollisionDetector(thresholds)
+    errors, collisions = [], 0
+    for t, q, dq, tau, q_d in stroke(sim, model, arm, 0.5):
+        r = observer.update(t, q, dq, tau)
+        up, down = observer.terms.kinetic_levels(observer.gravity)
+        collisions += detector.update(t, r, dq, STICTION_FACTOR * np.maximum(up, down)) is True
+        if t >= START:
+            errors.append(q - q_d)
+    return np.sqrt(np.mean(np.square(errors), axis=0)), collisions
 
 
 if __name__ == "__main__":

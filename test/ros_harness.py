@@ -44,7 +44,8 @@ class RosHarness:
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
         self.tester = rclpy.create_node(tester_name, context=self.context)
-        self.executor = (executor or (lambda c: SingleThreadedExecutor(context=c)))(self.context)
+        self._make_executor = executor or (lambda c: SingleThreadedExecutor(context=c))
+        self.executor = self._make_executor(self.context)
         self.executor.add_node(self.tester)
         self.spin_period = spin_period
         self.wait_timeout = wait_timeout
@@ -59,11 +60,9 @@ class RosHarness:
         return node
 
     def spin_in_thread(self, node: Node) -> Node:
-        """Spin ``node`` on a ``SingleThreadedExecutor`` of its own in a thread (as if in a process of
-        its own), from now until :meth:`close`, which destroys it."""
-        from rclpy.executors import SingleThreadedExecutor
-
-        executor = SingleThreadedExecutor(context=self.context)
+        """Spin ``node`` on an executor of its own (the harness's kind) in a thread (as if in a
+        process of its own), from now until :meth:`close`, which destroys it."""
+        executor = self._make_executor(self.context)
         executor.add_node(node)
 
         def spin() -> None:

@@ -28,6 +28,7 @@ from youbot_dynamics.arm import default_arm  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
 from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
+from youbot_dynamics.nodes.common import create_executor  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from ros_harness import RosHarness, SharedHarness, node_command, run_until_sigint, shared_harness_fixture  # noqa: E402
 
@@ -43,7 +44,8 @@ class Harness(RosHarness):
     """A simulator node (physics thread running) and a tester node on one executor thread."""
 
     def __init__(self, **overrides) -> None:
-        super().__init__("sim_tester")
+        # the events executor, as the executable (the Python one lagged the 1 kHz joint states with two CPU hogs)
+        super().__init__("sim_tester", executor=lambda context: create_executor(True, context))
         params = [Parameter("initial_positions", value=Q_START.tolist()), Parameter("diagnostics_period", value=0.5)]
         params += [Parameter(k, value=v) for k, v in overrides.items()]
         self.node = self.add_node(SimNode(context=self.context, parameter_overrides=params))

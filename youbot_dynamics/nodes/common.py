@@ -28,9 +28,9 @@ from .stop_signals import STOP_SIGNALS, catch_stop_signals, ignore_stop_signals
 
 __all__ = ["BACKGROUND_PRIORITY", "CPU_LATENCY_DEVICE", "EXECUTOR_VARIABLE", "GC_PERIOD", "REALTIME_PRIORITY",
            "STOP_SIGNALS", "SWITCH_INTERVAL", "background_priority", "background_worker", "create_executor",
-           "declare_parameter", "declare_parameters", "freeze_heap", "hold_cpu_latency", "parameter_descriptor",
-           "params_file_problem", "pin_interpreter", "realtime_interpreter", "run_node", "set_realtime_priority",
-           "unknown_parameters"]
+           "declare_parameter", "declare_parameters", "freeze_heap", "hold_cpu_latency", "log_outcome",
+           "parameter_descriptor", "params_file_problem", "pin_interpreter", "realtime_interpreter", "run_node",
+           "set_realtime_priority", "unknown_parameters"]
 
 SWITCH_INTERVAL = 2e-5  # [s] Python thread switch interval of real-time nodes (default 5 ms)
 GC_PERIOD = 60.0  # [s] real-time nodes: one collection of the cyclic garbage per period (realtime_interpreter)
@@ -233,6 +233,18 @@ def realtime_interpreter(gc_period: float = GC_PERIOD) -> Iterator[None]:
         sys.setswitchinterval(switch_interval)
         gc.enable()
         gc.unfreeze()
+
+
+def log_outcome(logger: Any, ok: bool, message: str) -> None:
+    """``message`` at INFO if ``ok``, else at WARN. rclpy binds a call site to the severity of its
+    first call and raises ``ValueError`` at a later call with another ("Logger severity cannot be
+    changed between calls"): ``(log.info if ok else log.warning)(...)`` failed the second time its
+    outcome changed (the identify action's result, the driver's services), so each severity has
+    its own call site here."""
+    if ok:
+        logger.info(message)
+    else:
+        logger.warning(message)
 
 
 def create_executor(events: bool, context: Context | None = None) -> Executor:

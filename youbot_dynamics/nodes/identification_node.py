@@ -56,7 +56,7 @@ from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
-from .common import background_worker, declare_parameters, freeze_heap, run_node
+from .common import background_worker, declare_parameters, freeze_heap, log_outcome, run_node
 from .identify_action import Identify, IdentifyActionHost
 from .messages import JointStateReader, trajectory_message
 
@@ -585,7 +585,7 @@ class IdentificationNode(Node):
             model, line = future.result()
         except Exception as exc:  # noqa: BLE001 - a solver's or a bug's: the experiment goes on, nominal feedforward
             model, line = None, f"pilot pass not identified ({type(exc).__name__}: {exc}): nominal feedforward kept"
-        (log.info if model is not None else log.warning)(line)
+        log_outcome(log, model is not None, line)
         self.session.finish(now)
         if model is not None:
             self.controller.use_model(model)

@@ -4,7 +4,7 @@
 A goal runs what ``~/start`` runs (its excitation file and periods, empty or 0 for the node's
 parameters); feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as
 ``~/abort`` does (braking within the limits, then holding) and the goal ends, canceled, once the
-arm is at rest. One goal at a time: a goal while another runs, or while ``~/start`` or
+arm is at rest and the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
 ``~/recalibrate`` keeps the node busy, is aborted at once with the reason. The node keeps its
 topics and ``Trigger`` services; this host only adds the action (rclpy's ``ActionServer``).
 """
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
+from .common import log_outcome
 
 if TYPE_CHECKING:
     from .identification_node import IdentificationNode
@@ -83,14 +84,14 @@ class IdentifyActionHost:
             self._session = session
 
     def update(self, now: float) -> None:
-        """Called by the node's cycle: end the running goal once its experiment has ended (and the
-        arm of an aborted one is at rest)."""
+        """Called by the node's cycle: end the running goal once its experiment has ended, its
+        recording is closed and the arm of an aborted one is at rest (the node takes the next goal)."""
         goal, session = self._goal, self.node.session
         if goal is None or self._session is None:
             return
         if session is not self._session:  # aborted before it moved: the session before it holds the arm
             outcome = (False, "aborted before the arm moved")
-        elif self.node.starting or session.phase not in ENDED:
+        elif self.node.starting or session.phase not in ENDED or self.node.recorder is not None:
             return
         elif session.phase is ExperimentPhase.ABORTED and session.stop is not None \
                 and now < session.stop_time + session.stop.duration:
@@ -126,8 +127,7 @@ class IdentifyActionHost:
             goal_handle.canceled()
         else:
             goal_handle.abort()
-        (self.node.get_logger().info if success else self.node.get_logger().warning)(
-            f"identify goal {_goal_id(goal_handle)}: {result.message}")
+        log_outcome(self.node.get_logger(), success, f"identify goal {_goal_id(goal_handle)}: {result.message}")
         return result
 
 

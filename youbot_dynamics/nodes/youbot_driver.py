@@ -33,7 +33,7 @@ from ..driver import (ArmDriver, BusError, CommandError, CyclicLoop, DriverConfi
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..sim import SimConfigError, load_sim_config
 from ..timing import LoopThread
-from .common import declare_parameters, run_node
+from .common import declare_parameters, log_outcome, run_node
 from .hosted import DriverHost, create_hosted_controller, latency_report
 from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
@@ -239,7 +239,7 @@ class YoubotDriverNode(Node):
         except FutureTimeout:
             response.success = False
             response.message = f"{name}: no answer from the driver in {self._request_timeout} s"
-        (self.get_logger().info if response.success else self.get_logger().warning)(f"{name}: {response.message}")
+        log_outcome(self.get_logger(), response.success, f"{name}: {response.message}")
         return response
 
     def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
