@@ -111,6 +111,7 @@ class IdentificationNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         self.recorder: JointStateRecorder | None = None  # set first: destroy_node() may run on a half-built node
         self.session: ExcitationSession | None = None
+        self.identify_action: IdentifyActionHost | None = None
         self._worker = background_worker("identify")
         super().__init__(NODE_NAME, **kwargs)
         p = declare_parameters(self, NODE_NAME)
@@ -136,7 +137,6 @@ class IdentificationNode(Node):
         self.interface = p['command_interface']
         # the parameters' excitation, checked now, not at ~/start; an identify goal may name another (plan())
         self.default_plan = self.plan(p['excitation_file'], 0)
-        self.excitation, self.excitation_file = self.default_plan.trajectory, self.default_plan.path  # recalibration's
         self.running_plan = self.default_plan  # what the identification started last drives
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
                                                                           p['nominal_model'] or None)
@@ -175,8 +175,9 @@ class IdentificationNode(Node):
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/abort', self._on_abort)
         self.create_service(Trigger, '~/recalibrate', self._on_recalibrate)
-        self.identify_action = IdentifyActionHost(self) if Identify is not None else None
-        if self.identify_action is None:
+        if Identify is not None:
+            self.identify_action = IdentifyActionHost(self)
+        else:
             self.get_logger().warning("youbot_dynamics_interfaces is not installed: no ~/identify action (make setup "
                                       "or colcon build builds it; doc/usage.md); ~/start and ~/abort serve")
         self.create_timer(1.0 / p['command_rate'], self._cycle)
@@ -185,7 +186,8 @@ class IdentificationNode(Node):
         self._created = time.monotonic()
         self.create_timer(INPUT_CHECK_PERIOD, self._watch_inputs, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f"ready: excitation {self.excitation_file} ({self.config.periods} x {self.excitation.duration:g} s, "
+            f"ready: excitation {self.default_plan.path} ({self.config.periods} x "
+            f"{self.default_plan.trajectory.duration:g} s, "
             f"condition number {_number(self.default_plan.design.get('condition_number'))}, "
             f"{self.config.validation_periods} left for the same-motion check), "
             + (f"held-out motion {self.validation_file} ({self.config.validation_repeats} x "
@@ -319,7 +321,7 @@ class IdentificationNode(Node):
         pilot = calibrate is None and directory is None and plan.pilot is not None
         session = (ExcitationSession(self.arm, plan.pilot, self.pilot_config) if pilot
                    else ExcitationSession(self.arm, plan.trajectory, plan.config, self.validation) if calibrate is None
-                   else ExcitationSession(self.arm, self.excitation, self.calibration_config))
+                   else ExcitationSession(self.arm, self.default_plan.trajectory, self.calibration_config))
         name = "pilot_recording" if pilot else "recording"
         try:
             session.check_start(now, self._latest)
@@ -447,7 +449,7 @@ class IdentificationNode(Node):
                 self._auto_start = False
                 started, message = self.start()
                 if not started:
-                    failed = ExcitationSession(self.arm, self.excitation, self.config, self.validation)
+                    failed = ExcitationSession(self.arm, self.default_plan.trajectory, self.config, self.validation)
                     failed.refuse(now, message)
                     self.session = failed
                     self._phase_changed(now)
@@ -602,7 +604,8 @@ class IdentificationNode(Node):
         p = self.p
         data = load_dataset(directory / "recording.csv", self.arm.n_joints)
         segments = session.segments()
-        start = segments["start"] + excitation_delay(data, self.excitation, segments["start"], p['max_command_delay'])
+        excitation = self.default_plan.trajectory  # the recalibration drives the parameters' excitation
+        start = segments["start"] + excitation_delay(data, excitation, segments["start"], p['max_command_delay'])
         k = segments["identification_periods"]
         cut = periodic_cut(data, start, segments["period"], k, f"recalibration: {k} period{'s' if k > 1 else ''}")
         block = identification_block(source)
@@ -722,7 +725,7 @@ class IdentificationNode(Node):
         self._worker.shutdown(wait=True)
 
     def destroy_node(self) -> None:
-        if getattr(self, "identify_action", None) is not None:
+        if self.identify_action is not None:
             self.identify_action.destroy()
         self._close_recording()
         self._worker.shutdown(wait=False)
