@@ -63,6 +63,26 @@ def run_experiment(sim: ArmSimulator, session: ExcitationSession, interface: str
                    source="simulated experiment")
 
 
+def true_robot_errors(sim: ArmSimulator, recording: Dataset, options: Any) -> Any:
+    """What the simulated robot's own parameters (its dry friction as ``sign(q')``) score on
+    ``recording`` processed with ``options``, with the drives' effort gain errors and offsets
+    applied: the floor of any model of the arm's state on those data (at rest dry friction lies
+    anywhere in its band; near a reversal the joint sticks). The truth is read from the simulator."""
+    from youbot_dynamics.dynamics.chain import DHChain
+    from youbot_dynamics.dynamics.friction import FrictionModel
+    from youbot_dynamics.dynamics.model import DynamicModel
+    from youbot_dynamics.identification.estimation.pipeline import predict_recording
+    from youbot_dynamics.identification.estimation.validation import torque_errors
+
+    n, config = sim.n_joints, sim.config
+    truth = DynamicModel.from_standard(DHChain.from_arm(sim.arm), sim.true_parameters,
+                                       friction_model=FrictionModel(n, eps=(0.0,) * n))
+    observation, tau, _ = predict_recording(truth, recording, sim.arm, options)
+    if sim.realism.effort_calibration:
+        tau = (1.0 + config.effort_gain_error) * tau + config.effort_offset
+    return torque_errors(observation.tau, tau, observation.used)
+
+
 def main(robot_seed: int = 31) -> None:
     """The default experiment (trajectory interface) on the foreign robot, identified as the node
     does; its held-out, same-motion and third-motion errors."""
@@ -95,6 +115,13 @@ def main(robot_seed: int = 31) -> None:
                               method="consistent", structure="full", eps_candidates=EPS_CANDIDATES,
                               term_candidates=TERM_CANDIDATES)
     print("\n".join(summary_lines(run) + experiment_lines(run)))
+    segments = run.summary["segments"]
+    held = periodic_cut(data, segments["validation_start"], segments["validation_period"],
+                        segments["validation_repeats"])
+    floor = true_robot_errors(sim, held, options)
+    print(f"the robot's own parameters on the held-out segment (its effort gain errors and offsets applied): "
+          f"{100 * floor.overall:.2f}% (moving rows {100 * floor.moving:.2f}%, at rest {100 * floor.rest:.2f}%); "
+          f"identified / truth {run.identified.overall / floor.overall:.2f}")
     probe = ExcitationSession(arm, third, SessionConfig(periods=1, validation_periods=0, validation_repeats=0))
     recording = run_experiment(sim, probe, "trajectory", latency=0.005)
     start = probe.segments()["start"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from foreign_experiment import run_experiment
+from foreign_experiment import run_experiment, true_robot_errors
 
 from youbot_dynamics.arm import default_arm
 from youbot_dynamics.control.laws import PDFeedforward
@@ -160,6 +160,14 @@ def test_the_experiment_reports_the_error_on_a_different_motion_as_held_out():
           f"{100 * run.baseline.overall:.1f} %")
     assert run.identified.overall <= 1.5 * third_errors.overall and third_errors.overall <= 1.5 * run.identified.overall
     assert run.identified.overall < 0.1 * run.baseline.overall
+    # the floor: the robot's own parameters (read here only) on the same segment, its drives' effort gain
+    # errors and offsets applied; dry friction sticks anywhere in its band at rest and at reversals, which
+    # no model of the arm's state predicts. The identified model is as good (4.60 % against 4.96 %; fitting the
+    # rows at rest too, a bug made on purpose, gave 5.57 %).
+    floor = true_robot_errors(sim, held, options)
+    print(f"the robot's own parameters there: {100 * floor.overall:.2f} % (moving rows {100 * floor.moving:.2f} %, "
+          f"at rest {100 * floor.rest:.1f} %); identified moving rows {100 * run.identified.moving:.2f} %")
+    assert run.identified.overall <= 1.05 * floor.overall
 
 
 @pytest.mark.slow

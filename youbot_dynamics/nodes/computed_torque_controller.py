@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+from ..commands import braking_waypoints
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
 from ..trajectory_start import drop_start_point
-from .controller_node import QOS_DEPTH, ControllerNode, run
+from .controller_node import QOS_DEPTH, ControllerNode, Done, run
+from .follow_joint_trajectory import FollowJointTrajectory, FollowJointTrajectoryHost
 from .messages import check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
@@ -32,6 +34,7 @@ class ComputedTorqueControllerNode(ControllerNode):
     LAW_NAME = "computed torque"
 
     def __init__(self, **kwargs: Any) -> None:
+        self.follow_host: FollowJointTrajectoryHost | None = None  # set before the node: destroy_node reads it
         super().__init__(NODE_NAME, **kwargs)
 
     def _create_law(self) -> ComputedTorqueController:
@@ -48,6 +51,20 @@ class ComputedTorqueControllerNode(ControllerNode):
         # raw: the executor only copies the bytes; deserializing is planning work (doc/control.md)
         self.create_subscription(JointTrajectoryMsg, '~/trajectory', self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(PoseStamped, '~/line', self._on_line, QOS_DEPTH)
+        if FollowJointTrajectory is None:
+            self.get_logger().info("control_msgs is not installed: no ~/follow_joint_trajectory action "
+                                   "(ros-<distro>-control-msgs provides it; ~/trajectory works without it)")
+        else:
+            self.follow_host = FollowJointTrajectoryHost(self, float(self._param('feedback_period')))
+
+    def _after_cycle(self, now: float, q: np.ndarray, dq: np.ndarray) -> None:
+        if self.follow_host is not None:
+            self.follow_host.update(now, q, dq)
+
+    def destroy_node(self) -> None:
+        if self.follow_host is not None:
+            self.follow_host.destroy()
+        super().destroy_node()
 
     def _hold(self, q: np.ndarray) -> None:
         self.law.hold(q)
@@ -62,18 +79,19 @@ class ComputedTorqueControllerNode(ControllerNode):
         law = self.law
         return 0.0 if law.trajectory is None else max(law.start_time + law.trajectory.duration - now, 0.0)
 
-    def _start(self) -> tuple[float, bool]:
-        """``(start, at_rest)``: a new reference starts now or when the enable ramp ends, from the
-        current reference at that time; ``at_rest`` if that reference no longer moves then."""
-        start = max(time.perf_counter(), self.ramp_end)
+    def _start(self, delay: float = 0.0) -> tuple[float, bool]:
+        """``(start, at_rest)``: a new reference starts now (or ``delay`` [s] from now) or when the
+        enable ramp ends, from the current reference at that time; ``at_rest`` if that reference no
+        longer moves then."""
+        start = max(time.perf_counter() + delay, self.ramp_end)
         return start, self.remaining_time(start) == 0.0
 
-    def _install(self, trajectory: JointTrajectory, start: float, at_rest: bool) -> str:
+    def _install(self, trajectory: JointTrajectory, start: float, at_rest: bool, delay: float = 0.0) -> str:
         """Follow a planned (already limit-checked) trajectory. From rest it starts at installation
-        (or the end of the ramp), else at the planned ``start``: continuous with the moving
-        reference it replaces, whose state at ``start`` it starts from."""
+        (or the end of the ramp) plus ``delay``, else at the planned ``start``: continuous with the
+        moving reference it replaces, whose state at ``start`` it starts from."""
         if at_rest:
-            start = max(time.perf_counter(), self.ramp_end)
+            start = max(time.perf_counter() + delay, self.ramp_end)
         # ComputedTorqueController.follow() would repeat the exact limit check (up to ~10 ms in the
         # control thread); the planning thread has done it.
         self.law.trajectory, self.law.start_time = trajectory, float(start)
@@ -92,26 +110,56 @@ class ComputedTorqueControllerNode(ControllerNode):
         except ValueError as exc:
             self.refuse("trajectory", exc)
             return
-        if not self.enabled:
-            self.refuse("trajectory", f"the controller is {self.guard.state.value} (call ~/enable first)")
+        if self.refused_unless_enabled("trajectory"):
             return
-        start, at_rest = self._start()
-        q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
         if count == 0:  # stop: hold the desired position
+            q0 = self.law.reference(self._start()[0])[0].copy()
             self.apply("empty trajectory (stop)", lambda: self._hold_description(q0))
             return
+        self.follow("trajectory", lambda: read_trajectory(data, names))
+
+    def follow(self, what: str, read: Callable[[], tuple[Any, ...]], done: Done | None = None,
+               delay: float = 0.0) -> None:
+        """Plan and follow the trajectory whose ``(times, positions, velocities, accelerations)``
+        (the arm's joint order) ``read()`` returns in the planning thread, from the reference at its
+        start (now, or ``delay`` [s] later; :meth:`_start`); ``done`` as in :meth:`plan`."""
+        if self.refused_unless_enabled(what, done):
+            return
+        start, at_rest = self._start(delay)
+        q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
+        names = self.arm.joint_names
 
         def compute():  # planning thread
-            times, positions, velocities, accelerations = drop_start_point(*read_trajectory(data, names), q0,
-                                                                           joint_names=names)
+            times, positions, velocities, accelerations = drop_start_point(*read(), q0, joint_names=names)
             if times.size == 0:  # only the start point: hold the desired position
                 return lambda: self._hold_description(q0)
             trajectory = JointTrajectory.through(q0, times, positions, velocities, accelerations,
                                                  start_velocity=dq0, start_acceleration=ddq0)
             trajectory.check_limits(self.arm)
-            return lambda: self._install(trajectory, start, at_rest)
+            return lambda: self._install(trajectory, start, at_rest, delay)
 
-        self.plan("trajectory", compute)
+        self.plan(what, compute, done)
+
+    def stop(self, what: str) -> None:
+        """Bring the reference from its state now to rest within the acceleration limits and hold
+        there (:func:`~youbot_dynamics.commands.braking_waypoints`); where that cannot be planned, hold
+        the reference's position now."""
+        if self.refused_unless_enabled(what):
+            return
+        start = time.perf_counter()
+        q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
+
+        def compute():  # planning thread
+            try:
+                times, positions, velocities, accelerations = braking_waypoints(self.arm, q0, dq0)
+                trajectory = JointTrajectory.through(q0, times, positions, velocities, accelerations,
+                                                     start_velocity=dq0, start_acceleration=ddq0)
+                trajectory.check_limits(self.arm)
+            except ValueError:
+                return lambda: self._hold_description(q0)
+            return lambda: self._install(trajectory, start, False)  # continuous with the reference it brakes
+
+        self.plan(what, compute)
 
     def _hold_description(self, q: np.ndarray) -> str:
         self.law.hold(q)
@@ -124,8 +172,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         except ValueError as exc:
             self.refuse("line", exc)
             return
-        if not self.enabled:
-            self.refuse("line", f"the controller is {self.guard.state.value} (call ~/enable first)")
+        if self.refused_unless_enabled("line"):
             return
         start, at_rest = self._start()
         if not at_rest:
