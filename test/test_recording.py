@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ from youbot_dynamics.cli import main  # noqa: E402
 from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
 from youbot_dynamics.dataio import DataFileError  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
-from youbot_dynamics.identification.experiment.recording import JointStateRecorder, RecordingError  # noqa: E402
+from youbot_dynamics.identification.experiment.recording import (  # noqa: E402
+    JointStateRecorder, RecordingError, RecordingThread)
 from youbot_dynamics.identification.io.bagio import (JOINT_STATE, joint_state_message, read_joint_states,  # noqa: E402
                                                      typestore)
 from youbot_dynamics.identification.io.dataset import IdentificationError, read_csv_dataset  # noqa: E402
@@ -261,3 +263,57 @@ def test_cli_identify_from_a_bag(tmp_path):
     doc = yaml.safe_load(out.read_text())["youbot_dynamics_model"]
     assert doc["identification"]["relative_error"] < 0.02
     assert os.path.basename(doc["identification"]["data"][0]) == "bag"
+
+
+def _record_on_thread(path, data, free: FullDisk | None = None):
+    """``data`` through a :class:`RecordingThread`, flushed every second of the data as the node's
+    timer does (the recorder's own clock never asks); the error the writes or the close raised, if any."""
+    thread = RecordingThread(JointStateRecorder(path / "bag", NAMES, path / "data.csv", clock=lambda: 0.0))
+    try:
+        for k in range(data.n_samples):
+            if k and data.t[k] >= data.t[0] + 1.0 and data.t[k - 1] < data.t[0] + np.floor(data.t[k] - data.t[0]):
+                thread.flush()
+            stamp = T0_NS + int(round(data.t[k] * 1e9))
+            thread.write(stamp, NAMES, list(data.q[k]), list(data.dq[k]), list(data.tau[k]), receive_ns=stamp)
+        thread.close()
+    except OSError as exc:
+        return exc
+    return None
+
+
+def test_a_recording_thread_writes_the_same_files_and_never_waits_for_the_disk(tmp_path, data, monkeypatch):
+    """The identification node records on a thread of its own: its executor only queues the joint
+    states; a flush that takes the disk 0.5 s (fsync on a busy VM) holds no write."""
+    assert _record_on_thread(tmp_path, data) is None
+    np.testing.assert_array_equal(read_joint_states(tmp_path / "bag", NAMES).q, data.q)
+    np.testing.assert_array_equal(read_csv_dataset(tmp_path / "data.csv", 5).tau, data.tau)
+    release, flushed = threading.Event(), threading.Event()
+    slow = RecordingThread(JointStateRecorder(tmp_path / "slow", NAMES, tmp_path / "slow.csv"))
+
+    def stuck_flush() -> None:  # the "disk" answers when released (or after 5 s: then the writes waited for it)
+        release.wait(5.0)
+        flushed.set()
+
+    monkeypatch.setattr(slow.recorder, "flush", stuck_flush)
+    slow.flush()
+    for k in range(200):
+        slow.write(T0_NS + k * 1_000_000, NAMES, list(data.q[k]), list(data.dq[k]), list(data.tau[k]))
+    assert not flushed.is_set()  # every write returned while the flush was still on the disk
+    release.set()
+    monkeypatch.undo()
+    slow.close()
+    assert read_csv_dataset(tmp_path / "slow.csv", 5).n_samples == 200
+    with pytest.raises(ValueError, match="joint state with 5 names but 4 positions"):
+        RecordingThread(JointStateRecorder(tmp_path / "bad", NAMES)).write(T0_NS, NAMES, [0.0] * 4, [], [0.0] * 5)
+
+
+def test_a_recording_thread_reports_a_full_disk_on_the_next_call(tmp_path, data, monkeypatch):
+    with record(tmp_path / "whole", data):
+        pass
+    disk = FullDisk(int(0.45 * _bytes_written(tmp_path / "whole")))
+    monkeypatch.setattr(pathlib.Path, "open", lambda path, *args, **kwargs: disk.open(path, *args, **kwargs))
+    failed = _record_on_thread(tmp_path, data)
+    monkeypatch.undo()
+    assert isinstance(failed, RecordingError) and failed.errno == errno.ENOSPC
+    assert str(tmp_path / "bag" / "bag.mcap") in str(failed) and str(tmp_path / "data.csv") in str(failed)
+    check_bag(tmp_path / "bag", read_joint_states(tmp_path / "bag", NAMES).n_samples)

@@ -251,9 +251,9 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
               "realtime_priority": REALTIME_PRIORITY,
               # the demo runs the simulator, this node and its own client at 1 kHz on one machine: right
               # after an identification (its worker thread, the periodic garbage collection of its heap)
-              # the node was seen 0.51-0.97 s behind its 0.5 s horizon and state timeout, and the
-              # recalibration aborted (stop 37, 2 cores, quiet); a robot's own machine runs the defaults
-              "stream_horizon": 1.0, "state_timeout": 1.0, **dict(arm_process.identification)}
+              # the node was seen 0.51-0.97 s behind its state timeout (and the 0.5 s horizon of then),
+              # and the recalibration aborted (stop 37, 2 cores, quiet); a robot's own machine runs the defaults
+              "state_timeout": 1.0, **dict(arm_process.identification)}
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 same-motion check), then the validation trajectory (config/excitation_validation.yaml: the held-out "

@@ -47,7 +47,7 @@ from ..identification.estimation.pipeline import (excitation_delay, periodic_cut
 from ..identification.estimation.processing import ProcessingOptions
 from ..identification.experiment.analysis import experiment_lines, identify_experiment
 from ..identification.experiment.effort import EffortLoop, pilot_model, slowed
-from ..identification.experiment.recording import JointStateRecorder
+from ..identification.experiment.recording import JointStateRecorder, RecordingThread
 from ..identification.experiment.session import (ExcitationSession, ExperimentPhase, JointSample, SessionConfig,
                                                  SessionRefused, TooFarFromStart)
 from ..identification.excitation.trajectories import Trajectory
@@ -56,7 +56,8 @@ from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..paths import config_path
-from .common import background_worker, declare_parameters, freeze_heap, log_outcome, run_node
+from .common import (background_priority, background_worker, declare_parameters, freeze_heap, log_outcome,
+                     run_node)
 from .identify_action import Identify, IdentifyActionHost
 from .messages import JointStateReader, trajectory_message
 
@@ -109,7 +110,9 @@ class IdentificationNode(Node):
     """The identification experiment; see doc/identification.md."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self.recorder: JointStateRecorder | None = None  # set first: destroy_node() may run on a half-built node
+        # the recording, written on a thread of its own (its disk work must not hold the executor); set first:
+        # destroy_node() may run on a half-built node
+        self.recorder: RecordingThread | None = None
         self.session: ExcitationSession | None = None
         self.identify_action: IdentifyActionHost | None = None
         self._worker = background_worker("identify")
@@ -326,9 +329,9 @@ class IdentificationNode(Node):
         try:
             session.check_start(now, self._latest)
             directory = directory or self._new_run_directory()
-            self.recorder = JointStateRecorder(directory / name, self.arm.joint_names,
-                                               directory / f"{name}.csv", topic=self.p['joint_states_topic'],
-                                               flush_period=self.p['flush_period'])
+            self.recorder = RecordingThread(JointStateRecorder(
+                directory / name, self.arm.joint_names, directory / f"{name}.csv", topic=self.p['joint_states_topic'],
+                flush_period=self.p['flush_period']), f"{self.get_name()}_recorder", background_priority)
         except SessionRefused as exc:
             message = f"start refused: {exc}" + (self._move_hint(exc) if isinstance(exc, TooFarFromStart) else "")
             self.get_logger().error(message)
@@ -548,8 +551,9 @@ class IdentificationNode(Node):
         except OSError as exc:
             self.get_logger().error(f"cannot close the recording: {exc}")
             return
-        self.get_logger().info(f"recording closed: {recorder.bag.message_count} joint states in {recorder.bag.path} "
-                               f"and {recorder.csv_path}")
+        files = recorder.recorder
+        self.get_logger().info(f"recording closed: {files.bag.message_count} joint states in {files.bag.path} "
+                               f"and {files.csv_path}")
 
     # -- identification (worker thread) ---------------------------------------------------------
 
