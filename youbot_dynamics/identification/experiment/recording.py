@@ -174,6 +174,7 @@ class RecordingThread:
                  initializer: Callable[[], None] | None = None) -> None:
         self.recorder = recorder
         self.failed: OSError | None = None
+        self._reported = False  # the failure was raised to the caller
         self._initializer = initializer  # run first on the thread (a real-time node: its helper priority)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -192,13 +193,16 @@ class RecordingThread:
         self._jobs.put((self.recorder.flush, ()))
 
     def close(self) -> None:
-        """Write what is queued, close the files, end the thread; the failure, if any."""
+        """Write what is queued, close the files, end the thread; the failure, unless a call already
+        raised it (as the recorder's own ``close`` after a :class:`RecordingError`: nothing more)."""
         self._jobs.put(None)
         self._thread.join()
-        self._raise_failure()
+        if not self._reported:
+            self._raise_failure()
 
     def _raise_failure(self) -> None:
         if self.failed is not None:
+            self._reported = True
             raise self.failed
 
     def _run(self) -> None:
