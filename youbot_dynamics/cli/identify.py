@@ -40,7 +40,7 @@ from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
 from ..fileio import output_group
 from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from ..identification.estimation.least_squares import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
-from ..identification.estimation.processing import MAX_FILTER_ORDER
+from ..identification.estimation.processing import MAX_FILTER_ORDER, ProcessingOptions
 from .plausible import add_option, check_model_plausible
 
 
@@ -103,14 +103,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"consistent method: weight of the pull towards the CAD inertials (default {PRIOR_WEIGHT:g}), "
                    f"or auto: among {', '.join(f'{w:g}' for w in PRIOR_WEIGHTS)} by leave one recording out (several "
                    "recordings; costs 16 more estimates)")
-    p.add_argument("--cutoff", type=positive_float, default=10.0, metavar="HZ",
-                   help="low-pass cutoff of the parallel filter "
-                   "(default 10)")
-    p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), default=4,
-                   help=f"Butterworth order (default 4, at most {MAX_FILTER_ORDER})")
+    defaults = ProcessingOptions()  # the defaults live there
+    p.add_argument("--cutoff", type=positive_float, default=defaults.cutoff_hz, metavar="HZ",
+                   help=f"low-pass cutoff of the parallel filter (default {defaults.cutoff_hz:g})")
+    p.add_argument("--order", type=positive_int_at_most(MAX_FILTER_ORDER), default=defaults.order,
+                   help=f"Butterworth order (default {defaults.order}, at most {MAX_FILTER_ORDER})")
     p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample (default: automatic)")
-    p.add_argument("--coulomb-threshold", type=nonnegative_float, default=0.05, metavar="RAD_S",
-                   help="leave out rows of joints slower than this (default 0.05 rad/s)")
+    p.add_argument("--coulomb-threshold", type=nonnegative_float, default=defaults.coulomb_threshold, metavar="RAD_S",
+                   help=f"leave out rows of joints slower than this (default {defaults.coulomb_threshold:g} rad/s)")
     p.add_argument("--period", type=positive_float, metavar="S",
                    help="average the identification data over periods of S s")
     p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
@@ -124,7 +124,6 @@ def cmd_identify(args: argparse.Namespace) -> int:
     """Run the identification (module docstring); 0 on success."""
     from ..identification.estimation.pipeline import (consistency_warning, identify, load_recordings, summary_lines,
                                                       write_results)
-    from ..identification.estimation.processing import ProcessingOptions
     from ..identification.io.report import ProgressBar
 
     start = time.perf_counter()
