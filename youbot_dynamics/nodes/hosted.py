@@ -43,7 +43,8 @@ Array = np.ndarray
 
 #: ``controller`` parameter value -> its entry in the registry (:mod:`youbot_dynamics.controller_registry`)
 CONTROLLERS: dict[str, ControllerEntry] = {entry.name: entry for entry in REGISTRY}
-RELEASE_WAIT_MAX = 2.0  # [s] longest wait at shutdown for the release trajectory to bring the arm to rest
+RELEASE_WAIT_MAX = 2.0  # [s, driver clock] longest wait at shutdown for the release trajectory to bring the arm to rest
+WALL_WAIT_MAX = 10.0  # [s, wall clock] ... and on the wall clock, whatever the driver's clock does
 AT_REST = 0.01  # [rad/s] every joint slower than this: the arm is at rest
 
 
@@ -90,14 +91,15 @@ class DriverHost:
         self._driver: ArmDriver = node.driver
         self.rate = 1.0 / self._driver.config.cycle_period
         self.controller: ControllerNode | None = None
-        self.release_end = 0.0  # [s, perf_counter] the last release brings the arm to rest by then
+        self.release_end = 0.0  # [s, driver clock] the last release brings the arm to rest by then
 
     # -- ControllerHost -------------------------------------------------------------------------
 
     def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
         self._node.check_interface("trajectory")
         self._driver.command_trajectory(times, q, dq, ddq)
-        self.release_end = time.perf_counter() + float(times[-1])
+        state = self._driver.state()
+        self.release_end = (0.0 if state is None else state.time) + float(times[-1])
 
     def zero(self) -> None:
         try:
@@ -127,17 +129,24 @@ class DriverHost:
         shutdown of a stand-alone controller), and the bus runs until the release has ended and the
         arm is at rest (every joint below :data:`AT_REST`; at most :data:`RELEASE_WAIT_MAX`: the
         driver executes the release from the measured position at zero velocity, so a moving arm
-        takes a little longer than the release); then the controller leaves the cycle."""
+        takes a little longer than the release); then the controller leaves the cycle. Timed on the
+        driver's clock (the virtual drives' simulated time runs slower than the wall clock on a busy
+        machine: on the wall clock the bus stopped with joint 1 still at 0.14 rad/s, two CPU hogs), and
+        a cycle late by more than 0.1 s is waited for while the bus runs."""
         self.release_end = 0.0
         self.controller.stop_commanding()
-        deadline = time.perf_counter() + RELEASE_WAIT_MAX
+        first = self._driver.state()
+        deadline = (0.0 if first is None else first.time) + RELEASE_WAIT_MAX
+        give_up = time.perf_counter() + WALL_WAIT_MAX
         seen = 0
-        while self.release_end > 0.0 and time.perf_counter() < deadline:
+        while self.release_end > 0.0 and time.perf_counter() < give_up:
             state = self._driver.wait_state(seen, timeout=0.1)
-            if state is None:  # the bus thread has stopped
-                break
+            if state is None:
+                if self._node.loop is None or not self._node.loop.running:
+                    break  # the bus thread has stopped
+                continue
             seen = state.sequence
-            if time.perf_counter() >= self.release_end and np.max(np.abs(state.velocity)) < AT_REST:
+            if state.time >= deadline or (state.time >= self.release_end and np.max(np.abs(state.velocity)) < AT_REST):
                 break
         self._driver.attach_controller(None)
 
