@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from .trajectory import GOAL_REST_SPEED, GOAL_SETTLE_TIME, GOAL_TOLERANCE
 
 __all__ = ["ToleranceError", "JointTolerances", "Outcome", "TrajectoryTolerances", "resolve_tolerances",
-           "UNCHECKED", "DEFAULT_PATH", "DEFAULT_GOAL", "FEEDBACK_PERIOD"]
+           "resolve_goal_time", "UNCHECKED", "DEFAULT_PATH", "DEFAULT_GOAL", "FEEDBACK_PERIOD"]
 
 Array = NDArray[np.float64]
 
@@ -84,6 +84,14 @@ def resolve_tolerances(names: Sequence[str], given: Sequence[tuple[str, float, f
     return JointTolerances(bounds[:, 0].copy(), bounds[:, 1].copy())
 
 
+def resolve_goal_time(seconds: float) -> float:
+    """``goal_time_tolerance`` [s]: ``<= 0`` :data:`~.trajectory.GOAL_SETTLE_TIME`; :class:`ToleranceError`
+    if not finite."""
+    if not math.isfinite(seconds):
+        raise ToleranceError(f"goal_time_tolerance: expected a finite number of seconds, got {seconds!r}")
+    return seconds if seconds > 0.0 else GOAL_SETTLE_TIME
+
+
 class Outcome(Enum):
     """How a followed trajectory ended (the action's error codes)."""
 
@@ -108,14 +116,11 @@ class TrajectoryTolerances:
     @classmethod
     def of(cls, names: Sequence[str], start: float, end: float, final: Array, path: JointTolerances | None = None,
            goal: JointTolerances | None = None, goal_time: float = 0.0) -> "TrajectoryTolerances":
-        """``goal_time`` <= 0: :data:`~.trajectory.GOAL_SETTLE_TIME`; tolerances not given: the defaults."""
+        """``goal_time`` as :func:`resolve_goal_time` takes it; tolerances not given: the defaults."""
         n = len(names)
-        if not math.isfinite(goal_time):
-            raise ToleranceError(f"goal_time_tolerance: expected a finite number of seconds, got {goal_time!r}")
         return cls(path if path is not None else JointTolerances.uniform(n, *DEFAULT_PATH),
                    goal if goal is not None else JointTolerances.uniform(n, *DEFAULT_GOAL),
-                   goal_time if goal_time > 0.0 else GOAL_SETTLE_TIME, float(start), float(end),
-                   np.array(final, dtype=float), tuple(names))
+                   resolve_goal_time(goal_time), float(start), float(end), np.array(final, dtype=float), tuple(names))
 
     def check(self, t: float, q: Array, dq: Array, q_d: Array, dq_d: Array) -> tuple[Outcome, str] | None:
         """At ``t`` [s] with the measured ``q, q'`` and the reference ``q_d, q'_d``: the outcome and a

@@ -247,6 +247,11 @@ def log_outcome(logger: Any, ok: bool, message: str) -> None:
         logger.warning(message)
 
 
+def goal_label(goal_handle: Any) -> str:
+    """The first 8 hex digits of an action goal's id, for the log (``ros2 action send_goal`` prints the id)."""
+    return bytes(goal_handle.goal_id.uuid).hex()[:8]
+
+
 def create_executor(events: bool, context: Context | None = None) -> Executor:
     """The executor of a node: with ``events`` rclpy's ``EventsExecutor`` (``rclpy.experimental``,
     ROS 2 Kilted and later), else - and where it is missing - the ``SingleThreadedExecutor``. The

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from builtin_interfaces.msg import Duration, Time
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..control.tolerances import (DEFAULT_GOAL, DEFAULT_PATH, Outcome, ToleranceError, TrajectoryTolerances,
-                                  resolve_tolerances)
-from .common import log_outcome
+                                  resolve_goal_time, resolve_tolerances)
+from .common import goal_label, log_outcome
 from .messages import stamp_seconds, trajectory_arrays
 
 if TYPE_CHECKING:
@@ -100,15 +99,14 @@ class FollowJointTrajectoryHost:
         try:
             path = resolve_tolerances(names, _entries(request.path_tolerance), DEFAULT_PATH, "path")
             goal = resolve_tolerances(names, _entries(request.goal_tolerance), DEFAULT_GOAL, "goal")
-            goal_time = _seconds(request.goal_time_tolerance)
-            TrajectoryTolerances.of(names, 0.0, 0.0, np.zeros(len(names)), path, goal, goal_time)  # checks goal_time
+            goal_time = resolve_goal_time(stamp_seconds(request.goal_time_tolerance))
         except ToleranceError as exc:
             self._end(goal_handle, codes.INVALID_GOAL, str(exc))
             return
         stamp = stamp_seconds(trajectory.header.stamp)
         if stamp > 0.0:  # a start in the ROS clock: the points' times count from it
             late = node.get_clock().now().nanoseconds * 1e-9 - stamp
-            end = _seconds(trajectory.points[-1].time_from_start)
+            end = stamp_seconds(trajectory.points[-1].time_from_start)
             if late > end:
                 self._end(goal_handle, codes.OLD_HEADER_TIMESTAMP,
                           f"the trajectory ended {late - end:.3f} s ago (header stamp {stamp:.3f} s)")
@@ -125,7 +123,7 @@ class FollowJointTrajectoryHost:
                 return
             previous, self._running = self._running, None
             if previous is not None:
-                self._end(previous.goal, codes.INVALID_GOAL, f"aborted: preempted by goal {_goal_id(goal_handle)}")
+                self._end(previous.goal, codes.INVALID_GOAL, f"aborted: preempted by goal {goal_label(goal_handle)}")
             if goal_handle.is_cancel_requested:  # canceled while it was planned
                 node.stop("follow_joint_trajectory goal canceled")
                 self._end(goal_handle, codes.SUCCESSFUL, "canceled: braking to rest, then holding")
@@ -139,7 +137,7 @@ class FollowJointTrajectoryHost:
             self._running = _Running(goal_handle, node.reference_id, TrajectoryTolerances.of(
                 names, start, end, final, path, goal, goal_time), time.perf_counter())
 
-        node.follow(f"follow_joint_trajectory goal {_goal_id(goal_handle)}",
+        node.follow(f"follow_joint_trajectory goal {goal_label(goal_handle)}",
                     lambda: _from_start(trajectory_arrays(trajectory, names), late), done, delay=max(-late, 0.0))
 
     def _cancel(self, goal_handle: Any) -> CancelResponse:
@@ -207,16 +205,12 @@ class FollowJointTrajectoryHost:
             goal_handle.abort()
         if not logged:
             log_outcome(self.node.get_logger(), succeeded,
-                        f"follow_joint_trajectory goal {_goal_id(goal_handle)}: {text}")
+                        f"follow_joint_trajectory goal {goal_label(goal_handle)}: {text}")
         return result
 
 
 def _entries(tolerances: Any) -> list[tuple[str, float, float]]:
     return [(t.name, float(t.position), float(t.velocity)) for t in tolerances]
-
-
-def _seconds(duration: Duration | Time) -> float:
-    return duration.sec + 1e-9 * duration.nanosec
 
 
 def _from_start(arrays: tuple[Any, ...], late: float) -> tuple[Any, ...]:
@@ -229,7 +223,3 @@ def _from_start(arrays: tuple[Any, ...], late: float) -> tuple[Any, ...]:
     keep[-1] = True
     return (np.maximum(times[keep] - late, 1e-3), positions[keep],
             None if velocities is None else velocities[keep], None if accelerations is None else accelerations[keep])
-
-
-def _goal_id(goal_handle: Any) -> str:
-    return bytes(goal_handle.goal_id.uuid).hex()[:8]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
-from .common import log_outcome
+from .common import goal_label, log_outcome
 
 if TYPE_CHECKING:
     from .identification_node import IdentificationNode
@@ -70,7 +70,7 @@ class IdentifyActionHost:
             self._goal = self._session = None
             self._end(goal_handle, False, message)
             return
-        node.get_logger().info(f"identify goal {_goal_id(goal_handle)}: {message}")
+        node.get_logger().info(f"identify goal {goal_label(goal_handle)}: {message}")
 
     def _cancel(self, goal_handle: Any) -> CancelResponse:
         """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest."""
@@ -128,9 +128,5 @@ class IdentifyActionHost:
             goal_handle.canceled()
         else:
             goal_handle.abort()
-        log_outcome(self.node.get_logger(), success, f"identify goal {_goal_id(goal_handle)}: {result.message}")
+        log_outcome(self.node.get_logger(), success, f"identify goal {goal_label(goal_handle)}: {result.message}")
         return result
-
-
-def _goal_id(goal_handle: Any) -> str:
-    return bytes(goal_handle.goal_id.uuid).hex()[:8]

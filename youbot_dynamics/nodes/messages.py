@@ -52,7 +52,8 @@ AXIS_COLORS: tuple[tuple[float, float, float, float], ...] = (
 
 
 def stamp_seconds(stamp: Any) -> float:
-    """A header stamp (``builtin_interfaces/Time``) in seconds (0.0 for an unset stamp)."""
+    """A header stamp (``builtin_interfaces/Time``) or a ``builtin_interfaces/Duration`` in seconds
+    (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
