@@ -39,7 +39,7 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
     data_files=data_files,
-    # the nodes' parameter schemas (youbot_dynamics.parameter_schema), read at run time
+    # the nodes' parameter schemas (youbot_dynamics.contract.parameter_schema), read at run time
     package_data={package_name + '.nodes': ['parameters/*.yaml']},
     # rclpy and the message packages come from the ROS 2 install (system or wheels),
     # so they are deliberately not listed here.

@@ -48,8 +48,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
-from youbot_dynamics.arm import default_arm
-from youbot_dynamics.contract import POSITION_COMMANDS
+from youbot_dynamics.arm.description import default_arm
+from youbot_dynamics.contract.topics import POSITION_COMMANDS
 from youbot_dynamics.driver import VirtualBus
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
@@ -58,8 +58,8 @@ from youbot_dynamics.nodes.common import (REALTIME_PRIORITY, background_priority
                                           set_realtime_priority)
 from youbot_dynamics.nodes.messages import trajectory_message
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode
-from youbot_dynamics.parameter_schema import load_schema
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.contract.parameter_schema import load_schema
+from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.timing import LoopStatistics
 
 ARM = default_arm()

@@ -28,9 +28,9 @@ from typing import Callable
 import numba
 import numpy as np
 
-from youbot_dynamics.arm import default_arm
-from youbot_dynamics.ik import IKStatus, solve_ik_batch
-from youbot_dynamics.kinematics import forward_kinematics
+from youbot_dynamics.arm.description import default_arm
+from youbot_dynamics.arm.ik import IKStatus, solve_ik_batch
+from youbot_dynamics.arm.kinematics import forward_kinematics
 
 N = 100_000
 REPEATS = 3
@@ -49,7 +49,7 @@ def best_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 def bench_kinematics() -> dict:
     import pinocchio as pin
 
-    from youbot_dynamics.urdf import generate_urdf
+    from youbot_dynamics.arm.urdf import generate_urdf
 
     arm = default_arm()
     rng = np.random.default_rng(0)
@@ -105,7 +105,7 @@ def bench_dynamics() -> dict:
 
     from youbot_dynamics.dynamics.chain import DHChain
     from youbot_dynamics.dynamics.nominal import nominal_model
-    from youbot_dynamics.urdf import generate_urdf
+    from youbot_dynamics.arm.urdf import generate_urdf
 
     arm = default_arm()
     chain = DHChain.from_arm(arm)
@@ -130,7 +130,7 @@ def bench_dynamics() -> dict:
     pin_rnea_us = median_call_us(lambda: pin.rnea(pmodel, pdata, q1, dq1, ddq1))
     derive_s = fresh_process_s("from youbot_dynamics.dynamics import symbolic; symbolic.youbot_regressor_source()")
     load_s = fresh_process_s("from youbot_dynamics.dynamics.nominal import nominal_model; "
-                             "from youbot_dynamics.arm import default_arm; import numpy as np; "
+                             "from youbot_dynamics.arm.description import default_arm; import numpy as np; "
                              "m, _ = nominal_model(default_arm()); m.dynamics_terms(np.ones(5), np.ones(5))")
     return {
         "base_regressor_10k_s": t_reg,
@@ -238,9 +238,9 @@ def excitation_design_s() -> float:
 
 
 def bench_closed_loop() -> dict:
-    """Per controller run of :func:`~youbot_dynamics.nodes.demo_job.closed_loop_timing`: latency
+    """Per controller run of :func:`~youbot_dynamics.demo.job.closed_loop_timing`: latency
     [ms] and missed fractions, keyed ``<run>_<figure>``."""
-    from youbot_dynamics.nodes.demo_job import closed_loop_timing
+    from youbot_dynamics.demo.job import closed_loop_timing
 
     results = {}
     for run in closed_loop_timing(default_arm()):

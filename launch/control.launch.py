@@ -12,7 +12,7 @@ Its launch arguments:
   straight lines on ``~/line`` (PoseStamped)); ``float`` starts ``float_controller`` (hand-guiding:
   gravity and friction compensation with light damping, no goals).
 * ``params_file`` (default ``''``: the controller's file in the package,
-  config/<controller>_controller.yaml): its ROS parameters.
+  config/<controller>_controller.yaml, which sets no parameter today: the defaults hold): its ROS parameters.
 
 The controller needs a robot: the simulator (``ros2 launch youbot_dynamics sim.launch.py``), the
 Gazebo description with ``active_controller:=arm_effort_controller``, or the real driver with its
@@ -20,30 +20,16 @@ effort group controller. It starts disabled (parameter ``enabled_on_start``); en
 
     ros2 service call /pd_gravity_controller/enable std_srvs/srv/SetBool "{data: true}"
 
-Node parameters (all read-only, read at start-up; each documented in the parameter files):
-``arm_description`` (''), ``model_file`` ('' = nominal model; give an identified one),
-``base_frame`` (arm_link_0), ``rate`` (1000.0 Hz), ``joint_states_topic`` (/joint_states),
-``joint_state_publishers_max`` (1), ``command_topic`` (/arm_effort_controller/commands),
-``release_topic`` (/arm_trajectory_controller/joint_trajectory), ``kp``, ``kd`` (unset = designed gains),
-``bandwidth`` (60.0 rad/s PD, 40.0 rad/s computed torque), ``damping`` (1.0),
-``static_accuracy`` (PD only, 5e-4 rad), ``friction_compensation`` (true), ``friction_eps``
-(0.01 rad/s), ``velocity_source`` (positions | reported), ``velocity_filter_time`` (0.001 s),
-``state_timeout`` (0.05 s), ``state_loss_timeout`` (0.5 s), ``fault_behaviour`` (zero | hold), ``hold_bandwidth``
-(10.0 rad/s), ``torque_limit`` (unset = min(effort_max, drive limit)), ``limit_margin`` (0.05 rad),
-``limit_damping`` (unset = torque_limit / velocity_max), ``ramp_time`` (0.5 s),
-``bumpless_enable`` (true), ``enabled_on_start`` (false), ``state_publish_decimation`` (10),
-``diagnostics_period`` (1.0 s), ``log_throttle_period`` (1.0 s), ``line_duration`` (computed
-torque only, 2.0 s), ``observer_gain`` (100.0 1/s), ``collision_thresholds`` (unset = from the model
-file), ``collision_factor`` (6.0), ``collision_reaction`` (none | stop | float); float only:
-``rest_torque`` (unset = half the model's Coulomb level), ``rest_velocity`` (0.02 rad/s), and its
-``kd`` is the damping D (unset = 5/s x the reference inertia); it has no ``kp`` or ``damping``.
+Node parameters (all read-only, read at start-up): every one, with its default, range and meaning,
+in doc/parameters.md (generated from the nodes' schemas, youbot_dynamics/nodes/parameters/); the
+package's parameter files state only deviations from those defaults, each with its reason.
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
-from youbot_dynamics.controller_registry import CONTROLLERS
-from youbot_dynamics.launch_pieces import controller_node
+from youbot_dynamics.contract.controller_registry import CONTROLLERS
+from youbot_dynamics.nodes.launch_pieces import controller_node
 
 
 def _controller(context):

@@ -24,7 +24,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from youbot_dynamics.launch_pieces import include, params_file_argument
+from youbot_dynamics.nodes.launch_pieces import include, params_file_argument
 
 
 def _actions(context):

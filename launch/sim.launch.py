@@ -21,8 +21,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from youbot_dynamics.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
-                                           place_controller)
+from youbot_dynamics.nodes.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
+                                                 place_controller)
 
 
 def _nodes(context):

@@ -27,9 +27,9 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from youbot_dynamics.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
-                                           place_controller)
-from youbot_dynamics.parameter_schema import load_schema
+from youbot_dynamics.nodes.launch_pieces import (EndWithTheArm, controller_arguments, include, params_file_argument,
+                                                 place_controller)
+from youbot_dynamics.contract.parameter_schema import load_schema
 
 # '' (as in the params file) or one of the driver's backends (its parameter schema)
 BACKENDS = ['', *load_schema('youbot_driver')['backend'].one_of]

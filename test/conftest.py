@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from youbot_dynamics.arm import ArmDescription, default_arm
+from youbot_dynamics.arm.description import ArmDescription, default_arm
 from youbot_dynamics.sim.limits import LIMIT_LOG_VARIABLE
 
 _ROS_VARIABLES = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")

@@ -88,7 +88,7 @@ def main(robot_seed: int = 31) -> None:
     does; its held-out, same-motion and third-motion errors."""
     from pathlib import Path
 
-    from youbot_dynamics.arm import default_arm
+    from youbot_dynamics.arm.description import default_arm
     from youbot_dynamics.control import collision_thresholds
     from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
     from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
@@ -97,7 +97,7 @@ def main(robot_seed: int = 31) -> None:
     from youbot_dynamics.identification.experiment.analysis import experiment_lines, identify_experiment
     from youbot_dynamics.identification.experiment.session import SessionConfig
     from youbot_dynamics.identification.io.trajfile import load_trajectory
-    from youbot_dynamics.paths import config_path
+    from youbot_dynamics.files.paths import config_path
     from youbot_dynamics.sim import load_sim_config
     from youbot_dynamics.sim.true_robot import foreign_robot
 

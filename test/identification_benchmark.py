@@ -22,7 +22,7 @@ import numpy as np
 
 from synthetic import (current_noise_torque, encoder_resolution, foreign_parameters, fourier_trajectory,
                        synthetic_dataset, true_parameters)
-from youbot_dynamics.arm import ArmDescription, default_arm
+from youbot_dynamics.arm.description import ArmDescription, default_arm
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES

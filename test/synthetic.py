@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from youbot_dynamics.arm import ArmDescription, LinkInertial
+from youbot_dynamics.arm.description import ArmDescription, LinkInertial
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.parameters import inertial_to_standard, standard_parameters
 from youbot_dynamics.identification.io.dataset import Dataset

@@ -1,4 +1,4 @@
-"""The arm description (config/youbot_arm.yaml) and its validation (youbot_dynamics.arm).
+"""The arm description (config/youbot_arm.yaml) and its validation (youbot_dynamics.arm.description).
 
 Expected values: seed 002 Table 2.1 (DH parameters, offsets in degrees) and the hardware facts in
 ../shared/youbot_hardware.md (driver tick limits, gear ratios, torque constants, currents),
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import ArmDescriptionError, default_arm, load_arm
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.arm.description import ArmDescriptionError, default_arm, load_arm
+from youbot_dynamics.files.paths import config_path
 
 
 @pytest.fixture(scope="module")

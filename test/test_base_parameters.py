@@ -7,12 +7,12 @@ import re
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.dynamics.base_parameters import compute_base_parameters
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.parameters import parameter_names
 from youbot_dynamics.dynamics.rnea import regressor
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.arm.urdf import generate_urdf
 
 P = 14  # standard parameters per joint: [m, mx, my, mz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz, Ia, fv, fc, f0]
 IDX = {name: k for k, name in enumerate(("m", "mx", "my", "mz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz",

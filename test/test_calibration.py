@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from synthetic import fourier_trajectory, synthetic_dataset
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.dynamics.payload import Payload, with_payload

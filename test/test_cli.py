@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.cli import main
-from youbot_dynamics.kinematics import forward_kinematics
-from youbot_dynamics.transforms import rotation_to_quaternion
+from youbot_dynamics.arm.kinematics import forward_kinematics
+from youbot_dynamics.arm.transforms import rotation_to_quaternion
 
 ARM = default_arm()
 SEED_Q = ARM.q_from_theta([0.0, math.pi / 2, 0.0, math.pi / 2, 0.0])  # seed 002 (2.7)-(2.8)
@@ -89,7 +89,7 @@ def test_ik_project_orientation_reports_angle(capsys):
     tilt = 0.2
     k = np.array([[0, -radial[2], radial[1]], [radial[2], 0, -radial[0]], [-radial[1], radial[0], 0]])
     rot = np.eye(3) + math.sin(tilt) * k + (1 - math.cos(tilt)) * k @ k
-    from youbot_dynamics.transforms import rotation_to_quaternion
+    from youbot_dynamics.arm.transforms import rotation_to_quaternion
 
     quat = rotation_to_quaternion(rot @ r)
     code, _, err = run(capsys, "ik", *map(num, [*p, *quat]))
@@ -198,12 +198,12 @@ def test_compile_makes_every_kernel_of_a_controller_start_ready(capsys):
     inverse dynamics and M, C, G, an IK goal, a Cartesian line) compiles nothing new."""
     import numpy as np
 
-    from youbot_dynamics.arm import default_arm
+    from youbot_dynamics.arm.description import default_arm
     from youbot_dynamics.control import PDGravityController
     from youbot_dynamics.dynamics import generated_youbot
     from youbot_dynamics.dynamics.nominal import nominal_model
-    from youbot_dynamics.ik import inverse_kinematics
-    from youbot_dynamics.kinematics import _tool_pose_parallel, _tool_pose_serial, forward_kinematics
+    from youbot_dynamics.arm.ik import inverse_kinematics
+    from youbot_dynamics.arm.kinematics import _tool_pose_parallel, _tool_pose_serial, forward_kinematics
 
     code, out, _ = run(capsys, "compile")
     assert code == 0 and out.startswith("compiled kernels ready (kinematics ") and "cache: " in out

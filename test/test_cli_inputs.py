@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from identification_benchmark import recordings
-from youbot_dynamics.arm import ArmDescriptionError, default_arm, load_arm
+from youbot_dynamics.arm.description import ArmDescriptionError, default_arm, load_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model
 from youbot_dynamics.identification.estimation.pipeline import identify
@@ -24,10 +24,10 @@ from youbot_dynamics.identification.excitation.trajectories import FourierTrajec
 from youbot_dynamics.identification.io.bagio import IncrementalBagWriter, joint_state_message
 from youbot_dynamics.identification.io.dataset import Dataset, IdentificationError, write_csv_dataset
 from youbot_dynamics.identification.io.trajfile import TrajectoryFileError, load_trajectory, save_trajectory
-from youbot_dynamics.kinematics import forward_kinematics
-from youbot_dynamics.paths import config_path
-from youbot_dynamics.transforms import rotation_to_quaternion
-from youbot_dynamics.upstream import load_upstream
+from youbot_dynamics.arm.kinematics import forward_kinematics
+from youbot_dynamics.files.paths import config_path
+from youbot_dynamics.arm.transforms import rotation_to_quaternion
+from youbot_dynamics.arm.upstream import load_upstream
 from conftest import real_data_folder
 
 ARM = default_arm()
@@ -135,7 +135,7 @@ def test_full_disk_leaves_the_old_output_and_no_temporary(tmp_path, capsys, monk
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("youbot_dynamics.fileio.os.fsync", full)
+    monkeypatch.setattr("youbot_dynamics.files.fileio.os.fsync", full)
     err = refused(capsys, "fk", "--input", str(qfile), "--output", str(out))
     assert "poses.csv" in err and "No space left on device" in err
     assert out.read_text() == "previous contents\n"  # not half-written
@@ -482,7 +482,7 @@ def test_ik_accepts_fk_poses_rounded_to_5_decimals(capsys):
 
 
 def test_ik_refuses_a_pose_0_01_rad_out_of_the_arm_plane(capsys):
-    from youbot_dynamics.transforms import quaternion_to_rotation
+    from youbot_dynamics.arm.transforms import quaternion_to_rotation
 
     q = MID + np.array([0.3, -0.4, 0.5, 0.2, -0.6])
     pose = np.array(_pose_of(capsys, q))

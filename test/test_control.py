@@ -16,11 +16,11 @@ from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.conversions import standard_to_pinocchio
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
-from youbot_dynamics.ik import inverse_kinematics
-from youbot_dynamics.kinematics import forward_kinematics, link_frames
+from youbot_dynamics.arm.ik import inverse_kinematics
+from youbot_dynamics.arm.kinematics import forward_kinematics, link_frames
 from youbot_dynamics.sim import ArmSimulator, Realism
-from youbot_dynamics.transforms import rotation_angle, skew
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.arm.transforms import rotation_angle, skew
+from youbot_dynamics.arm.urdf import generate_urdf
 
 HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # sim.home: the candle
 RAMP = 0.5  # [s] enable ramp of the closed-loop runs (the guard's default)

@@ -34,12 +34,12 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from youbot_dynamics.contract import EFFORT_COMMANDS, POSITION_COMMANDS  # noqa: E402
+from youbot_dynamics.contract.topics import EFFORT_COMMANDS, POSITION_COMMANDS  # noqa: E402
 from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
-from youbot_dynamics.kinematics import forward_kinematics  # noqa: E402
+from youbot_dynamics.arm.kinematics import forward_kinematics  # noqa: E402
 from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode  # noqa: E402
 from youbot_dynamics.nodes.common import create_executor, realtime_interpreter  # noqa: E402
 from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
+from youbot_dynamics.contract.topics import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control import JointStateMonitor
 from youbot_dynamics.control.laws import GOAL_VELOCITY_FRACTION, PDGravityController
 from youbot_dynamics.control.safety import STALL_VELOCITY, GuardState, SafetyConfig, SafetyGuard

@@ -55,7 +55,7 @@ from test_driver_virtual import (test_a_few_lost_frames_are_counted_and_tolerate
                                  test_uncalibrated_drives_count_from_power_up_until_calibrated_on_request,
                                  test_velocity_command_moves_at_the_velocity)
 from conftest import local_ros_domain, ros_domain_id
-from youbot_dynamics.contract import JOINT_STATES, POSITION_COMMANDS
+from youbot_dynamics.contract.topics import JOINT_STATES, POSITION_COMMANDS
 from youbot_dynamics.driver import ArmDriver, BusError, ControllerMode, DriverConfig, DriverPhase, PysoemBus
 from youbot_dynamics.driver.emulator import EmulatorProcess, VethPair
 

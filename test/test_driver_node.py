@@ -26,8 +26,8 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from youbot_dynamics.arm import default_arm  # noqa: E402
-from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
+from youbot_dynamics.contract.topics import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, DriverPhase  # noqa: E402
 from youbot_dynamics.driver.process_data import StatusFlag  # noqa: E402
 from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402

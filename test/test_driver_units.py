@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.driver.units import JointUnits
 
 ARM = default_arm()

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.control.release import release_waypoints
 from youbot_dynamics.driver import (ArmDriver, BusError, CommandError, ControllerMode, CyclicLoop, DriverConfig,
                                     DriverPhase, StatusFlag, VirtualBus, VirtualDriveConfig)

@@ -18,9 +18,9 @@ import yaml
 from identification_benchmark import GOALS, recordings
 from synthetic import (current_noise_torque, encoder_resolution, foreign_parameters, fourier_trajectory,
                        synthetic_dataset, true_parameters)
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.cli import main
-from youbot_dynamics.dataio import DataFileError, read_csv_columns
+from youbot_dynamics.files.dataio import DataFileError, read_csv_columns
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.base_parameters import compute_base_parameters

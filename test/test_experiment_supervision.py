@@ -33,12 +33,12 @@ import pytest
 from conftest import local_ros_domain, ros_domain_id
 from ros_harness import RosHarness
 
-from youbot_dynamics.arm import default_arm
-from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
+from youbot_dynamics.arm.description import default_arm
+from youbot_dynamics.contract.topics import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.identification.excitation.limits import verification_times
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, ExcitationSession, ExperimentPhase,
                                                                JointSample, SessionConfig)
-from youbot_dynamics.control.braking import BrakingTail, braking_duration, tail_states
+from youbot_dynamics.motion.braking import BrakingTail, braking_duration, tail_states
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from youbot_dynamics.control.terms import reference_inertia
 from youbot_dynamics.control.velocity import VelocityFromPositions
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
-from youbot_dynamics.kinematics import geometric_jacobian, link_frames
+from youbot_dynamics.arm.kinematics import geometric_jacobian, link_frames
 from youbot_dynamics.sim import ArmSimulator
 
 FOREARM = "arm_link_3"  # its frame sits on joint 4's axis; the forearm reaches back along -x

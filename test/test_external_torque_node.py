@@ -23,7 +23,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from youbot_dynamics.contract import TRAJECTORY  # noqa: E402
+from youbot_dynamics.contract.topics import TRAJECTORY  # noqa: E402
 from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from foreign_experiment import run_experiment, true_robot_errors
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
@@ -34,7 +34,7 @@ from youbot_dynamics.identification.experiment.analysis import HELD_OUT, identif
 from youbot_dynamics.identification.experiment.effort import EffortLoop, pilot_model, slowed
 from youbot_dynamics.identification.experiment.session import ExcitationSession, ExperimentPhase, SessionConfig
 from youbot_dynamics.identification.io.trajfile import load_trajectory
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.sim import ArmSimulator, Realism, load_sim_config
 from youbot_dynamics.sim.config import Perturbation
 from youbot_dynamics.sim.true_robot import foreign_robot

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.control.laws import ComputedTorqueController, PDGravityController
 from youbot_dynamics.control.terms import ModelTerms
 from youbot_dynamics.dynamics.chain import DHChain
@@ -16,7 +16,7 @@ from youbot_dynamics.dynamics.friction import FrictionError, FrictionModel
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
 from youbot_dynamics.dynamics.parameters import standard_parameters
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.arm.urdf import generate_urdf
 
 ARM = default_arm()
 FV = np.array([0.5, 0.4, 0.3, 0.2, 0.1])

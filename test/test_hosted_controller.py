@@ -35,8 +35,8 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from youbot_dynamics.arm import default_arm  # noqa: E402
-from youbot_dynamics.contract import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
+from youbot_dynamics.contract.topics import EFFORT_COMMANDS, JOINT_STATES, POSITION_COMMANDS  # noqa: E402
 from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.driver import ControllerMode, VirtualBus  # noqa: E402
 from youbot_dynamics.driver.driver import CycleInputs  # noqa: E402

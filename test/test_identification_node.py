@@ -37,8 +37,8 @@ from conftest import local_ros_domain, ros_domain_id
 from ros_harness import RosHarness, SharedHarness, shared_harness_fixture
 import yaml
 
-from youbot_dynamics.arm import default_arm
-from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY
+from youbot_dynamics.arm.description import default_arm
+from youbot_dynamics.contract.topics import JOINT_STATES, TRAJECTORY
 from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, reference_models
@@ -46,7 +46,7 @@ from youbot_dynamics.identification.experiment.analysis import HELD_OUT, SAME_MO
 from youbot_dynamics.identification.experiment.session import (MIN_APPROACH_TIME, RECORDING_WAIT, TRAJECTORY_STEP,
                                                                ExcitationSession, ExperimentPhase, JointSample,
                                                                SessionConfig, SessionRefused)
-from youbot_dynamics.control.braking import braking_duration
+from youbot_dynamics.motion.braking import braking_duration
 from youbot_dynamics.identification.io.dataset import Dataset, read_csv_dataset
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.compiled import compilations
 
 PROBE = textwrap.dedent("""

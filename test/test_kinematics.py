@@ -1,4 +1,4 @@
-"""Forward kinematics and the geometric Jacobian (youbot_dynamics.kinematics, youbot_dynamics.poe).
+"""Forward kinematics and the geometric Jacobian (youbot_dynamics.arm.kinematics, youbot_dynamics.arm.poe).
 
 Independent references: the seed 002 oracle (2.7)-(2.8); the explicit product of DH matrices;
 ``dh_transform`` against the elementary motions ``Rz Tz Tx Rx``; the product-of-exponentials
@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.kinematics import dh_transform, forward_kinematics, geometric_jacobian, link_frames
-from youbot_dynamics.poe import home_pose, poe_forward_kinematics, poe_jacobian, poe_space_jacobian, screw_axes
-from youbot_dynamics.transforms import rot_x, rot_z, transform
+from youbot_dynamics.arm.kinematics import dh_transform, forward_kinematics, geometric_jacobian, link_frames
+from youbot_dynamics.arm.poe import home_pose, poe_forward_kinematics, poe_jacobian, poe_space_jacobian, screw_axes
+from youbot_dynamics.arm.transforms import rot_x, rot_z, transform
 
 SEED = 7
 

@@ -24,13 +24,14 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
-from youbot_dynamics.arm import default_arm  # noqa: E402
-from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
-from youbot_dynamics.ik import inverse_kinematics  # noqa: E402
-from youbot_dynamics.kinematics import forward_kinematics, link_frames  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
+from youbot_dynamics.contract.parameter_schema import load_schema  # noqa: E402
+from youbot_dynamics.contract.topics import JOINT_STATES  # noqa: E402
+from youbot_dynamics.arm.ik import inverse_kinematics  # noqa: E402
+from youbot_dynamics.arm.kinematics import forward_kinematics, link_frames  # noqa: E402
 from youbot_dynamics.nodes.messages import matrix_to_pose, pose_to_matrix  # noqa: E402
 from youbot_dynamics.nodes.kinematics_node import KinematicsNode  # noqa: E402
-from youbot_dynamics.transforms import quaternion_to_rotation, rot_x  # noqa: E402
+from youbot_dynamics.arm.transforms import quaternion_to_rotation, rot_x  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
 from ros_harness import RosHarness, SharedHarness, shared_harness_fixture  # noqa: E402
 
@@ -235,7 +236,8 @@ def test_parameters_are_validated(ros):
 
 
 def test_parameter_file_matches_declared_parameters(ros):
-    """config/kinematics.yaml sets every parameter of the node, with the declared types."""
+    """config/kinematics.yaml's parameters (its deviations from the defaults) are the node's, with the
+    declared types; the node declares its schema's parameters, no more."""
     # (rclpy's parameter_dict_from_yaml_file round-trips values through str(), which turns 1e-06
     # into a string, so the YAML is read directly.)
     doc = yaml.safe_load((ROOT / "config" / "kinematics.yaml").read_text())
@@ -244,7 +246,7 @@ def test_parameter_file_matches_declared_parameters(ros):
     node = KinematicsNode(context=ros.context, namespace="/yaml_check", parameter_overrides=overrides)
     try:
         own = set(node.list_parameters([], 0).names) - {"use_sim_time", "start_type_description_service"}
-        assert own == set(params), own ^ set(params)
+        assert own == set(load_schema("kinematics_node")) and set(params) <= own, own ^ set(params)
         for p in overrides:
             assert node.get_parameter(p.name).value == p.value
     finally:

@@ -2,7 +2,7 @@
 
 A client that knows only the interface definitions asks ``/kinematics_node/solve_ik`` and
 ``/kinematics_node/compute_fk``; the answers are checked against a known configuration, the joint
-limits of config/youbot_arm.yaml and the screw-theory FK (youbot_dynamics.poe, a second formulation),
+limits of config/youbot_arm.yaml and the screw-theory FK (youbot_dynamics.arm.poe, a second formulation),
 never against the node's own IK. Without a ROS 2 (CI) ``make setup`` builds the interfaces: a
 missing package fails here; on a ROS 2 machine the module skips until colcon has built it.
 """
@@ -23,11 +23,11 @@ except ImportError:
 
 from geometry_msgs.msg import Pose  # noqa: E402
 
-from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
 from youbot_dynamics.cli import main as cli_main  # noqa: E402
 from youbot_dynamics.nodes import kinematics_node  # noqa: E402
 from youbot_dynamics.nodes.messages import matrix_to_pose, pose_to_matrix  # noqa: E402
-from youbot_dynamics.poe import poe_forward_kinematics  # noqa: E402
+from youbot_dynamics.arm.poe import poe_forward_kinematics  # noqa: E402
 from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]

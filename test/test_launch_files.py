@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from youbot_dynamics.controller_registry import CONTROLLERS
-from youbot_dynamics.parameter_schema import load_schema
+from youbot_dynamics.contract.controller_registry import CONTROLLERS
+from youbot_dynamics.contract.parameter_schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "youbot_dynamics"
@@ -30,8 +30,8 @@ LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 DATA_SUFFIXES = (".yaml", ".urdf", ".xacro")
 IMPLICIT_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # declared by rclpy itself
 CONTROLLER_MANAGER = "controller_manager"  # node name of a ros2_control controller manager
-REGISTRY = "youbot_dynamics.controller_registry"
-LAUNCH_PIECES = "youbot_dynamics.launch_pieces"  # the registry's controllers, for launch files
+REGISTRY = "youbot_dynamics.contract.controller_registry"
+LAUNCH_PIECES = "youbot_dynamics.nodes.launch_pieces"  # the registry's controllers, for launch files
 
 
 def console_scripts() -> dict[str, tuple[str, str]]:
@@ -172,7 +172,7 @@ def test_end_with_the_arm_sets_the_launch_s_exit_status(code, status):
     from launch import LaunchDescription, LaunchService
     from launch.actions import ExecuteProcess
 
-    from youbot_dynamics.launch_pieces import EndWithTheArm
+    from youbot_dynamics.nodes.launch_pieces import EndWithTheArm
 
     script = "import os, signal, sys; os.kill(os.getpid(), signal.SIGKILL) if {0} < 0 else sys.exit({0})"
     service = LaunchService()
@@ -239,34 +239,37 @@ def test_controller_file_is_launched_and_consistent(path):
         assert isinstance(section, dict) and set(section) == {"ros__parameters"}, f"{path.name}: {key}"
 
 
-# node -> (its parameter file, parameters declared without a default that the file may leave unset, as
-# commented-out examples; None: those it documents so)
+# node -> its parameter file in config/
 NODE_PARAMETER_FILES = {
-    "kinematics_node": ("kinematics.yaml", set()),
-    "sim_node": ("sim_node.yaml", {"initial_positions"}),
-    # each controller of the registry: its file; optional = what the file documents commented out
-    **{entry.node: (entry.params_file, None) for entry in CONTROLLERS},
-    "external_torque_observer": ("external_torque_observer.yaml", {"collision_thresholds"}),
-    "identification_node": ("identification_node.yaml", set()),
-    "youbot_driver": ("youbot_driver.yaml", {"virtual_initial_positions"}),
+    "kinematics_node": "kinematics.yaml",
+    "sim_node": "sim_node.yaml",
+    **{entry.node: entry.params_file for entry in CONTROLLERS},  # each controller of the registry
+    "external_torque_observer": "external_torque_observer.yaml",
+    "identification_node": "identification_node.yaml",
+    "youbot_driver": "youbot_driver.yaml",
 }
+CONTROLLER_FILE_LINES_MAX = 30  # issue 32: a controller's file holds its deviations, not a copy of the table
 
 
 @pytest.mark.parametrize("node", sorted(NODE_PARAMETER_FILES))
-def test_node_parameter_file_is_complete(node):
-    """config/<file> lists every parameter the node declares (but the optional unset ones)."""
-    file_name, optional = NODE_PARAMETER_FILES[node]
+def test_node_parameter_file_states_only_deviations_with_their_reason(node):
+    """config/<file> sets only parameters the node declares, each to a value other than its default
+    (the schema's, one home: doc/parameters.md shows them all), each under a comment saying why."""
+    from youbot_dynamics.contract.parameter_schema import load_schema
+
+    file_name = NODE_PARAMETER_FILES[node]
     assert node in console_scripts()
     text = (ROOT / "config" / file_name).read_text()
-    doc = yaml.safe_load(text)
-    listed = flatten(doc[node]["ros__parameters"])
-    declared = declared_parameters(node)
-    if optional is None:
-        optional = set(re.findall(r"^\s*# (\w+):", text, flags=re.MULTILINE)) & declared
-    assert listed <= declared
-    assert declared - listed <= optional, f"{file_name} lacks {sorted(declared - listed - optional)}"
-    for name in optional:  # documented, as a commented-out example
-        assert f"# {name}:" in text, f"{file_name} does not document {name}"
+    section = yaml.safe_load(text)[node]["ros__parameters"]
+    schema = load_schema(node)
+    assert set(section) <= declared_parameters(node), f"{file_name}: undeclared {sorted(set(section) - set(schema))}"
+    lines = text.split("\n")
+    for name, value in section.items():
+        assert value != schema[name].default, f"{file_name}: {name}: {value!r} is the default (say nothing, or why)"
+        line = next(i for i, text_line in enumerate(lines) if re.match(rf"^\s+{name}:", text_line))
+        assert lines[line - 1].strip().startswith("#"), f"{file_name}: {name} has no comment saying why it deviates"
+    if node in {entry.node for entry in CONTROLLERS}:
+        assert len(lines) <= CONTROLLER_FILE_LINES_MAX + 1, f"{file_name}: {len(lines)} lines"
 
 
 @pytest.mark.launch
@@ -321,7 +324,7 @@ def started_nodes(name: str, **arguments: str) -> dict[str, dict]:
     from launch_ros.actions import Node
     from launch_ros.utilities import evaluate_parameters
 
-    from youbot_dynamics.launch_pieces import EndWithTheArm
+    from youbot_dynamics.nodes.launch_pieces import EndWithTheArm
 
     context = LaunchContext()
     context.launch_configurations.update(arguments)
@@ -429,23 +432,3 @@ def test_show_args_is_readable(path):
     for argument in get_launch_description_from_python_launch_file(str(path)).get_launch_arguments():
         shown = " + ".join(s.describe() for s in argument.default_value or [])
         assert "object at 0x" not in shown, f"{argument.name}: {shown}"
-
-
-# (node, parameter) whose package file deliberately differs from the schema's default
-PACKAGE_SETTINGS = {("sim_node", "realtime_priority"), ("identification_node", "realtime_priority")}  # real-time
-
-
-@pytest.mark.parametrize("node", sorted(NODE_PARAMETER_FILES))
-def test_node_parameter_file_states_the_schema_defaults(node):
-    """A node's package file gives every parameter it lists the default of the node's schema (the
-    core's value where the schema names one), but the deliberate settings: one default, stated where
-    users read it."""
-    file_name, _ = NODE_PARAMETER_FILES[node]
-    listed = yaml.safe_load((ROOT / "config" / file_name).read_text())[node]["ros__parameters"]
-    schema = load_schema(node)
-    differ = {name: (value, schema[name].default) for name, value in listed.items()
-              if value != schema[name].default and (node, name) not in PACKAGE_SETTINGS}
-    assert not differ, f"{file_name}: (file, schema default): {differ}"
-    for pair in PACKAGE_SETTINGS:
-        if pair[0] == node:
-            assert listed[pair[1]] != schema[pair[1]].default, f"{pair} is the default now: not a package setting"

@@ -13,8 +13,8 @@ from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel, PhysicalConsistencyError
 from youbot_dynamics.dynamics.nominal import nominal_model
 from youbot_dynamics.dynamics.parameters import standard_parameters
-from youbot_dynamics.kinematics import link_frames
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.arm.kinematics import link_frames
+from youbot_dynamics.arm.urdf import generate_urdf
 
 ROTOR = np.array([0.13, 0.11, 0.045, 0.021, 0.012])
 N_STATES = 60
@@ -307,7 +307,7 @@ def test_bad_inputs_raise_value_error(nominal):
 def test_loading_a_model_file_does_not_import_sympy():
     """sympy (about 0.3 s to import) is only for regenerating code: controllers load models without it."""
     code = ("import sys; from youbot_dynamics.dynamics.paramfile import load_model; "
-            "from youbot_dynamics.paths import config_path; import numpy as np; "
+            "from youbot_dynamics.files.paths import config_path; import numpy as np; "
             "m = load_model(config_path('youbot_nominal_model.yaml')); m.dynamics_terms(np.ones(5), np.ones(5)); "
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout

@@ -21,17 +21,17 @@ import numpy as np
 import pytest
 import yaml
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.control import ComputedTorqueController, PDGravityController
-from youbot_dynamics.dataio import write_csv
+from youbot_dynamics.files.dataio import write_csv
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.consistency import (ModelConsistencyError, assess_model, check_model,
                                                   sample_configurations)
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
 from youbot_dynamics.identification.io.dataset import write_csv_dataset
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.files.paths import config_path
 
 from conftest import local_ros_domain, ros_domain_id
 from identification_benchmark import recordings

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from youbot_dynamics import parameter_schema
-from youbot_dynamics.parameter_schema import SchemaError, load_schema, schema_names
+from youbot_dynamics.contract import parameter_schema
+from youbot_dynamics.contract.parameter_schema import SchemaError, load_schema, schema_names
 
 NOT_NODES = {"common", "controller_common"}  # schemas other schemas borrow from
 
@@ -27,7 +27,7 @@ def test_every_schema_loads_and_every_node_has_one():
 def test_core_defaults_are_the_core_values():
     """A default named ``from`` the core is the core's value: the driver's, the experiment's and the
     safety guard's dataclasses, the laws' constants and the topic contract."""
-    from youbot_dynamics.contract import COMMAND_INTERFACES, JOINT_STATES, TRAJECTORY
+    from youbot_dynamics.contract.topics import COMMAND_INTERFACES, JOINT_STATES, TRAJECTORY
     from youbot_dynamics.control.laws import CT_BANDWIDTH, PD_BANDWIDTH
     from youbot_dynamics.control.safety import SafetyConfig
     from youbot_dynamics.driver.driver import DriverConfig
@@ -95,8 +95,8 @@ BROKEN = {
                              "{one_of<>: [[a, b]]}}\n", "a must be one of"),
     "unknown validation": ("x:\n  a: {type: int, default_value: 1, description: d, validation: {gt<>: [0]}}\n",
                            "unknown validation"),
-    "bad from": ("x:\n  a: {type: int, default_value: {from: youbot_dynamics.contract:NOPE}, description: d}\n",
-                 "'from: youbot_dynamics.contract:NOPE'"),
+    "bad from": ("x:\n  a: {type: int, default_value: {from: youbot_dynamics.contract.topics:NOPE}, description: d}\n",
+                 "'from: youbot_dynamics.contract.topics:NOPE'"),
     "like nothing": ("x:\n  a: {like: common.nope}\n", "like common.nope: no such parameter"),
     "extends bad except": ("x:\n  a: {type: int, default_value: 1, description: d}\n_extends: "
                            "{schema: common, except: [nope]}\n", "excepts parameters common does not have"),
@@ -130,7 +130,7 @@ RCLPY_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # rclpy's
 
 
 def _node_classes():
-    from youbot_dynamics.controller_registry import CONTROLLERS
+    from youbot_dynamics.contract.controller_registry import CONTROLLERS
     from youbot_dynamics.nodes.external_torque_observer import ExternalTorqueNode
     from youbot_dynamics.nodes.identification_node import IdentificationNode
     from youbot_dynamics.nodes.kinematics_node import KinematicsNode

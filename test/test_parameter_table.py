@@ -17,7 +17,7 @@ def test_parameter_page_is_the_schemas():
 
 
 def test_every_node_executable_has_its_table():
-    from youbot_dynamics.controller_registry import CONTROLLERS
+    from youbot_dynamics.contract.controller_registry import CONTROLLERS
     from youbot_dynamics.nodes.parameter_table import NODES
 
     text = (ROOT / "setup.py").read_text()

@@ -14,8 +14,8 @@ from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import NOMINAL_MODEL_FILE, nominal_model
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
 from youbot_dynamics.dynamics.parameters import standard_parameters
-from youbot_dynamics.paths import config_path
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.files.paths import config_path
+from youbot_dynamics.arm.urdf import generate_urdf
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import local_ros_domain, ros_domain_id
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.nominal import nominal_model
@@ -19,8 +19,8 @@ from youbot_dynamics.dynamics.paramfile import load_model, save_model
 from youbot_dynamics.dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT
 from youbot_dynamics.dynamics.plausibility import (KD_MAX, KP_MAX, ModelPlausibilityError, PlausibilityBounds,
                                                    check_plausible, plausibility_problems)
-from youbot_dynamics.parameter_schema import load_schema, schema_names
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.contract.parameter_schema import load_schema, schema_names
+from youbot_dynamics.files.paths import config_path
 
 ARM = default_arm()
 NOMINAL, CHI = nominal_model(ARM)
@@ -138,7 +138,7 @@ def light_arm_file(tmp_path) -> str:
 def test_a_model_is_judged_for_the_arm_it_drives(tmp_path):
     """The nodes and the identification's baseline check a model against their arm description,
     not the package's: the youBot's nominal model on an arm a fifth as heavy is refused."""
-    from youbot_dynamics.arm import load_arm
+    from youbot_dynamics.arm.description import load_arm
     from youbot_dynamics.identification.estimation.pipeline import reference_models
 
     light = load_arm(light_arm_file(tmp_path))

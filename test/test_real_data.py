@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
+from youbot_dynamics.arm.description import default_arm
 from youbot_dynamics.cli import main
 from youbot_dynamics.dynamics.consistency import check_model
 from youbot_dynamics.dynamics.friction import FrictionModel

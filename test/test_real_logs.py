@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import default_arm
-from youbot_dynamics.dataio import DataFileError, write_csv
+from youbot_dynamics.arm.description import default_arm
+from youbot_dynamics.files.dataio import DataFileError, write_csv
 from youbot_dynamics.identification.estimation.cleaning import CleanRecording, clean_recording, describe_cleaning
 from youbot_dynamics.identification.io.dataset import (Dataset, IdentificationError, RawRecording, joint_columns,
                                                        read_csv_raw, recording_format)

@@ -29,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
-from youbot_dynamics.arm import load_arm  # noqa: E402
+from youbot_dynamics.arm.description import load_arm  # noqa: E402
 from youbot_dynamics.nodes.common import EXECUTOR_VARIABLE, create_executor  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
 
@@ -218,7 +218,7 @@ def test_run_node_applies_the_real_time_parameters_before_spinning(settings):
     import sys
     from rclpy.node import Node
     from youbot_dynamics.nodes.common import declare_parameter, run_node
-    from youbot_dynamics.parameter_schema import load_schema
+    from youbot_dynamics.contract.parameter_schema import load_schema
 
     class Loop(Node):
         def __init__(self):

@@ -18,10 +18,10 @@ import yaml
 pytest.importorskip("rosbags")
 
 from identification_benchmark import recordings  # noqa: E402
-from youbot_dynamics.arm import default_arm  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
 from youbot_dynamics.cli import main  # noqa: E402
-from youbot_dynamics.contract import JOINT_STATES  # noqa: E402
-from youbot_dynamics.dataio import DataFileError  # noqa: E402
+from youbot_dynamics.contract.topics import JOINT_STATES  # noqa: E402
+from youbot_dynamics.files.dataio import DataFileError  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import load_model  # noqa: E402
 from youbot_dynamics.identification.experiment.recording import (  # noqa: E402
     JointStateRecorder, RecordingError, RecordingThread)

@@ -17,7 +17,7 @@ from youbot_dynamics.control.terms import ModelTerms
 from youbot_dynamics.control.trajectory import GOAL_SETTLE_TIME, GOAL_TOLERANCE, GoalArrival
 from youbot_dynamics.dynamics.paramfile import load_model
 from youbot_dynamics.dynamics.payload import PAYLOAD_MASS_MAX, Payload, payload_levers, with_payload
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.sim import ArmSimulator, CommandError, Realism
 
 BENT = np.array([2.9, 0.8, -1.6, 2.2, 2.9])  # gravity loads joints 2-4: without the drives it falls

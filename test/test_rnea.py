@@ -23,9 +23,9 @@ from youbot_dynamics.dynamics.parameters import (
     structure_mask,
 )
 from youbot_dynamics.dynamics.rnea import inverse_dynamics, regressor
-from youbot_dynamics.kinematics import link_frames
-from youbot_dynamics.transforms import rot_x, rot_z
-from youbot_dynamics.urdf import generate_urdf
+from youbot_dynamics.arm.kinematics import link_frames
+from youbot_dynamics.arm.transforms import rot_x, rot_z
+from youbot_dynamics.arm.urdf import generate_urdf
 
 pin = pytest.importorskip("pinocchio")
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from youbot_dynamics.arm import LinkInertial, default_arm
+from youbot_dynamics.arm.description import LinkInertial, default_arm
 from youbot_dynamics.dynamics import screw
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.parameters import PARAMETERS_PER_JOINT, inertial_to_standard
 from youbot_dynamics.dynamics.rnea import regressor
-from youbot_dynamics.kinematics import link_frames
+from youbot_dynamics.arm.kinematics import link_frames
 
 N_STATES = 200
 

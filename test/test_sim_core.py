@@ -16,8 +16,8 @@ from scipy.interpolate import BPoly, CubicHermiteSpline
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.model import DynamicModel
-from youbot_dynamics.kinematics import link_frames
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.arm.kinematics import link_frames
+from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.sim import (
     ArmSimulator,
     CommandError,
@@ -28,7 +28,7 @@ from youbot_dynamics.sim import (
     true_arm,
     true_standard_parameters,
 )
-from youbot_dynamics.interpolation import HermiteSpline, waypoint_velocities
+from youbot_dynamics.motion.interpolation import HermiteSpline, waypoint_velocities
 from sim_checks import mujoco_inverse_dynamics
 
 EXACT = Realism.of(False)  # the ideal rigid-body arm

@@ -24,10 +24,10 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from youbot_dynamics.arm import default_arm  # noqa: E402
-from youbot_dynamics.contract import JOINT_STATES, TRAJECTORY  # noqa: E402
+from youbot_dynamics.arm.description import default_arm  # noqa: E402
+from youbot_dynamics.contract.topics import JOINT_STATES, TRAJECTORY  # noqa: E402
 from youbot_dynamics.control.trajectory import MAX_TRAJECTORY_POINTS  # noqa: E402
-from youbot_dynamics.kinematics import geometric_jacobian, link_frames  # noqa: E402
+from youbot_dynamics.arm.kinematics import geometric_jacobian, link_frames  # noqa: E402
 from youbot_dynamics.nodes.common import create_executor  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from ros_harness import RosHarness, SharedHarness, node_command, run_until_sigint, shared_harness_fixture  # noqa: E402

@@ -13,8 +13,8 @@ import yaml
 
 from youbot_dynamics.dynamics import rnea
 from youbot_dynamics.dynamics.chain import DHChain
-from youbot_dynamics.kinematics import link_frames
-from youbot_dynamics.paths import config_path
+from youbot_dynamics.arm.kinematics import link_frames
+from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.sim import ArmSimulator, Realism, SimConfigError, load_sim_config, sim_config_from_dict
 from youbot_dynamics.sim.schedule import PublishSchedule
 from sim_checks import mujoco_inverse_dynamics

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from youbot_dynamics.arm import load_arm
-from youbot_dynamics.contract import POSITION_COMMANDS
+from youbot_dynamics.arm.description import load_arm
+from youbot_dynamics.contract.topics import POSITION_COMMANDS
 from youbot_dynamics.control.trajectory import (LINE_IK_RATE, MAX_TRAJECTORY_POINTS, JointTrajectory, TrajectoryError,
                                                 cartesian_line)
-from youbot_dynamics.kinematics import forward_kinematics
-from youbot_dynamics.trajectory_start import START_TOLERANCE, StartPointError, drop_start_point
-from youbot_dynamics.transforms import quaternion_to_rotation, rot_x, rot_z, rotation_to_quaternion
+from youbot_dynamics.arm.kinematics import forward_kinematics
+from youbot_dynamics.motion.trajectory_start import START_TOLERANCE, StartPointError, drop_start_point
+from youbot_dynamics.arm.transforms import quaternion_to_rotation, rot_x, rot_z, rotation_to_quaternion
 from conftest import ros_domain_id
 
 ARM = load_arm(None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.commands import STAMP_TOLERANCE, CommandError, from_stamp
+from youbot_dynamics.motion.commands import STAMP_TOLERANCE, CommandError, from_stamp
 
 TIMES = np.array([0.1, 0.2, 0.3])
 POS = np.arange(15.0).reshape(3, 5)

@@ -1,4 +1,4 @@
-"""Rotations, quaternions, roll-pitch-yaw and rigid transforms (youbot_dynamics.transforms).
+"""Rotations, quaternions, roll-pitch-yaw and rigid transforms (youbot_dynamics.arm.transforms).
 
 Expected values come from independent constructions in this file: Rodrigues' formula for an
 axis-angle rotation, the textbook quaternion of an axis-angle rotation
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.transforms import (
+from youbot_dynamics.arm.transforms import (
     invert_transform,
     quaternion_to_rotation,
     rot_x,

@@ -1,4 +1,4 @@
-"""Import of the youbot_description inertials into the DH link frames (youbot_dynamics.upstream).
+"""Import of the youbot_description inertials into the DH link frames (youbot_dynamics.arm.upstream).
 
 Independent checks: the DH base pose in the upstream base is rebuilt from the numbers in the
 URDF joint table (hardware notes) and seed 002; the conversion must preserve the physics of the
@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from youbot_dynamics.kinematics import link_frames
-from youbot_dynamics.transforms import invert_transform, rot_z, transform
-from youbot_dynamics.upstream import (
+from youbot_dynamics.arm.kinematics import link_frames
+from youbot_dynamics.arm.transforms import invert_transform, rot_z, transform
+from youbot_dynamics.arm.upstream import (
     convert_upstream_inertials,
     dh_base_in_upstream,
     frame_mismatch,

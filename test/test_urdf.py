@@ -1,4 +1,4 @@
-"""The generated URDF (youbot_dynamics/urdf.py, urdf/youbot_arm.urdf) against the arm description."""
+"""The generated URDF (youbot_dynamics/arm/urdf.py, urdf/youbot_arm.urdf) against the arm description."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from youbot_dynamics.kinematics import forward_kinematics, link_frames
-from youbot_dynamics.transforms import rot_x, rotation_angle, transform
-from youbot_dynamics.urdf import (
+from youbot_dynamics.arm.kinematics import forward_kinematics, link_frames
+from youbot_dynamics.arm.transforms import rot_x, rotation_angle, transform
+from youbot_dynamics.arm.urdf import (
     REGENERATE_COMMAND,
     TOOL_JOINT,
     TOOL_LINK,

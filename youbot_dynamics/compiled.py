@@ -17,13 +17,13 @@ from typing import Iterator
 
 import numpy as np
 
-from .arm import ArmDescription
+from .arm.description import ArmDescription
 from .control.safety import stall_kernel
 from .control.trajectory import cartesian_line
 from .dynamics.model import PARALLEL_SAMPLES
 from .dynamics.nominal import nominal_model
-from .ik import inverse_kinematics
-from .kinematics import PARALLEL_BATCH, forward_kinematics
+from .arm.ik import inverse_kinematics
+from .arm.kinematics import PARALLEL_BATCH, forward_kinematics
 
 
 def cache_location() -> str:

@@ -14,12 +14,12 @@ Commands:
   excite ..., identify ..., calibrate ...   excitation design, identification, recalibration
                                  (payload and friction) of an identified model (youbot_dynamics.identification)
   demo [--robot sim|driver|emulated]   ``make demo``: kinematics, the simulator, and the main job
-                                 (identify, regulate, track; youbot_dynamics.nodes.demo_job)
+                                 (identify, regulate, track; youbot_dynamics.demo.job)
 
 Exit status: 0 success, 1 no solution (a pose out of reach, no excitation within the limits),
 2 bad input: a one-line reason on stderr naming the file, line, key or option, no traceback
 (argparse's usage errors too). Output files are written atomically and never over an input
-(:mod:`.fileio`).
+(:mod:`..files.fileio`).
 """
 from __future__ import annotations
 
@@ -31,15 +31,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
-from ..arm import ArmDescription, ArmDescriptionError, default_arm, load_arm
-from ..contract import JOINT_STATES
-from ..dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
-from ..fileio import check_output
+from .argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
+from ..arm.description import ArmDescription, ArmDescriptionError, default_arm, load_arm
+from ..contract.topics import JOINT_STATES
+from ..files.dataio import DataFileError, csv_row_line, read_csv_columns, write_csv
+from ..files.fileio import check_output
+from ..files.paths import config_path
 from ..identification.estimation.processing import MAX_FILTER_ORDER
-from ..ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
-from ..kinematics import forward_kinematics
-from ..transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
+from ..arm.ik import BRANCHES, IKError, IKStatus, closest_solution, inverse_kinematics, solve_ik_batch
+from ..arm.kinematics import forward_kinematics
+from ..arm.transforms import QUATERNION_TOLERANCE, quaternion_to_rotation, rotation_to_quaternion, transform
 from .calibrate import add_parser as add_calibrate_parser
 from .excite import add_parser as add_excite_parser
 from .identify import add_parser as add_identify_parser
@@ -176,8 +177,8 @@ def _ik_batch(arm: ArmDescription, args: argparse.Namespace, closest: np.ndarray
 
 
 def cmd_urdf(args: argparse.Namespace) -> int:
-    from ..ros2_control import generate_xacro, write_xacro
-    from ..urdf import generate_urdf, write_urdf
+    from ..arm.ros2_control import generate_xacro, write_xacro
+    from ..arm.urdf import generate_urdf, write_urdf
 
     arm = _arm(args)
     if args.write:  # both shipped files: the xacro includes the URDF
@@ -191,7 +192,7 @@ def cmd_urdf(args: argparse.Namespace) -> int:
 
 
 def cmd_import_upstream(args: argparse.Namespace) -> int:
-    from ..upstream import convert_upstream_inertials, links_yaml_block, load_upstream, write_links_block
+    from ..arm.upstream import convert_upstream_inertials, links_yaml_block, load_upstream, write_links_block
 
     arm = _arm(args)
     links = convert_upstream_inertials(arm, load_upstream(args.upstream))
@@ -311,28 +312,30 @@ def cmd_line(args: argparse.Namespace) -> int:
 
 
 def cmd_nominal_model(args: argparse.Namespace) -> int:
-    from ..dynamics.nominal import nominal_model, write_nominal_model
-    from ..dynamics.paramfile import model_to_dict
+    from ..dynamics.nominal import DESCRIPTION, NOMINAL_MODEL_FILE, nominal_model
+    from ..dynamics.paramfile import model_to_dict, save_model
 
     arm = _arm(args)
+    model, chi = nominal_model(arm)
     if args.write:
-        print(f"wrote {write_nominal_model(arm)}")
+        path = config_path(NOMINAL_MODEL_FILE)
+        save_model(path, model, DESCRIPTION, chi)
+        print(f"wrote {path}")
     else:
         import yaml
 
-        model, chi = nominal_model(arm)
         sys.stdout.write(yaml.safe_dump(model_to_dict(model, standard=chi), sort_keys=False, width=120))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from ..demo.kinematics_demo import run_demo
 
     arm = _arm(args)
     status = 0 if args.skip_kinematics else run_demo(arm)
     try:
-        from ..nodes.demo_job import run_job
-        from ..nodes.demo_sim import run_sim_demo
+        from ..demo.job import run_job
+        from ..demo.simulation import run_sim_demo
     except ImportError as exc:  # no ROS 2 Python packages: the ROS part cannot run
         print(f"\n(ROS 2 part of the demo skipped: {exc})")
         return status

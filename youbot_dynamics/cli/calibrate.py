@@ -23,9 +23,9 @@ import sys
 import time
 from typing import Any
 
-from ..argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
-from ..arm import default_arm, load_arm
-from ..contract import JOINT_STATES
+from .argtypes import nonnegative_float_at_most, positive_float, positive_int, positive_int_at_most
+from ..arm.description import default_arm, load_arm
+from ..contract.topics import JOINT_STATES
 from ..identification.estimation.processing import MAX_FILTER_ORDER
 from .plausible import add_option, check_model_plausible
 

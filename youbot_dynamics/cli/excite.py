@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..argtypes import nonnegative_float_at_most, positive_float_at_most, positive_int_at_most
-from ..arm import default_arm, load_arm
+from .argtypes import nonnegative_float_at_most, positive_float_at_most, positive_int_at_most
+from ..arm.description import default_arm, load_arm
 
 __all__ = ["add_parser", "cmd_excite", "summary_lines"]
 

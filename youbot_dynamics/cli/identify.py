@@ -33,11 +33,11 @@ import sys
 import time
 from typing import Any
 
-from ..argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
-from ..arm import default_arm, load_arm
-from ..contract import JOINT_STATES
+from .argtypes import nonnegative_float, positive_float, positive_int, positive_int_at_most
+from ..arm.description import default_arm, load_arm
+from ..contract.topics import JOINT_STATES
 from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
-from ..fileio import output_group
+from ..files.fileio import output_group
 from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from ..identification.estimation.least_squares import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
 from ..identification.estimation.processing import MAX_FILTER_ORDER, ProcessingOptions

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 
 __all__ = ["OPTION", "add_option", "check_model_plausible"]
 

@@ -96,7 +96,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia

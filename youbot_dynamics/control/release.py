@@ -8,7 +8,7 @@ simulator and of the driver, which executes a trajectory and then holds its last
 timeout (as ros2_control's joint_trajectory_controller).
 
 :func:`release_waypoints` is that hand-over: the braking tail of the streamed experiment
-(:class:`~.braking.BrakingTail`, a quartic in position, continuous
+(:class:`~..motion.braking.BrakingTail`, a quartic in position, continuous
 in position and velocity at its start) from the last measured state ``q, q'`` (``q'' = 0``) to
 rest within ``acceleration_max``, sampled every ``step`` with ``q, q', q''`` (a quintic Hermite
 executor reproduces it exactly). With ``q' = 0`` it is one point at ``q`` reached after ``step``:
@@ -16,7 +16,7 @@ the drives hold where the arm is.
 
 **Release policy** (issue 35; doc/safety.md): the release is one the arm accepts from any state it
 can be in, never all-or-nothing. A state beyond what may be commanded is clamped, not refused
-(:func:`~youbot_dynamics.commands.braking_waypoints`): faster than ``velocity_max`` (a push, a fall)
+(:func:`~youbot_dynamics.motion.commands.braking_waypoints`): faster than ``velocity_max`` (a push, a fall)
 the braking starts from ``velocity_max`` and the drives' position loop takes the excess; at or
 past a stop it starts from the limit and a joint pressing outwards is held there; a braking that
 would end beyond a limit ends at the limit. Every waypoint is inside the limits and within
@@ -26,7 +26,7 @@ simulator in the same ROS domain) holds the arm by the drives (doc/simulation.md
 """
 from __future__ import annotations
 
-from ..commands import braking_waypoints
+from ..motion.commands import braking_waypoints
 
 __all__ = ["release_waypoints"]
 

@@ -121,7 +121,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, check_joint_values
+from ..arm.description import ArmDescription, check_joint_values
 from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 

@@ -37,7 +37,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 
 __all__ = ["JointStateMonitor"]
 

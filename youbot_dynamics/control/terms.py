@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
+from ..dynamics.friction import friction_torque
 from ..dynamics.model import DynamicModel
 from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
@@ -85,14 +86,12 @@ class ModelTerms:
         """``t_f(q, v)`` with the smoothed Coulomb shape (module docstring); load-dependent friction
         needs ``gravity`` = ``G(q)`` or ``q`` to compute it."""
         fm = self.friction_model
-        tau = self.viscous * v + self.coulomb * fm.shape(v) + self.offset
-        if not fm.terms:
-            return tau
         if fm.uses_load and gravity is None:
             if q is None:
                 raise ValueError("load-dependent friction needs q or G(q)")
             gravity = self.gravity(q)
-        return tau + fm.extra_torque(self._parameters, v, gravity)
+        extra = fm.extra_torque(self._parameters, v, gravity) if fm.terms else 0.0
+        return friction_torque(self.viscous, self.coulomb, self.offset, v, fm.shape(v), extra)
 
 
 def reference_inertia(model: DynamicModel, arm: ArmDescription, samples: int = 256, seed: int = 0) -> Array:

@@ -4,9 +4,9 @@
 of a ROS ``JointTrajectory``; strictly increasing, ``t_1 > 0``), starting at ``t_0 = 0`` from the
 start state (the controller's current reference or the measured state). Between waypoints each
 joint follows the quintic Hermite polynomial matching position, velocity and acceleration at both
-ends (:class:`~youbot_dynamics.interpolation.HermiteSpline`, reused from the simulator), so
+ends (:class:`~youbot_dynamics.motion.interpolation.HermiteSpline`, reused from the simulator), so
 ``q, q', q''`` are continuous (C2) and exact at the waypoints. Missing velocities come from
-:func:`~youbot_dynamics.interpolation.waypoint_velocities` (three-point slopes, zero at the
+:func:`~youbot_dynamics.motion.interpolation.waypoint_velocities` (three-point slopes, zero at the
 last point and at local extrema); missing accelerations are zero. After the last waypoint the
 trajectory holds it (``q' = q'' = 0``).
 
@@ -24,7 +24,7 @@ IK samples (``duration x rate``): planning time and memory stay bounded (measure
 ``q_start`` to ``T_goal`` with the rest-to-rest quintic time scaling
 ``s(t) = 10 u^3 - 15 u^4 + 6 u^5`` (``u = t / T``): ``p(s) = p_0 + s (p_1 - p_0)``, orientation
 ``slerp(R_0, R_1, s)``. The poses are sampled at ``rate`` per second and solved by the analytic IK
-(:mod:`youbot_dynamics.ik`) keeping the IK branch of ``q_start`` (each joint unwrapped to the
+(:mod:`youbot_dynamics.arm.ik`) keeping the IK branch of ``q_start`` (each joint unwrapped to the
 nearest angle of the previous sample); a branch without a real solution, a step above
 ``max_joint_step`` between samples (a flip near a singularity) or a sample outside the joint
 limits refuses the line. A 5-DOF arm cannot take every slerped orientation: each one is projected
@@ -49,12 +49,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..ik import BRANCHES, solve_ik_batch
-from ..kinematics import forward_kinematics
-from ..interpolation import HermiteSpline, waypoint_velocities
-from ..transforms import quaternion_to_rotation, rotation_to_quaternion
-from ..validation import joint_values
+from ..arm.description import ArmDescription
+from ..arm.ik import BRANCHES, solve_ik_batch
+from ..arm.kinematics import forward_kinematics
+from ..motion.interpolation import HermiteSpline, waypoint_velocities
+from ..arm.transforms import quaternion_to_rotation, rotation_to_quaternion
+from ..motion.validation import joint_values
 
 __all__ = ["TrajectoryError", "check_goal", "JointTrajectory", "cartesian_line", "slerp", "MAX_TRAJECTORY_POINTS",
            "LINE_IK_RATE", "MAX_LINE_DURATION", "GoalArrival", "GOAL_TOLERANCE", "GOAL_REST_SPEED",
@@ -308,7 +308,7 @@ def slerp(r0: Array, r1: Array, s: Array) -> Array:
 
 
 def _start_branch(arm: ArmDescription, q_start: Array, pose: Array) -> int:
-    """Index in :data:`~youbot_dynamics.ik.BRANCHES` of the IK solution equal to ``q_start``."""
+    """Index in :data:`~youbot_dynamics.arm.ik.BRANCHES` of the IK solution equal to ``q_start``."""
     batch = solve_ik_batch(arm, pose[None], q_reference=q_start, residuals=False)
     distance = np.where(batch.real[0], np.max(np.abs(_unwrap(batch.q[0], q_start) - q_start), axis=1), np.inf)
     k = int(np.argmin(distance))

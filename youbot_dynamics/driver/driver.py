@@ -14,17 +14,17 @@ never wait for the bus: :meth:`~ArmDriver.command`, :meth:`~ArmDriver.command_tr
 positions outside the limits, velocities above ``velocity_max``, an unknown interface, or motors
 off): ``effort`` [N m] -> CURRENT_MODE (mA), ``position`` [rad] -> POSITION_CONTROL (ticks; the
 drives' PID and ramp), ``velocity`` [rad/s] -> VELOCITY_CONTROL (motor rpm), ``trajectory`` ->
-interpolated here (:mod:`youbot_dynamics.interpolation`) and executed every cycle in velocity mode
+interpolated here (:mod:`youbot_dynamics.motion.interpolation`) and executed every cycle in velocity mode
 with position feedback, ``v = v_ref + trajectory_gain (q_ref - q)`` (clipped to ``velocity_max``):
 the drives' position mode would limit the motion to its ramp generator's speed. The last point is
 held without timeout. In a cycle without fresh inputs (a lost frame, whose outputs may still reach
 the drives) ``v = v_ref``: feedback on the stale position wound up to ``velocity_max``. A trajectory
 starts from the running one's reference, else from the measured position and velocity clamped into
-the limits and ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`: a
+the limits and ``velocity_max`` (:meth:`~youbot_dynamics.motion.commands.CommandChecker.start_state`: a
 release from an arm pushed beyond them brakes from there). A refused trajectory never leaves the arm
 on zero effort or unpowered (issue 35, as the simulator): a running trajectory goes on, any other
 command is replaced by a braking from the measured state to rest
-(:func:`~youbot_dynamics.commands.braking_waypoints`), held, and the error says so.
+(:func:`~youbot_dynamics.motion.commands.braking_waypoints`), held, and the error says so.
 
 **Safety**, every cycle:
 
@@ -58,7 +58,6 @@ state snapshot, :meth:`CycleController.after_outputs` runs the controller's work
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import deque
@@ -69,12 +68,13 @@ from typing import Any, Callable, Generator, Protocol, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError, braking_waypoints, path_from
-from ..contract import COMMAND_INTERFACES as INTERFACES, STREAMED_INTERFACES
-from ..interpolation import INTERPOLATIONS, HermiteSpline
+from ..arm.description import ArmDescription, default_arm
+from ..motion.commands import CommandChecker, CommandError, braking_waypoints, path_from
+from ..contract.topics import COMMAND_INTERFACES as INTERFACES, STREAMED_INTERFACES
+from ..motion.interpolation import HermiteSpline
 from .bus import Bus, BusError
-from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
+from .config import FIRMWARES, DriverConfig
+from .process_data import (STOP, ControllerMode, DriveInput, DriveOutput, MailboxRequest,
                            StatusFlag, TmclCommand, decode_flags)
 from .sequences import DriverError, DriverPhase, DriveSequences, Outputs
 from .units import JointUnits
@@ -86,54 +86,8 @@ Array = NDArray[np.float64]
 
 JOINT_SLAVE_NAMES = ("TMCM-KR-841", "TMCM-1610")
 REQUESTS = ("motors_on", "motors_off", "calibrate", "reconnect")
-FIRMWARES = ("1.48", "2.00")
 LATENCY_WINDOW = 1 << 17  # read-to-output latencies kept until taken: 131 s at 1 kHz (a bench run's 60 s fit)
 BRAKE = "brake"  # the command a refused trajectory leaves: braking_waypoints from the state of the cycle it starts in
-
-
-@dataclass(frozen=True)
-class DriverConfig:
-    """Driver settings (the node's parameters of the same names)."""
-
-    cycle_period: float = 0.001  # [s]
-    command_timeout: float = 0.1  # [s]
-    max_lost_frames: int = 100
-    firmware: str = "2.00"
-    commutation_rpm: int = 100  # [motor rpm], firmware 2.00
-    commutation_timeout: float = 2.0  # [s]
-    calibrate_on_start: bool = False
-    calibration_velocity: float = 2.0 * math.pi / 60.0  # [rad/s] at the output: 1 rpm
-    calibration_timeout: float = 60.0  # [s]
-    calibration_settle: float = 0.1  # [s] at 0 mA before the position is set
-    calibration_stall_time: float = 0.25  # [s]
-    current_limit_scale: float = 1.0  # [-] of max_current
-    limit_margin: float = 0.02  # [rad]
-    trajectory_interpolation: str = "quintic"
-    trajectory_gain: float = 20.0  # [1/s], position feedback of the trajectory execution
-    enable_on_start: bool = False
-
-    def __post_init__(self) -> None:
-        positive = ("cycle_period", "command_timeout", "commutation_timeout", "calibration_velocity",
-                    "calibration_timeout", "calibration_stall_time", "trajectory_gain")
-        for name in positive:
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
-        if not self.calibration_settle >= 0:
-            raise ValueError(f"calibration_settle must be >= 0, got {self.calibration_settle!r}")
-        if not (isinstance(self.max_lost_frames, int) and self.max_lost_frames >= 1):
-            raise ValueError(f"max_lost_frames must be an integer >= 1, got {self.max_lost_frames!r}")
-        if self.firmware not in FIRMWARES:
-            raise ValueError(f"firmware must be one of {FIRMWARES}, got {self.firmware!r}")
-        if not (isinstance(self.commutation_rpm, int) and self.commutation_rpm > 0):
-            raise ValueError(f"commutation_rpm must be a positive integer, got {self.commutation_rpm!r}")
-        if not 0.0 < self.current_limit_scale <= 1.0:
-            raise ValueError(f"current_limit_scale must be in (0, 1], got {self.current_limit_scale!r}")
-        if not (math.isfinite(self.limit_margin) and self.limit_margin >= 0.0):
-            raise ValueError(f"limit_margin must be >= 0, got {self.limit_margin!r}")
-        if self.trajectory_interpolation not in INTERPOLATIONS:
-            raise ValueError(f"trajectory_interpolation must be one of {INTERPOLATIONS}, "
-                             f"got {self.trajectory_interpolation!r}")
 
 
 @dataclass(frozen=True)
@@ -307,7 +261,7 @@ class ArmDriver(DriveSequences):
 
     def _reference_now(self) -> tuple[Array | None, Array | None]:
         """The running trajectory's reference now, else the measured state clamped into the limits and
-        ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`; None before the
+        ``velocity_max`` (:meth:`~youbot_dynamics.motion.commands.CommandChecker.start_state`; None before the
         first cycle): where a new trajectory will start."""
         active, state = self._active, self.state()
         if active.interface == "trajectory" and active.reference is not None:
@@ -315,7 +269,7 @@ class ArmDriver(DriveSequences):
         return (None, None) if state is None else self._commands.start_state(state.position, state.velocity)
 
     def _path(self, start_q: Array, start_dq: Array, trajectory: tuple) -> HermiteSpline:
-        """The path from the start state through the waypoints (:func:`~youbot_dynamics.commands.path_from`)."""
+        """The path from the start state through the waypoints (:func:`~youbot_dynamics.motion.commands.path_from`)."""
         return path_from(start_q, start_dq, trajectory, self.config.cycle_period, self.config.trajectory_interpolation)
 
     def run_in_cycle(self, function: Callable[[], str]) -> Future:
@@ -502,8 +456,8 @@ class ArmDriver(DriveSequences):
 
     def _activate(self, command: _Command | None, q: Array, velocity: Array, now: float) -> None:
         """Make ``command`` the active one; a trajectory starts from the running reference, else from the
-        measured state clamped (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`); a
-        :data:`BRAKE` from the measured state (:func:`~youbot_dynamics.commands.braking_waypoints`)."""
+        measured state clamped (:meth:`~youbot_dynamics.motion.commands.CommandChecker.start_state`); a
+        :data:`BRAKE` from the measured state (:func:`~youbot_dynamics.motion.commands.braking_waypoints`)."""
         if command is None:
             return
         active = self._active
@@ -593,10 +547,6 @@ class ArmDriver(DriveSequences):
             self._finish_sequence(False, "; ".join(errors))
             self._fault("; ".join(errors))
 
-    def _drive_errors(self) -> list[str]:
-        return [f"{self.arm.joint_names[j]}: {', '.join(i.errors)}" for j, i in enumerate(self._inputs)
-                if i.error_flags & int(ERROR_FLAGS)]
-
     def _fault(self, reason: str) -> None:
         self.statistics.faults += 1
         self._phase = DriverPhase.FAULT
@@ -612,11 +562,6 @@ class ArmDriver(DriveSequences):
         self._active = _Active()
         self._faults = (f"bus lost: {self.statistics.consecutive_lost} consecutive frames without answer",)
         self.statistics.faults += 1
-
-    def _clear_flags(self) -> None:
-        for j in range(self.n):
-            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_TIMEOUT_FLAG, 1)
-            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_I2T_EXCEEDED_FLAG, 1)
 
     def _mailbox(self, joint: int, command: TmclCommand, parameter: int, value: int) -> bool:
         """One TMCL request to a joint drive; False (counted in ``mailbox_errors``) if it failed."""

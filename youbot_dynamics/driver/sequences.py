@@ -24,14 +24,15 @@ error after five fresh frames, a drive that lost its commutation is commutated a
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Generator
+from typing import Callable, Generator
 
 import numpy as np
 
-from .process_data import STOP, AxisParameter, ControllerMode, DriveOutput, StatusFlag, TmclCommand
-
-if TYPE_CHECKING:
-    from .driver import ArmDriver
+from ..arm.description import ArmDescription
+from .config import DriverConfig
+from .process_data import (ERROR_FLAGS, STOP, AxisParameter, ControllerMode, DriveInput, DriveOutput, StatusFlag,
+                           TmclCommand)
+from .units import JointUnits
 
 __all__ = ["DriverError", "DriverPhase", "DriveSequences", "Outputs"]
 
@@ -55,9 +56,33 @@ class DriverPhase(str, enum.Enum):
 
 class DriveSequences:
     """Start-up, commutation, calibration and recovery of :class:`~.driver.ArmDriver` (a base class
-    of it: the sequences use its inputs, units, configuration and mailbox)."""
+    of it: the sequences use its inputs, units, configuration and mailbox, declared here)."""
 
-    def _startup(self: ArmDriver) -> Generator[Outputs, None, None]:
+    arm: ArmDescription
+    config: DriverConfig
+    units: JointUnits
+    n: int  # joints
+    _inputs: list[DriveInput]  # the newest input of each joint's drive
+    _clock: Callable[[], float]  # [s] the driver's time
+    _phase: DriverPhase
+    _enabled: bool  # motors on
+    _calibrated: bool
+    _faults: tuple[str, ...]  # why the driver is in FAULT or BUS_LOST
+
+    def _mailbox(self, joint: int, command: TmclCommand, parameter: int, value: int) -> bool:
+        """One TMCL request to a joint drive (the driver's); whether it succeeded."""
+        raise NotImplementedError
+
+    def _clear_flags(self) -> None:
+        for j in range(self.n):
+            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_TIMEOUT_FLAG, 1)
+            self._mailbox(j, TmclCommand.SAP, AxisParameter.CLEAR_I2T_EXCEEDED_FLAG, 1)
+
+    def _drive_errors(self) -> list[str]:
+        return [f"{self.arm.joint_names[j]}: {', '.join(i.errors)}" for j, i in enumerate(self._inputs)
+                if i.error_flags & int(ERROR_FLAGS)]
+
+    def _startup(self) -> Generator[Outputs, None, None]:
         self._clear_flags()
         for _ in range(5):  # fresh frames so the drives report the cleared flags
             yield [STOP] * self.n
@@ -70,7 +95,7 @@ class DriveSequences:
         self._phase = DriverPhase.RUNNING
         self._enabled = self.config.enable_on_start
 
-    def _commutate(self: ArmDriver) -> Generator[Outputs, None, None]:
+    def _commutate(self) -> Generator[Outputs, None, None]:
         start = self._clock()
         while True:
             pending = [j for j, i in enumerate(self._inputs) if not i.flags & StatusFlag.INITIALIZED]
@@ -87,7 +112,7 @@ class DriveSequences:
                 yield [DriveOutput(0, ControllerMode.INITIALIZE) if j in pending else STOP for j in range(self.n)]
         yield [DriveOutput(0, ControllerMode.CURRENT_MODE)] * self.n
 
-    def _calibrate(self: ArmDriver) -> Generator[Outputs, None, None]:
+    def _calibrate(self) -> Generator[Outputs, None, None]:
         cfg, units, n = self.config, self.units, self.n
         self._phase, self._calibrated = DriverPhase.CALIBRATING, False
         toward = np.where(np.array(self.arm.calibration_direction) == "negative", -1.0, 1.0)
@@ -132,7 +157,7 @@ class DriveSequences:
         yield [STOP] * n  # one frame so the next inputs are in the new zero
         self._phase = DriverPhase.RUNNING
 
-    def _recover(self: ArmDriver) -> Generator[Outputs, None, None]:
+    def _recover(self) -> Generator[Outputs, None, None]:
         self._clear_flags()
         for _ in range(5):
             yield [STOP] * self.n

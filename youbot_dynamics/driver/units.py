@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 
 __all__ = ["JointUnits"]
 

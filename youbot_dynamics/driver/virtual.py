@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..arm import ArmDescription, default_arm
+from ..arm.description import ArmDescription, default_arm
 from ..sim import ArmSimulator, SimConfig, load_sim_config
 from ..sim.config import PositionGains, VelocityGains
 from ..sim.drives import PositionPid, Ramp, VelocityPi

@@ -1,8 +1,8 @@
 """A serial chain of revolute joints given by standard DH parameters: what the dynamics need.
 
-Unlike :class:`~youbot_dynamics.arm.ArmDescription` (the whole youBot description with drives and
+Unlike :class:`~youbot_dynamics.arm.description.ArmDescription` (the whole youBot description with drives and
 limits) this holds only geometry and gravity, so the same model code serves the youBot and the
-seed's 1-link and 2-link examples. ``theta = theta_offset + direction * q`` as in :mod:`..arm`.
+seed's 1-link and 2-link examples. ``theta = theta_offset + direction * q`` as in :mod:`..arm.description`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 
 __all__ = ["DHChain"]
 

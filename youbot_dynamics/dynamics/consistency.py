@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 from .chain import DHChain
 from .friction import NON_NEGATIVE_EXTRAS
 from .model import DynamicModel
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names, pseudo_inertia, structure_mask
-from .paramfile import ModelFileError
+from .errors import ModelFileError
 
 __all__ = ["SAMPLES", "CHAIN_TOLERANCE", "ModelConsistencyError", "ModelReport", "sample_configurations",
            "assess_model", "check_model", "plausibility"]

@@ -6,7 +6,7 @@ Ixz, Iyz]`` in DH frame i, the inertia about the origin of frame i (tensor entri
 Pinocchio's dynamic parameters (``pinocchio.Inertia.toDynamicParameters``), per body:
 ``[m, mc_x, mc_y, mc_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` in the JOINT frame of the body, the
 inertia ``I = I_C + m S(c)^T S(c)`` about that frame's origin (tensor entries). For the URDF of
-:mod:`youbot_dynamics.urdf` the joint frame of body i is ``arm_link_i_axis`` = DH frame i-1 turned
+:mod:`youbot_dynamics.arm.urdf` the joint frame of body i is ``arm_link_i_axis`` = DH frame i-1 turned
 by ``theta_i`` about its z axis (the fixed child ``arm_link_i`` is merged into it), and DH frame i
 sits in it at ``X_i = Tz(d_i) Tx(a_i) Rx(alpha_i)``: rotation ``Rx(alpha_i)``, origin
 ``(a_i, 0, d_i)``.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..transforms import rot_x, skew
+from ..arm.transforms import rot_x, skew
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT
 

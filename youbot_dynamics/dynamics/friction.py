@@ -26,6 +26,12 @@ joints that carry gravity, none on the others); ``identify`` chooses them per jo
 Every term is linear in its parameter once the shape constants ``eps`` and ``vs`` are fixed, so
 the extra terms are extra columns of the regressor (:meth:`FrictionModel.columns`), identified with
 the rest. All extra terms vanish at rest (``s = 0``), so ``G(q)`` and ``M(q)`` do not depend on them.
+
+The formula itself is written once, in the functions :func:`coulomb_shape`, :func:`term_feature`
+and :func:`friction_torque`: the model, the control terms (:mod:`..control.terms`) and the
+simulator's true robot (:mod:`..sim.true_robot`, whose asymmetric term has a shape of its own)
+evaluate their friction through them. :mod:`.screw` keeps its own ``fv q' + fc sign(q') + f0``: it is
+the independent second formulation the tests check the model against.
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["EXTRA_TERMS", "EXTRA_SYMBOLS", "NON_NEGATIVE_EXTRAS", "DEFAULT_EPS", "DEFAULT_STRIBECK_VELOCITY",
-           "FrictionError", "FrictionModel"]
+           "FrictionError", "FrictionModel", "coulomb_shape", "friction_torque", "term_feature"]
 
 Array = NDArray[np.float64]
 
@@ -45,6 +51,34 @@ EXTRA_SYMBOLS = {"asymmetric": "fa", "stribeck": "fs", "load": "fl"}
 NON_NEGATIVE_EXTRAS = ("fs", "fl")
 DEFAULT_EPS = 0.05  # [rad/s] smooth Coulomb velocity scale (real youBot: 0.02-0.2 all within 0.2 points)
 DEFAULT_STRIBECK_VELOCITY = 0.1  # [rad/s]
+
+
+def coulomb_shape(dq: Any, eps: Any) -> Array:
+    """The Coulomb shape ``s = tanh(q' / eps)``, ``sign(q')`` where ``eps = 0`` (broadcast)."""
+    dq = np.asarray(dq, dtype=float)
+    eps = np.asarray(eps, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        smooth = np.tanh(dq / np.where(eps > 0, eps, 1.0))
+    return np.where(eps > 0, smooth, np.sign(dq))
+
+
+def term_feature(term: str, dq: Array, shape: Array, stribeck_velocity: Any = None, load: Array | None = None) -> Array:
+    """What the extra ``term``'s parameter multiplies (module docstring): ``|s|`` (asymmetric),
+    ``exp(-(q'/vs)^2) s`` (stribeck), ``|L| s`` (load, ``L`` the load torque, e.g. ``G(q)``)."""
+    if term == "asymmetric":
+        return np.abs(shape)
+    if term == "stribeck":
+        return np.exp(-(dq / np.asarray(stribeck_velocity)) ** 2) * shape
+    if term == "load":
+        if load is None:
+            raise FrictionError("load-dependent friction needs the gravity torque G(q)")
+        return np.abs(load) * shape
+    raise FrictionError(f"unknown friction term '{term}'; known: {', '.join(EXTRA_TERMS)}")
+
+
+def friction_torque(viscous: Any, coulomb: Any, offset: Any, dq: Array, shape: Array, extra: Any = 0.0) -> Array:
+    """``t_f = fv q' + fc s + f0`` plus the extra terms' torque ``extra``."""
+    return viscous * dq + coulomb * shape + offset + extra
 
 
 class FrictionError(ValueError):
@@ -191,25 +225,12 @@ class FrictionModel:
 
     def shape(self, dq: Any) -> Array:
         """The Coulomb shape ``s = tanh(q' / eps)`` per joint (``sign`` where ``eps = 0``), (..., n)."""
-        dq = np.asarray(dq, dtype=float)
-        eps = np.asarray(self.eps)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            smooth = np.tanh(dq / np.where(eps > 0, eps, 1.0))
-        return np.where(eps > 0, smooth, np.sign(dq))
+        return coulomb_shape(dq, self.eps)
 
     def _features(self, dq: Array, load: Array | None) -> Array:
         """(..., n, k) per joint values of the k extra terms' columns."""
         s = self.shape(dq)
-        cols = []
-        for term in self.terms:
-            if term == "asymmetric":
-                cols.append(np.abs(s))
-            elif term == "stribeck":
-                cols.append(np.exp(-(dq / np.asarray(self.stribeck_velocity)) ** 2) * s)
-            else:
-                if load is None:
-                    raise FrictionError("load-dependent friction needs the gravity torque G(q)")
-                cols.append(np.abs(load) * s)
+        cols = [term_feature(term, dq, s, self.stribeck_velocity, load) for term in self.terms]
         return np.stack(cols, axis=-1) if cols else np.zeros(dq.shape + (0,))
 
     def joint_values(self, parameters: Array) -> Array:
@@ -244,7 +265,7 @@ class FrictionModel:
                gravity: Any = None) -> Array:
         """The whole ``t_f`` (module docstring), (..., n)."""
         dq = np.asarray(dq, dtype=float)
-        return viscous * dq + coulomb * self.shape(dq) + offset + self.extra_torque(parameters, dq, gravity)
+        return friction_torque(viscous, coulomb, offset, dq, self.shape(dq), self.extra_torque(parameters, dq, gravity))
 
     def check_parameters(self, parameters: Sequence[float]) -> Array:
         """``parameters`` as an (n k,) finite array; :class:`FrictionError` otherwise."""

@@ -25,10 +25,10 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import check_joint_values
+from ..arm.description import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
-from .friction import FrictionModel
+from .friction import FrictionModel, friction_torque
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
 from .shipped import shipped_module
 
@@ -220,7 +220,7 @@ class DynamicModel:
         if self.friction_model.uses_load and q is None:
             raise ValueError("load-dependent friction needs the configuration q")
         extra = self._extra(self._state("q", q), dq) if self.friction_model.terms else 0.0
-        return self._velocity_friction(dq) + self._f0 + extra
+        return friction_torque(self._fv, self._fc, self._f0, dq, self.friction_model.shape(dq), extra)
 
     def _torques(self, q: Array, dq: Array, ddq: Array) -> Array:
         shape = np.broadcast_shapes(np.shape(q), np.shape(dq), np.shape(ddq))
@@ -251,7 +251,7 @@ class DynamicModel:
 
     def _velocity_friction(self, dq: Array) -> Array:
         """``fv q' + fc s(q')``: the friction in ``Y_b beta`` that vanishes at rest."""
-        return self._fv * dq + self._fc * self.friction_model.shape(dq)
+        return friction_torque(self._fv, self._fc, 0.0, dq, self.friction_model.shape(dq))
 
     def coriolis_matrix(self, q: Any, dq: Any) -> Array:
         """Christoffel-form ``C(q, q')`` (..., n, n), by polarisation of ``c(q, v)``."""
@@ -326,7 +326,7 @@ class DynamicModel:
         tau = self._out_many @ self.beta  # (n + 2, n)
         rest = tau[0]  # G + f0
         m = (tau[1 : n + 1] - rest).T
-        c = tau[n + 1] - rest - self._fv * dq - self._fc * np.sign(dq)
+        c = tau[n + 1] - rest - friction_torque(self._fv, self._fc, 0.0, dq, np.sign(dq))  # the compiled sign columns
         return m, c, rest - self._f0
 
     def momentum_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:

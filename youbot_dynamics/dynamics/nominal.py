@@ -1,19 +1,15 @@
 """The nominal dynamic model: the arm description's inertials and its drives' reflected rotor
-inertia ``N^2 J`` (:attr:`~..arm.ArmDescription.armature`), friction zero (unknown until identified).
+inertia ``N^2 J`` (:attr:`~..arm.description.ArmDescription.armature`), friction zero (unknown until identified).
 Shipped as ``config/youbot_nominal_model.yaml``; regenerate with
 ``python -m youbot_dynamics nominal-model --write``."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..arm import ArmDescription
-from ..paths import config_path
+from ..arm.description import ArmDescription
 from .chain import DHChain
 from .model import DynamicModel
-from .paramfile import save_model
 from .parameters import ModelStructure, standard_parameters
 
-__all__ = ["NOMINAL_MODEL_FILE", "nominal_model", "write_nominal_model"]
+__all__ = ["DESCRIPTION", "NOMINAL_MODEL_FILE", "nominal_model"]
 
 NOMINAL_MODEL_FILE = "youbot_nominal_model.yaml"
 DESCRIPTION = ("Nominal model: inertials of the arm description (youbot_description URDF converted to DH "
@@ -26,10 +22,3 @@ def nominal_model(arm: ArmDescription,
     """The nominal model and the standard vector it comes from."""
     chi = standard_parameters(arm, rotor_inertia=arm.armature)
     return DynamicModel.from_standard(DHChain.from_arm(arm), chi, structure), chi
-
-
-def write_nominal_model(arm: ArmDescription, path: str | Path | None = None) -> Path:
-    path = Path(path) if path is not None else config_path(NOMINAL_MODEL_FILE)
-    model, chi = nominal_model(arm)
-    save_model(path, model, DESCRIPTION, chi)
-    return path

@@ -24,8 +24,8 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, LinkInertial
-from ..transforms import skew
+from ..arm.description import ArmDescription, LinkInertial
+from ..arm.transforms import skew
 
 __all__ = [
     "LINK_PARAMETERS",

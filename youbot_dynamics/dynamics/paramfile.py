@@ -44,22 +44,20 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import yaml
 
-from ..arm import ArmDescription, default_arm
-from ..fileio import atomic_write_text, load_yaml, yaml_number
+from ..arm.description import ArmDescription, default_arm
+from ..files.fileio import atomic_write_text, load_yaml, yaml_number
 from .base_parameters import compute_base_parameters
 from .chain import DHChain
+from .errors import ModelFileError
 from .friction import FrictionError, FrictionModel
 from .model import DynamicModel
 from .parameters import ModelStructure, parameter_names
+from .plausibility import check_plausible
 
 __all__ = ["ModelFileError", "model_to_dict", "save_model", "load_model", "identification_block"]
 
 FORMAT_VERSION = 1
 ROOT = "youbot_dynamics_model"
-
-
-class ModelFileError(ValueError):
-    """A model file is missing, malformed, or does not fit the model it describes (key named)."""
 
 
 def model_to_dict(model: DynamicModel, description: str = "", standard: Any = None, relative_std: Any = None,
@@ -105,7 +103,7 @@ def model_to_dict(model: DynamicModel, description: str = "", standard: Any = No
 
 def save_model(path: str | Path, model: DynamicModel, description: str = "", standard: Any = None,
                relative_std: Any = None, identification: Mapping[str, Any] | None = None) -> None:
-    """Write ``model`` as YAML (full float precision, atomically: :func:`~youbot_dynamics.fileio.atomic_writer`);
+    """Write ``model`` as YAML (full float precision, atomically: :func:`~youbot_dynamics.files.fileio.atomic_writer`);
     optional keys as in :func:`model_to_dict`."""
     text = yaml.safe_dump(model_to_dict(model, description, standard, relative_std, identification), sort_keys=False,
                           width=120, default_flow_style=None)
@@ -133,8 +131,6 @@ def load_model(path: str | Path, arm: ArmDescription | None = None, *, allow_imp
     (:class:`~.plausibility.ModelPlausibilityError`) unless ``allow_implausible``."""
     model = _read_model(Path(path))
     if not allow_implausible:
-        from .plausibility import check_plausible
-
         check_plausible(model, default_arm() if arm is None else arm)
     return model
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, LinkInertial
+from ..arm.description import ArmDescription, LinkInertial
 from .model import DynamicModel
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, inertial_to_standard
 

@@ -8,7 +8,7 @@ stated factors :data:`MASS_FACTOR` and :data:`INERTIA_FACTOR`:
 
 * **Gravity**: ``max |G_j(q)|`` over the :data:`~.consistency.SAMPLES` configurations of
   :func:`~.consistency.sample_configurations` at most the drive's peak torque ``max_current kt N``
-  (:attr:`~..arm.ArmDescription.drive_torque_limit`, 30, 30, 13, 9.9, 6.1 N m): the arm holds itself up
+  (:attr:`~..arm.description.ArmDescription.drive_torque_limit`, 30, 30, 13, 9.9, 6.1 N m): the arm holds itself up
   anywhere inside its limits (nominal model: 5.0 N m on joint 2).
 * **Joint inertia**: ``max M_jj(q)`` over the same configurations at most :data:`INERTIA_FACTOR` times
   the nominal model's (the reflected rotor inertia ``N^2 J`` that dominates it is assumed, not measured).
@@ -46,9 +46,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, default_arm
+from ..arm.description import ArmDescription, default_arm
 from .model import DynamicModel
-from .paramfile import ModelFileError
+from .consistency import sample_configurations
+from .errors import ModelFileError
+from .nominal import nominal_model
 from .parameters import PARAMETERS_PER_JOINT
 
 __all__ = ["MASS_FACTOR", "INERTIA_FACTOR", "KP_MAX", "KD_MAX", "ModelPlausibilityError", "PlausibilityBounds",
@@ -97,9 +99,6 @@ class PlausibilityBounds:
     @classmethod
     def of(cls, arm: ArmDescription) -> "PlausibilityBounds":
         """The bounds of ``arm`` (its nominal model's joint inertias at the sampled configurations)."""
-        from .consistency import sample_configurations
-        from .nominal import nominal_model
-
         nominal, _ = nominal_model(arm)
         inertia = _joint_inertia(nominal, sample_configurations(arm))
         return cls(peak_torque=np.asarray(arm.drive_torque_limit, dtype=float),
@@ -191,8 +190,6 @@ def plausibility_problems(model: DynamicModel, arm: ArmDescription,
                           bounds: PlausibilityBounds | None = None) -> list[str]:
     """Every bound of the module docstring that ``model`` exceeds (empty: plausible); ``bounds``
     default to :func:`bounds_of` ``arm``."""
-    from .consistency import sample_configurations
-
     if model.n_joints != arm.n_joints:  # another arm's model: the consistency check refuses it, naming the chain
         return []
     bounds = bounds_of(arm) if bounds is None else bounds

@@ -59,8 +59,8 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kinematics import dh_transform
-from ..transforms import skew
+from ..arm.kinematics import dh_transform
+from ..arm.transforms import skew
 from .chain import DHChain
 from .parameters import PARAMETERS_PER_JOINT
 
@@ -225,7 +225,7 @@ def _batch(single: Callable[..., Array], chain: DHChain, chi: Any, *states: Any)
 def link_poses(chain: DHChain, q: Any) -> Array:
     """DH frames 0..n by the product of exponentials ``T_i(q) = H_i T_i(0)``, shape (..., n+1, 4, 4).
 
-    Must equal :func:`youbot_dynamics.kinematics.link_frames` (without the tool frame).
+    Must equal :func:`youbot_dynamics.arm.kinematics.link_frames` (without the tool frame).
     """
     home = home_frames(chain)
 

@@ -418,7 +418,7 @@ def generate_module(chain: DHChain, module_name: str = "generated") -> str:
 
 def youbot_regressor_source() -> str:
     """Generated source for the default youBot arm (the text of ``generated_youbot.py``)."""
-    from ..arm import default_arm
+    from ..arm.description import default_arm
 
     return generate_module(DHChain.from_arm(default_arm()), GENERATED_MODULE)
 

@@ -22,7 +22,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from ..parameter_schema import ParameterSpec, load_schema
+from ..contract.parameter_schema import ParameterSpec, load_schema
 from ..timing import change_fifo_priority
 from .stop_signals import STOP_SIGNALS, catch_stop_signals, ignore_stop_signals
 
@@ -72,7 +72,7 @@ def declare_parameter(node: Node, spec: ParameterSpec) -> Any:
 
 def declare_parameters(node: Node, schema: str) -> dict[str, Any]:
     """Declare every parameter of the node's schema (``youbot_dynamics/nodes/parameters/<schema>.yaml``,
-    :mod:`youbot_dynamics.parameter_schema`) in its order; their values by name (None: unset). Values
+    :mod:`youbot_dynamics.contract.parameter_schema`) in its order; their values by name (None: unset). Values
     given for names the node does not have (:func:`unknown_parameters`, a typo in a parameter file)
     are warned about once, naming them: they are ignored, the schema's default holds (doc/safety.md)."""
     values = {name: declare_parameter(node, spec) for name, spec in load_schema(schema).items()}

@@ -16,9 +16,9 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
-from ..commands import braking_waypoints
+from ..motion.commands import braking_waypoints
 from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
-from ..trajectory_start import drop_start_point
+from ..motion.trajectory_start import drop_start_point
 from .controller_node import QOS_DEPTH, ControllerNode, Done, run
 from .follow_joint_trajectory import FollowJointTrajectory, FollowJointTrajectoryHost
 from .messages import check_serialized_trajectory, pose_to_matrix, read_trajectory
@@ -142,7 +142,7 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def stop(self, what: str) -> None:
         """Bring the reference from its state now to rest within the acceleration limits and hold
-        there (:func:`~youbot_dynamics.commands.braking_waypoints`); where that cannot be planned, hold
+        there (:func:`~youbot_dynamics.motion.commands.braking_waypoints`); where that cannot be planned, hold
         the reference's position now."""
         if self.refused_unless_enabled(what):
             return

@@ -29,7 +29,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
-from ..arm import ArmDescription, ArmDescriptionError, load_arm
+from ..arm.description import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compilations, compile_kernels
 from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
 from ..control.release import release_waypoints
@@ -39,7 +39,7 @@ from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, load_model
 from ..dynamics.payload import Payload, with_payload
-from ..paths import config_path
+from ..files.paths import config_path
 from ..timing import LoopStatistics
 from .common import background_worker, declare_parameters, run_node
 from .controller_diagnostics import CycleTimes, controller_status

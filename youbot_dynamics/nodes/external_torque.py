@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 from ..control import CollisionDetector, MomentumObserver, collision_thresholds
 from ..control.observer import STICTION_FACTOR
 from ..dynamics.model import DynamicModel

@@ -16,11 +16,11 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from ..arm import ArmDescriptionError, load_arm
+from ..arm.description import ArmDescriptionError, load_arm
 from ..control.velocity import VelocityFromPositions
 from ..dynamics.consistency import check_model
 from ..dynamics.paramfile import ModelFileError, load_model
-from ..paths import config_path
+from ..files.paths import config_path
 from .common import declare_parameters, run_node
 from .controller_node import NOMINAL_MODEL
 from .external_torque import QOS_DEPTH, ExternalTorqueMonitor, thresholds_from

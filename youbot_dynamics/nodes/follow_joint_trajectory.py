@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -33,10 +33,8 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from ..control.tolerances import (DEFAULT_GOAL, DEFAULT_PATH, Outcome, ToleranceError, TrajectoryTolerances,
                                   resolve_goal_time, resolve_tolerances)
 from .common import goal_label, log_outcome
+from .controller_node import Done
 from .messages import stamp_seconds, trajectory_arrays
-
-if TYPE_CHECKING:
-    from .computed_torque_controller import ComputedTorqueControllerNode
 
 try:  # ros-<distro>-control-msgs on a ROS 2 machine; not on PyPI
     from control_msgs.action import FollowJointTrajectory
@@ -58,11 +56,42 @@ class _Running:
     next_feedback: float  # [s, perf_counter]
 
 
+class TrajectoryFollower(Protocol):
+    """What the action uses of its controller node (:class:`~.computed_torque_controller.ComputedTorqueControllerNode`,
+    the members of :class:`~.controller_node.ControllerNode` and the two below)."""
+
+    arm: Any  # the arm description
+    law: Any  # the control law: ``reference(t)``, ``kp``
+    guard: Any  # the safety guard: ``state``
+    last_status: str
+    enabled: bool
+    reference_id: int
+
+    def locked(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        """``callback`` under the control cycle's lock where the node needs it."""
+
+    def report(self, job: Callable[..., None], *args: Any) -> None:
+        """Run ``job(*args)`` in the node's reporting thread."""
+
+    def get_clock(self) -> Any:
+        """The node's ROS clock."""
+
+    def get_logger(self) -> Any:
+        """The node's logger."""
+
+    def follow(self, what: str, read: Callable[[], tuple[Any, ...]], done: Done | None = None,
+               delay: float = 0.0) -> None:
+        """Plan and follow the trajectory ``read()`` returns, from the reference ``delay`` [s] from now."""
+
+    def stop(self, what: str) -> None:
+        """Bring the reference to rest within the acceleration limits and hold there."""
+
+
 class FollowJointTrajectoryHost:
     """The action server of a :class:`~.computed_torque_controller.ComputedTorqueControllerNode`
     (module docstring); :meth:`update` runs in every control cycle."""
 
-    def __init__(self, node: ComputedTorqueControllerNode, feedback_period: float) -> None:
+    def __init__(self, node: TrajectoryFollower, feedback_period: float) -> None:
         self.node = node
         self.feedback_period = feedback_period
         self._running: _Running | None = None

@@ -32,10 +32,10 @@ from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from ..arm import ArmDescriptionError, load_arm
+from ..arm.description import ArmDescriptionError, load_arm
 from ..control.laws import PDFeedforward
 from ..control.release import release_waypoints
-from ..dataio import DataFileError
+from ..files.dataio import DataFileError
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import ModelFileError, identification_block, load_model
@@ -55,7 +55,7 @@ from ..identification.io.bagio import typestore
 from ..identification.io.dataset import IdentificationError
 from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
-from ..paths import config_path
+from ..files.paths import config_path
 from .common import (background_priority, background_worker, declare_parameters, freeze_heap, log_outcome,
                      run_node)
 from .identify_action import Identify, IdentifyActionHost

@@ -10,15 +10,12 @@ topics and ``Trigger`` services; this host only adds the action (rclpy's ``Actio
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
 from .common import goal_label, log_outcome
-
-if TYPE_CHECKING:
-    from .identification_node import IdentificationNode
 
 try:  # built by make setup or colcon (doc/usage.md); without it the node has no action
     from youbot_dynamics_interfaces.action import Identify
@@ -31,6 +28,31 @@ ACTION_NAME = "~/identify"
 ENDED = (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
 
 
+class ExperimentRunner(Protocol):
+    """The node whose experiment the action runs (:class:`~.identification_node.IdentificationNode`)."""
+
+    default_plan: Any  # the identification of the node's parameters (its ``ExcitationPlan``)
+    session: ExcitationSession | None  # the experiment running or last run
+    recorder: Any  # the recording being written (None: none)
+    result_summary: dict[str, Any]  # the last experiment's figures (held-out error, model file)
+
+    @property
+    def starting(self) -> bool:
+        """An experiment was prepared and has not begun yet."""
+
+    def plan(self, excitation_file: str, periods: int) -> Any:
+        """The identification of ``excitation_file`` for ``periods`` periods (checked)."""
+
+    def start(self, plan: Any = None) -> tuple[bool, str]:
+        """Start an experiment of ``plan`` now; ``(started, message)``."""
+
+    def abort(self, reason: str) -> tuple[bool, str]:
+        """Brake the arm to rest and hold; ``(aborted, message)``."""
+
+    def get_logger(self) -> Any:
+        """The node's logger."""
+
+
 class IdentifyActionHost:
     """The ``Identify`` action server of an :class:`~.identification_node.IdentificationNode`.
 
@@ -39,7 +61,7 @@ class IdentifyActionHost:
     execute callback that waited for the experiment would be an rclpy task polled by the executor
     all along: with the events executor 35 % of a core more, measured.)"""
 
-    def __init__(self, node: IdentificationNode) -> None:
+    def __init__(self, node: ExperimentRunner) -> None:
         self.node = node
         self._goal: Any = None  # the goal handle whose experiment runs
         self._session: ExcitationSession | None = None  # the experiment's session (the pilot's, then its own)

@@ -1,7 +1,7 @@
 """ROS 2 node: forward kinematics of the joint states and analytic IK on request.
 
-Executable ``kinematics_node``: a thin wrapper around :mod:`youbot_dynamics.kinematics` and
-:mod:`youbot_dynamics.ik`.
+Executable ``kinematics_node``: a thin wrapper around :mod:`youbot_dynamics.arm.kinematics` and
+:mod:`youbot_dynamics.arm.ik`.
 
 Interface and behaviour: doc/kinematics.md; parameters: youbot_dynamics/nodes/parameters/kinematics_node.yaml
 (table in doc/parameters.md).
@@ -23,10 +23,10 @@ from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
-from ..arm import ArmDescriptionError, load_arm
-from ..ik import IKError, IKSolution, inverse_kinematics, sort_by_distance
-from ..kinematics import forward_kinematics, link_frames
-from ..parameter_schema import load_schema
+from ..arm.description import ArmDescriptionError, load_arm
+from ..arm.ik import IKError, IKSolution, inverse_kinematics, sort_by_distance
+from ..arm.kinematics import forward_kinematics, link_frames
+from ..contract.parameter_schema import load_schema
 from .common import declare_parameters, run_node
 from .messages import frame_markers, joint_positions_from_state, joint_trajectory, matrix_to_pose, pose_to_matrix
 

@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..control.trajectory import MAX_TRAJECTORY_POINTS
-from ..transforms import quaternion_to_rotation, rotation_to_quaternion, transform
+from ..arm.transforms import quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = [
     "stamp_seconds",
@@ -61,7 +61,7 @@ def pose_to_matrix(pose: Pose) -> Array:
     """4x4 homogeneous transform of a ``geometry_msgs/Pose``.
 
     Raises ``ValueError`` if the position is not finite, or if the quaternion contains NaN/inf or
-    its norm differs from 1 by more than 1e-3 (:func:`..transforms.quaternion_to_rotation`, which
+    its norm differs from 1 by more than 1e-3 (:func:`..arm.transforms.quaternion_to_rotation`, which
     normalises within that tolerance: rounded input is accepted).
     """
     p = (pose.position.x, pose.position.y, pose.position.z)
@@ -194,7 +194,7 @@ def trajectory_arrays(msg: JointTrajectory, joint_names: Sequence[str], max_poin
     columns in the order of ``joint_names``.
 
     ``times`` are the points' ``time_from_start`` [s], non-negative and strictly increasing (a first
-    point at 0 is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`);
+    point at 0 is the start state: :func:`~youbot_dynamics.motion.trajectory_start.drop_start_point`);
     ``positions`` (k, n); velocities or accelerations are None unless every point gives them.
     Raises ``ValueError`` if the message has more than ``max_points`` points (checked first, before
     any work), does not name exactly ``joint_names`` (any order), a point lacks positions, a value

@@ -1,6 +1,6 @@
 """``doc/parameters.md``: every node's parameters (name, type, default, range or choices,
 description), read from the nodes' parameter schemas (``youbot_dynamics/nodes/parameters/``,
-:mod:`youbot_dynamics.parameter_schema`), which the nodes declare from: the table cannot drift from
+:mod:`youbot_dynamics.contract.parameter_schema`), which the nodes declare from: the table cannot drift from
 the code. No rclpy needed.
 
     python -m youbot_dynamics.nodes.parameter_table > doc/parameters.md
@@ -13,8 +13,8 @@ import math
 import sys
 from typing import Any
 
-from ..controller_registry import CONTROLLERS
-from ..parameter_schema import ParameterSpec, load_schema
+from ..contract.controller_registry import CONTROLLERS
+from ..contract.parameter_schema import ParameterSpec, load_schema
 
 __all__ = ["NODES", "markdown", "main"]
 
@@ -59,8 +59,9 @@ def markdown() -> str:
            "Generated from the nodes' parameter schemas, `youbot_dynamics/nodes/parameters/<node>.yaml` "
            "(`python -m youbot_dynamics.nodes.parameter_table > doc/parameters.md`; a test checks it). A default "
            "the core owns (a config dataclass or constant) is named there and shown here with its value; the "
-           "package's parameter files in `config/` state the defaults too. `unset`: declared without a value (the "
-           "node derives one, see the description). Read-only parameters are read once at start-up.", ""]
+           "package's parameter files in `config/` state only deviations from these defaults, each with its "
+           "reason. `unset`: declared without a value (the node derives one, see the description). Read-only "
+           "parameters are read once at start-up.", ""]
     for node in NODES:
         out += [f"## `{node}`", "", "| parameter | type | default | range / choices | description |",
                 "|---|---|---|---|---|"]

@@ -17,7 +17,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from ..control import PDGravityController
-from ..ik import inverse_kinematics, sort_by_distance
+from ..arm.ik import inverse_kinematics, sort_by_distance
 from .controller_node import QOS_DEPTH, ControllerNode, run
 from .messages import joint_positions_from_state, pose_to_matrix
 

@@ -12,6 +12,7 @@ import dataclasses
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,9 @@ from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from ..arm import ArmDescriptionError, load_arm
-from ..commands import from_stamp
+from ..arm.description import ArmDescriptionError, load_arm
+from ..driver.driver import LATENCY_WINDOW
+from ..motion.commands import from_stamp
 from ..sim import ArmSimulator, CommandError, Realism, SimConfigError, load_sim_config
 from ..sim.simulator import REALISM_EFFECTS
 from ..sim.schedule import PublishSchedule
@@ -36,10 +38,13 @@ from ..sim.stamps import StateStamps
 from ..sim.true_robot import PUBLISH_STREAM, foreign_robot, rng_stream
 from ..timing import LoopStatistics, LoopThread
 from .common import background_worker, declare_parameters, run_node
-from .hosted import SimHost, create_hosted_controller, latency_report
+from .controller_node import ControllerNode
+from .hosted import create_hosted_controller, latency_report
 from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
-__all__ = ["SimNode", "main"]
+__all__ = ["SimHost", "SimNode", "main"]
+
+Array = np.ndarray
 
 NODE_NAME = "sim_node"
 QOS_DEPTH = 10
@@ -230,7 +235,7 @@ class SimNode(Node):
 
     # -- commands -------------------------------------------------------------------------------
 
-    def _reject(self, what: str, exc: Exception) -> None:
+    def reject(self, what: str, exc: Exception) -> None:
         self.get_logger().error(f"{what} rejected: {exc}", throttle_duration_sec=self._throttle)
 
     def command_effort(self, tau: np.ndarray) -> None:
@@ -248,7 +253,7 @@ class SimNode(Node):
             with self._lock:
                 self.sim.command(interface, np.asarray(msg.data, dtype=float))
         except CommandError as exc:
-            self._reject(f"{interface} command", exc)
+            self.reject(f"{interface} command", exc)
 
     def _on_trajectory(self, data: bytes) -> None:
         try:
@@ -266,7 +271,7 @@ class SimNode(Node):
                 else:
                     self.sim.command_trajectory(times, positions, velocities, accelerations)
         except ValueError as exc:  # CommandError is a ValueError
-            self._reject("trajectory", exc)
+            self.reject("trajectory", exc)
 
     def _on_payload(self, msg: Inertia) -> None:
         com = [msg.com.x, msg.com.y, msg.com.z]
@@ -292,7 +297,7 @@ class SimNode(Node):
             with self._lock:
                 self.sim.apply_wrench(link, force, torque, duration=duration if duration > 0.0 else float("inf"))
         except ValueError as exc:
-            self._reject("external wrench", exc)
+            self.reject("external wrench", exc)
             return
         until = f"for {duration:g} s" if duration > 0.0 else "until cleared"
         self.get_logger().info(f"external wrench on {link} {until}: force {force} N, torque {torque} N m "
@@ -355,3 +360,51 @@ def main(args: list[str] | None = None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+class SimHost:
+    """``sim_node``'s physics loop as a :class:`~.controller_node.ControllerHost`: the controller runs
+    on each state the loop publishes (and every loop pass while paused: no fresh state, so it
+    coasts and faults as over DDS), its torque is the simulator's effort command of that step."""
+
+    description = "sim_node's physics loop"
+    release_target = "in the physics loop (the simulator's trajectory interface)"
+
+    def __init__(self, node: SimNode, rate: float) -> None:
+        self._node = node
+        self.rate = rate
+        self.controller: ControllerNode | None = None
+        self._lock = threading.Lock()
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+
+    def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        self._node.command_trajectory(times, q, dq, ddq)
+
+    def zero(self) -> None:
+        try:
+            self._node.command_effort(np.zeros(self._node.arm.n_joints))
+        except CommandError as exc:
+            self._node.get_logger().warning(f"zero effort at shutdown refused: {exc}")
+
+    def cycle(self, read_time: float, stamp: float | None, q: Array | None, dq: Array | None,
+              effort: Array | None) -> None:
+        """One controller cycle in the loop: on the state read at ``read_time``, stamped ``stamp`` [s]
+        (None: none fresh), its torque to the simulator, then the rest of the controller's cycle."""
+        tau = self.controller.host_command(read_time, stamp, q, dq, effort)
+        if tau is not None:
+            try:
+                self._node.command_effort(tau)
+            except CommandError as exc:
+                self._node._reject("controller torque", exc)  # noqa: SLF001 - the node's own throttled log
+            else:
+                with self._lock:
+                    self._latencies.append(time.perf_counter() - read_time)
+        self.controller.host_after_outputs()
+
+    def take_latencies(self) -> list[float]:
+        """Read-to-command latencies [s] of the torques since the previous call (at most
+        :data:`~youbot_dynamics.driver.driver.LATENCY_WINDOW`, the newest)."""
+        with self._lock:
+            latencies = list(self._latencies)
+            self._latencies.clear()
+        return latencies

@@ -26,18 +26,25 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from ..arm import ArmDescriptionError, load_arm
-from ..commands import from_stamp
+from ..arm.description import ArmDescriptionError, load_arm
+from ..motion.commands import from_stamp
 from ..driver import (ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
                       VirtualBus)
+from ..driver.driver import CycleInputs
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
 from ..sim import SimConfigError, load_sim_config
 from ..timing import LoopThread
 from .common import declare_parameters, log_outcome, run_node
-from .hosted import DriverHost, create_hosted_controller, latency_report
+from .controller_node import ControllerNode
+from .hosted import create_hosted_controller, latency_report
 from .messages import deserialize_trajectory, stamp_seconds, trajectory_arrays
 
-__all__ = ["YoubotDriverNode", "main"]
+__all__ = ["DriverHost", "YoubotDriverNode", "main"]
+
+Array = np.ndarray
+RELEASE_WAIT_MAX = 2.0  # [s, driver clock] longest wait at shutdown for the release trajectory to bring the arm to rest
+WALL_WAIT_MAX = 10.0  # [s, wall clock] ... and on the wall clock, whatever the driver's clock does
+AT_REST = 0.01  # [rad/s] every joint slower than this: the arm is at rest
 
 NODE_NAME = "youbot_driver"
 QOS_DEPTH = 10
@@ -330,3 +337,77 @@ def main(args: list[str] | None = None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+class DriverHost:
+    """``youbot_driver``'s bus cycle as a :class:`~.controller_node.ControllerHost` and the
+    :class:`~youbot_dynamics.driver.driver.CycleController` of its :class:`ArmDriver`: the controller
+    gets each cycle's inputs (stamped as the node stamps its joint states), its torque goes into
+    the same cycle's outputs, its release to the driver's trajectory interface."""
+
+    description = "youbot_driver's bus cycle"
+    release_target = "in the bus cycle (the driver's trajectory interface)"
+
+    def __init__(self, node: YoubotDriverNode) -> None:
+        self._node = node
+        self._driver: ArmDriver = node.driver
+        self.rate = 1.0 / self._driver.config.cycle_period
+        self.controller: ControllerNode | None = None
+        self.release_end = 0.0  # [s, driver clock] the last release brings the arm to rest by then
+
+    # -- ControllerHost -------------------------------------------------------------------------
+
+    def release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        self._node.check_interface("trajectory")
+        self._driver.command_trajectory(times, q, dq, ddq)
+        state = self._driver.state()
+        self.release_end = (0.0 if state is None else state.time) + float(times[-1])
+
+    def zero(self) -> None:
+        try:
+            self._node.check_interface("effort")
+            self._driver.command("effort", np.zeros(self._driver.n))
+        except CommandError as exc:
+            self._node.get_logger().warning(f"zero effort at shutdown refused: {exc}")
+
+    # -- CycleController --------------------------------------------------------------------------
+
+    def command(self, inputs: CycleInputs) -> Array | None:
+        stamp = self._node.state_stamp(inputs.time, inputs.read_time) if inputs.fresh else None
+        return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
+
+    def after_outputs(self) -> None:
+        self.controller.host_after_outputs()
+
+    # -- start and stop -------------------------------------------------------------------------
+
+    def attach(self, controller: ControllerNode) -> None:
+        """Run ``controller`` in the bus cycle from the next cycle on."""
+        self.controller = controller
+        self._driver.attach_controller(self)
+
+    def let_go(self) -> None:
+        """Before the bus stops: the controller lets go of the arm (zero, then the release, as at the
+        shutdown of a stand-alone controller), and the bus runs until the release has ended and the
+        arm is at rest (every joint below :data:`AT_REST`; at most :data:`RELEASE_WAIT_MAX`: the
+        driver executes the release from the measured position at zero velocity, so a moving arm
+        takes a little longer than the release); then the controller leaves the cycle. Timed on the
+        driver's clock (the virtual drives' simulated time runs slower than the wall clock on a busy
+        machine: on the wall clock the bus stopped with joint 1 still at 0.14 rad/s, two CPU hogs), and
+        a cycle late by more than 0.1 s is waited for while the bus runs."""
+        self.release_end = 0.0
+        self.controller.stop_commanding()
+        first = self._driver.state()
+        deadline = (0.0 if first is None else first.time) + RELEASE_WAIT_MAX
+        give_up = time.perf_counter() + WALL_WAIT_MAX
+        seen = 0
+        while self.release_end > 0.0 and time.perf_counter() < give_up:
+            state = self._driver.wait_state(seen, timeout=0.1)
+            if state is None:
+                if self._node.loop is None or not self._node.loop.running:
+                    break  # the bus thread has stopped
+                continue
+            seen = state.sequence
+            if state.time >= deadline or (state.time >= self.release_end and np.max(np.abs(state.velocity)) < AT_REST):
+                break
+        self._driver.attach_controller(None)

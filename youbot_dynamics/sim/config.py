@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, default_arm
-from ..fileio import load_yaml, yaml_number
-from ..interpolation import INTERPOLATIONS
-from ..paths import config_path
+from ..arm.description import ArmDescription, default_arm
+from ..files.fileio import load_yaml, yaml_number
+from ..motion.interpolation import INTERPOLATIONS
+from ..files.paths import config_path
 
 __all__ = [
     "SIM_CONFIG_FILE",

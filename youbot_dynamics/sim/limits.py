@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
+from ..arm.description import ArmDescription
 
 __all__ = ["LIMIT_LOG_VARIABLE", "MAX_LOGGED", "LimitExcursion", "LimitMonitor"]
 

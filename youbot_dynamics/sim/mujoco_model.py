@@ -1,6 +1,6 @@
 """The MuJoCo model of the true robot: the generated URDF plus drive and contact settings.
 
-* Bodies and inertials: :func:`~youbot_dynamics.urdf.generate_urdf` of the true arm, so MuJoCo's
+* Bodies and inertials: :func:`~youbot_dynamics.arm.urdf.generate_urdf` of the true arm, so MuJoCo's
   joint positions are the driver angles ``q``; gravity ``[0, 0, -g]`` of the arm description.
 * Reflected rotor inertia as ``dof_armature`` (``Ia = N^2 J``, added to the mass-matrix diagonal),
   viscous friction as ``dof_damping`` (integrated implicitly by MuJoCo's Euler integrator).
@@ -21,8 +21,8 @@ import mujoco
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription
-from ..urdf import generate_urdf
+from ..arm.description import ArmDescription
+from ..arm.urdf import generate_urdf
 
 __all__ = ["STIFF_SOLIMP", "build_model"]
 

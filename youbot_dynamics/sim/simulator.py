@@ -6,7 +6,7 @@ Each :meth:`ArmSimulator.step` of ``dt`` (``sim.timestep``) runs the drives, the
    motor rpm: ``2 pi / (60 N)``) when quantization is on;
 2. the active mode gives the drive torque ``tau``: ``effort`` the commanded torque, ``velocity`` the
    velocity PI, ``position`` the position PID on a ramp towards the set-point, ``trajectory`` the
-   position PID on the interpolated trajectory (:mod:`.drives`, :mod:`youbot_dynamics.interpolation`);
+   position PID on the interpolated trajectory (:mod:`.drives`, :mod:`youbot_dynamics.motion.interpolation`);
    no mode (motors off) gives ``tau = 0``;
 3. saturation ``|tau| <= max_current kt N`` (the drives' current limit, ``arm.drive_torque_limit``);
 4. MuJoCo integrates ``M(q) q'' + c(q, q') + Ia q'' = tau - f0 - fv q' - friction + limits``
@@ -26,9 +26,9 @@ raise :class:`CommandError` otherwise, leaving the active command untouched; exc
 trajectory never leaves the arm unpowered or on zero effort (issue 35): unless a trajectory is
 running (it goes on, held by the position PID), the drives brake the arm
 from its measured state to rest and hold it there
-(:func:`~youbot_dynamics.commands.braking_waypoints`), and the error says so. A trajectory starts
+(:func:`~youbot_dynamics.motion.commands.braking_waypoints`), and the error says so. A trajectory starts
 from the running reference, or from the measured state clamped into the limits and
-``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`: an arm pushed
+``velocity_max`` (:meth:`~youbot_dynamics.motion.commands.CommandChecker.start_state`: an arm pushed
 beyond them is braked from there, not refused). Every valid command
 sets the drives' mode (the youBot's process data carry the mode in every frame) and restarts the
 timeout: ``command_timeout`` seconds (sim time) after the last command the motors stop (zero torque,
@@ -77,17 +77,18 @@ import mujoco
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, default_arm
-from ..commands import CommandChecker, CommandError, braking_waypoints, path_from
-from ..contract import COMMAND_INTERFACES as INTERFACES
+from ..arm.description import ArmDescription, default_arm
+from ..motion.commands import CommandChecker, CommandError, braking_waypoints, path_from
+from ..contract.topics import COMMAND_INTERFACES as INTERFACES
+from ..dynamics.friction import coulomb_shape, term_feature
 from .config import SimConfig, SimConfigError, load_sim_config
 from .drives import PositionPid, Ramp, VelocityPi
-from ..interpolation import HermiteSpline
+from ..motion.interpolation import HermiteSpline
 from .limits import LimitMonitor
 from .mujoco_model import build_model
-from .true_robot import (ASYMMETRY_VELOCITY, NOISE_STREAM, Payload, TrueFriction, armature, configured_payload,
+from .true_robot import (NOISE_STREAM, Payload, TrueFriction, armature, configured_payload,
                          rng_stream, true_arm, true_standard_parameters)
-from ..urdf import generate_urdf
+from ..arm.urdf import generate_urdf
 
 __all__ = ["INTERFACES", "REALISM_EFFECTS", "WRENCH_FORCE_MAX", "WRENCH_TORQUE_MAX", "WRENCH_POINT_MAX",
            "CommandError", "JointMeasurement", "Realism", "ArmSimulator"]
@@ -380,7 +381,7 @@ class ArmSimulator:
 
     def command_trajectory(self, times: Any, positions: Any, velocities: Any = None, accelerations: Any = None) -> None:
         """Follow waypoints reached ``times`` [s] from now (strictly increasing, > 0; a first point at 0
-        is the start state: :func:`~youbot_dynamics.trajectory_start.drop_start_point`) with the position
+        is the start state: :func:`~youbot_dynamics.motion.trajectory_start.drop_start_point`) with the position
         PID. A path faster than ``velocity_max`` anywhere is refused (:class:`CommandError`); then,
         unless a trajectory is running, the drives brake it to rest and hold it (module docstring; a
         streamed position command would time out and leave the motors off, as in the driver).
@@ -389,7 +390,7 @@ class ArmSimulator:
         and ``velocity_max``, when no PID mode is active) and is interpolated per
         ``sim.trajectory_interpolation``: cubic Hermite (positions, velocities; accelerations are
         ignored) or quintic Hermite (positions, velocities, accelerations; missing accelerations are 0).
-        Missing velocities: see :func:`.interpolation.waypoint_velocities`. The last point is held until
+        Missing velocities: see :func:`..motion.interpolation.waypoint_velocities`. The last point is held until
         the next command (no timeout in this mode).
         """
         self._check_interface("trajectory")
@@ -436,8 +437,9 @@ class ArmSimulator:
         np.clip(self._load, -self._load_bound, self._load_bound, out=self._load)
         np.add(self._static_friction, f.load * np.abs(self._load), out=model.dof_frictionloss)
         dq = data.qvel
-        data.qfrc_applied += (f.stribeck * (1.0 - np.exp(-(dq / f.stribeck_velocity) ** 2)) * np.sign(dq)
-                              - f.asymmetry * np.abs(np.tanh(dq / ASYMMETRY_VELOCITY)))
+        sign = coulomb_shape(dq, 0.0)  # sliding: the Stribeck excess decays from the breakaway level
+        data.qfrc_applied += (f.stribeck * (sign - term_feature("stribeck", dq, sign, f.stribeck_velocity))
+                              - f.asymmetry * term_feature("asymmetric", dq, f.asymmetric_shape(dq)))
 
     def _apply_wrench(self) -> None:
         """The external wrench's joint torques into ``qfrc_applied`` and :attr:`external_torque`."""
@@ -487,7 +489,7 @@ class ArmSimulator:
 
     def _current_reference(self) -> tuple[Array, Array]:
         """The position PID's reference if it is active, otherwise the measured state clamped into the
-        limits and ``velocity_max`` (:meth:`~youbot_dynamics.commands.CommandChecker.start_state`)."""
+        limits and ``velocity_max`` (:meth:`~youbot_dynamics.motion.commands.CommandChecker.start_state`)."""
         if self._mode == "position":
             return self._ramp.position.copy(), self._ramp.velocity.copy()
         if self._mode == "trajectory":

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..arm import ArmDescription, LinkInertial
+from ..arm.description import ArmDescription, LinkInertial
+from ..dynamics.friction import coulomb_shape, friction_torque, term_feature
 from ..dynamics.parameters import inertial_to_standard, standard_parameters, standard_to_inertial
 from ..dynamics.payload import Payload, payload_parameters
 from .config import Perturbation, SimConfig
@@ -104,10 +105,17 @@ class TrueFriction:
     def sliding(self, dq: Array, load: Array) -> Array:
         """``tau_f`` while sliding at ``dq`` (no zero entries) under rigid-body torque ``load``."""
         dq = np.asarray(dq, dtype=float)
-        sign = np.sign(dq)
-        return (self.viscous * dq + (self.coulomb + self.load * np.abs(load)) * sign
-                + self.asymmetry * np.abs(np.tanh(dq / ASYMMETRY_VELOCITY))
-                + self.stribeck * np.exp(-(dq / self.stribeck_velocity) ** 2) * sign + self.offset)
+        sign = coulomb_shape(dq, 0.0)
+        extra = (self.asymmetry * term_feature("asymmetric", dq, self.asymmetric_shape(dq))
+                 + self.stribeck * term_feature("stribeck", dq, sign, self.stribeck_velocity)
+                 + self.load * term_feature("load", dq, sign, load=load))
+        return friction_torque(self.viscous, self.coulomb, self.offset, dq, sign, extra)
+
+    @staticmethod
+    def asymmetric_shape(dq: Array) -> Array:
+        """The asymmetric term's own Coulomb shape, ``tanh(q' / ASYMMETRY_VELOCITY)``: continuous through
+        rest, where the simulator applies it as a torque (the other terms' shape is ``sign``)."""
+        return coulomb_shape(dq, ASYMMETRY_VELOCITY)
 
 
 def rng_stream(seed: int, stream: int) -> np.random.Generator:

@@ -51,12 +51,12 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ...dynamics.consistency import assess_model
 from ...dynamics.friction import NON_NEGATIVE_EXTRAS
 from ...dynamics.model import DynamicModel
 from ...dynamics.parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, parameter_names
-from ...transforms import skew
+from ...arm.transforms import skew
 from ..io.dataset import Dataset, IdentificationError, check_plausible
 from .processing import Observation, ProcessingOptions, process
 from .validation import TorqueErrors, torque_errors
@@ -366,7 +366,7 @@ def write_calibration(calibration: Calibration, out: Any, description: str, bloc
     :meth:`Calibration.to_dict`) and, with ``report`` (a folder), ``report.json`` (that entry plus
     ``report_extra``), all or nothing. Returns the ``calibration`` entry."""
     from ...dynamics.paramfile import save_model
-    from ...fileio import output_group
+    from ...files.fileio import output_group
     from ..io.report import write_json
 
     entry = {"from_model": str(from_model), "data": [str(p) for p in data], **calibration.to_dict()}

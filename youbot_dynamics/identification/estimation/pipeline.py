@@ -31,8 +31,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
-from ...contract import JOINT_STATES
+from ...arm.description import ArmDescription
+from ...contract.topics import JOINT_STATES
 from ...dynamics.consistency import ModelReport, assess_model, check_model, plausibility
 from ...dynamics.friction import FrictionModel
 from ...dynamics.model import DynamicModel

@@ -20,7 +20,7 @@ youBot defaults (:data:`YOUBOT_OBSTACLES`), from youbot/youbot_description: the 
 ``base_link -> arm_link_0 = (0.143, 0, 0.046)``; the base collision box is 0.570 x 0.360 x 0.100 m
 centred on ``base_link``, with the wheels (radius 0.0475 m) 0.034 m below it, so the floor lies
 0.1275 m below ``arm_link_0``; DH frame 0 sits 0.032 m below ``arm_link_0`` on the joint-1 axis
-(0.024 m ahead of its origin, :func:`youbot_dynamics.upstream.dh_base_in_upstream`), and the
+(0.024 m ahead of its origin, :func:`youbot_dynamics.arm.upstream.dh_base_in_upstream`), and the
 1 deg yaw between the two is neglected. Hence floor ``z = -0.0955``, platform
 ``x in [-0.452, 0.118]``, ``y in [-0.18, 0.18]``, top ``z = 0.036``; the column (arm_link_0 and
 arm_link_1 housings) is taken as radius 0.10 m up to 0.20 m, a rough bound from the meshes' size.
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
-from ...kinematics import link_frames
+from ...arm.description import ArmDescription
+from ...arm.kinematics import link_frames
 
 __all__ = ["Obstacles", "YOUBOT_OBSTACLES", "OBSTACLE_NAMES", "check_points", "obstacle_distances", "clearance",
            "soft_clearance"]

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ...dynamics.model import DynamicModel
 from ...dynamics.nominal import nominal_model
 from ...dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ...dynamics.model import DynamicModel
 from .clearance import YOUBOT_OBSTACLES, Obstacles, clearance, soft_clearance
 from .criterion import (check_criterion, criterion_state_gradient, criterion_value, regressor_model, sample_times,

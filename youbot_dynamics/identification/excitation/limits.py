@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from .clearance import YOUBOT_OBSTACLES, Obstacles, clearance
 from .trajectories import Trajectory
 

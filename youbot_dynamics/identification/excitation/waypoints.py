@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from .clearance import YOUBOT_OBSTACLES, Obstacles
 from .limits import ExcitationError, Margins, MotionLimits
 from .trajectories import WaypointTrajectory, quintic_duration

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ..estimation.pipeline import PipelineResult, excitation_delay, identify, periodic_cut, predict_recording
 from ..estimation.processing import ProcessingOptions
 from ..io.dataset import Dataset

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ...control.laws import PDFeedforward
 from ...dynamics.model import DynamicModel
 from ..estimation.pipeline import identify, periodic_cut

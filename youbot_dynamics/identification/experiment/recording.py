@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...contract import JOINT_STATES
+from ...contract.topics import JOINT_STATES
 from ..io.bagio import BagWriteError, IncrementalBagWriter, JointSelector, joint_state_message
 from ..io.dataset import IdentificationError, joint_columns
 

@@ -46,7 +46,7 @@ safety checks, progress and the recording segments, all on the node's clock ``no
 * **Abort = stop and hold**: from the current reference state ``q, q', q''`` (what the arm is
   commanded to do - the plan, or the last message's tail once its horizon has passed - so the
   stop continues the command without a jump) all joints brake together
-  to rest (:class:`~youbot_dynamics.control.braking.BrakingTail`: peak deceleration of joint j at most
+  to rest (:class:`~youbot_dynamics.motion.braking.BrakingTail`: peak deceleration of joint j at most
   ``min(stop_deceleration, acceleration_max_j)``, velocity and acceleration continuous), and hold
   there (positions clipped to the joint limits). The same tail ends every streamed message. The
   recording closes ``stop_settle`` after the stop; nothing is identified.
@@ -73,10 +73,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
+from ...arm.description import ArmDescription
 from ..excitation.limits import verification_times
 from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
-from ...control.braking import BrakingTail, braking_duration, sample_waypoints, tail_extremes
+from ...motion.braking import BrakingTail, braking_duration, sample_waypoints, tail_extremes
 from .streaming import horizon_waypoints
 
 __all__ = ["ExperimentPhase", "MOTION_PHASES", "SessionRefused", "TooFarFromStart", "SessionConfig", "JointSample",

@@ -14,7 +14,7 @@ message onto its current reference). While messages keep coming, only their begi
 executed: the arm follows the reference. When they stop, the arm follows the last one to its end
 and stops there: at most ``horizon + tail duration`` after the last message.
 
-The braking tail, its duration and the sampling of waypoints: :mod:`youbot_dynamics.control.braking`
+The braking tail, its duration and the sampling of waypoints: :mod:`youbot_dynamics.motion.braking`
 (the controllers' release brakes with it too).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...control.braking import Array, BrakingTail, States, sample_waypoints
+from ...motion.braking import Array, BrakingTail, States, sample_waypoints
 
 __all__ = ["horizon_waypoints"]
 

@@ -21,7 +21,7 @@ rosbags 0.11.
 
 Reading (:func:`read_joint_states`): a rosbag2 folder (MCAP or sqlite3 storage), or a bare
 ``.mcap`` / ``.db3`` file, into a :class:`~.dataset.Dataset`; a corrupted file is a
-:class:`~..dataio.DataFileError` naming it. The time of a sample is the
+:class:`~...files.dataio.DataFileError` naming it. The time of a sample is the
 message's ``header.stamp`` (the bag's receive time when the stamps are zero); joints are picked by
 name, so messages may hold other joints (gripper) in any order.
 """
@@ -35,8 +35,8 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ...contract import JOINT_STATES
-from ...dataio import DataFileError
+from ...contract.topics import JOINT_STATES
+from ...files.dataio import DataFileError
 from .dataset import Dataset, IdentificationError
 
 __all__ = ["JOINT_STATE", "typestore", "joint_state_message", "JointSelector", "BagWriteError",

@@ -18,7 +18,7 @@ package *commands*, not what a recorded arm may do. The real youBot's joint 5 re
 rad/s, 2.5x its 1.57 rad/s (``/work/shared/data/youbot_real``, driven by the vendor's position
 loop), so the factor is 10: degrees of a motion at a sixth of ``velocity_max`` or faster (57x)
 still exceed it. A recorded torque above :data:`TORQUE_FACTOR` (2) times the drive's peak torque
-``max_current kt N`` (:attr:`~...arm.ArmDescription.drive_torque_limit`) is refused too: a
+``max_current kt N`` (:attr:`~...arm.description.ArmDescription.drive_torque_limit`) is refused too: a
 current-based torque cannot go far beyond it (the real runs: at most 1.2 x, joint 3's 15.7 N m), a
 torque in mN m (1000 x) does.
 
@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...arm import ArmDescription
-from ...dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
-from ...fileio import TEXT_ENCODING
+from ...arm.description import ArmDescription
+from ...files.dataio import DataFileError, read_csv_columns, read_csv_header, write_csv
+from ...files.fileio import TEXT_ENCODING
 
 __all__ = ["IdentificationError", "Dataset", "joint_columns", "read_csv_dataset", "write_csv_dataset",
            "check_plausible", "POSITION_MARGIN", "VELOCITY_FACTOR", "TORQUE_FACTOR", "MAX_OUTLIERS", "RawRecording",
@@ -256,7 +256,7 @@ def recording_format(path: str | Path, n_joints: int) -> str:
 def read_csv_raw(path: str | Path, n_joints: int) -> RawRecording:
     """Every row of a CSV recording (columns in the module docstring) as written, time unchecked
     (:class:`RawRecording`). A missing column, a non-number or a non-finite value is a
-    :class:`DataFileError` naming the file, line and column (:func:`~..dataio.read_csv_columns`)."""
+    :class:`DataFileError` naming the file, line and column (:func:`~...files.dataio.read_csv_columns`)."""
     t, parts = _read_csv_arrays(path, n_joints)
     return RawRecording(t, source=str(path), **parts)
 

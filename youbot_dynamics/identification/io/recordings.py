@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ...contract import JOINT_STATES
+from ...contract.topics import JOINT_STATES
 from ..estimation.cleaning import CleanRecording, clean_recording
 from .bagio import read_joint_state_arrays, read_joint_states
 from .dataset import Dataset, RawRecording, read_csv_dataset, read_csv_raw, recording_format

@@ -6,7 +6,7 @@ the identification data:
 * ``torques.png``: measured and predicted (identified and baseline) torque per joint;
 * ``residuals.png``: measured minus predicted torque per joint.
 
-Every file is written atomically (:mod:`youbot_dynamics.fileio`).
+Every file is written atomically (:mod:`youbot_dynamics.files.fileio`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
-from ...fileio import atomic_write_text, atomic_writer
+from ...files.fileio import atomic_write_text, atomic_writer
 from ..estimation.processing import Observation
 
 __all__ = ["ProgressBar", "write_json", "plot_torques"]

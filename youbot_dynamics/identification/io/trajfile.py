@@ -36,8 +36,8 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
-from ...arm import ArmDescription, default_arm
-from ...fileio import atomic_write_text, load_yaml, yaml_number
+from ...arm.description import ArmDescription, default_arm
+from ...files.fileio import atomic_write_text, load_yaml, yaml_number
 from ..excitation.criterion import UNEXCITED_CONDITION
 from ..excitation.design import excitation_condition_number
 from ..excitation.limits import MAX_DURATION

@@ -1,7 +1,7 @@
 """Reading and writing the CSV files of the command-line tool (header row, one sample per row).
 
 Files are UTF-8 (a leading byte-order mark is accepted); binary data are refused naming the file.
-Writing is atomic (:func:`~youbot_dynamics.fileio.atomic_writer`).
+Writing is atomic (:func:`~youbot_dynamics.files.fileio.atomic_writer`).
 """
 from __future__ import annotations
 

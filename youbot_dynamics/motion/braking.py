@@ -1,6 +1,6 @@
 """The braking tail: every joint from a state ``q0, q'0, q''0`` to rest within its deceleration
 (no ROS). Used by the streamed experiment commands (:mod:`~youbot_dynamics.identification.experiment.streaming`)
-and the controllers' release to the drives (:mod:`.release`, via :mod:`youbot_dynamics.commands`).
+and the controllers' release to the drives (:mod:`.release`, via :mod:`youbot_dynamics.motion.commands`).
 
 From ``q0, q'0, q''0`` every joint's velocity follows the cubic Hermite
 polynomial to rest in the common duration ``T`` (``s = t / T``)::

@@ -20,7 +20,7 @@ def _candidates() -> list[Path]:
     env = os.environ.get("YOUBOT_DYNAMICS_SHARE")
     if env:
         found.append(Path(env))
-    found.append(Path(__file__).resolve().parent.parent)
+    found.append(Path(__file__).resolve().parents[2])  # youbot_dynamics/files/paths.py -> the checkout
     try:
         from ament_index_python.packages import get_package_share_directory
 

@@ -35,8 +35,8 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription
-from .fileio import atomic_write_text
+from .description import ArmDescription
+from ..files.fileio import atomic_write_text
 from .urdf import REGENERATE_COMMAND, URDF_FILE_NAME, _num, _origin, default_urdf_path
 
 __all__ = [
@@ -129,7 +129,7 @@ def _header_lines(arm: ArmDescription) -> list[str]:
     lines = [
         ("GENERATED FILE - do not edit. ros2_control / Gazebo (gz sim) description of "
          f"'{arm.name.replace('--', '- -')}'"),
-        "generated from the arm description (config/youbot_arm.yaml) by youbot_dynamics/ros2_control.py.",
+        "generated from the arm description (config/youbot_arm.yaml) by youbot_dynamics/arm/ros2_control.py.",
         f"To regenerate it (and {URDF_FILE_NAME}), run",
         f"  {REGENERATE_COMMAND.replace(' --write', '')}",
         "with the write option (double dash + write; an XML comment cannot hold a double dash).",

@@ -36,8 +36,8 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ..control.evaluation import is_measured
-from .messages import stamp_seconds
-from .demo_job import ControlRun, _Client, _control_run, _tracking
+from ..nodes.messages import stamp_seconds
+from .runs import Client, ControlRun, control_run, run_tracking
 
 __all__ = ["PAYLOAD_MASS", "PAYLOAD_COM", "SERIES", "payload_message", "external_phase", "recalibrate_payload",
            "plot_external", "without_series"]
@@ -73,7 +73,7 @@ def _wrench(link: str, force: Any = (0.0, 0.0, 0.0), torque: Any = (0.0, 0.0, 0.
 class _Recorder:
     """The controller's estimate and status and the simulator's truth, while a run lasts."""
 
-    def __init__(self, client: _Client, executable: str) -> None:
+    def __init__(self, client: Client, executable: str) -> None:
         self.client = client
         self.estimates: list[JointState] = []
         self.truth: list[JointState] = []
@@ -107,7 +107,7 @@ class _Recorder:
 
 
 @contextmanager
-def _wrenches(client: _Client) -> Iterator[Any]:
+def _wrenches(client: Client) -> Iterator[Any]:
     """A publisher of ``sim_node``'s ``~/external_wrench``; the wrench is cleared on leaving."""
     publisher = client.node.create_publisher(WrenchStamped, "/sim_node/external_wrench", 10)
     try:
@@ -118,24 +118,24 @@ def _wrenches(client: _Client) -> Iterator[Any]:
         client.node.destroy_publisher(publisher)
 
 
-def _stroke_with(client: _Client, executable: str, parameters: dict[str, Any],
-                 push: Callable[[_Client, Any], None]) -> _Recorder:
+def _stroke_with(client: Client, executable: str, parameters: dict[str, Any],
+                 push: Callable[[Client, Any], None]) -> _Recorder:
     """The tracking stroke on ``executable`` with ``push(client, publisher)`` PUSH_AT s into it."""
     recorder = _Recorder(client, executable)
     try:
         with _wrenches(client) as wrench_pub:
-            def during(c: _Client) -> None:
+            def during(c: Client) -> None:
                 c.wait_matched(wrench_pub)
                 c.spin_for(PUSH_AT)
                 push(c, wrench_pub)
 
-            _tracking(client, [ControlRun("push", executable, parameters)], during=during)
+            run_tracking(client, [ControlRun("push", executable, parameters)], during=during)
     finally:
         recorder.close()
     return recorder
 
 
-def _smooth_push(c: _Client, publisher: Any, duration: float = 0.5) -> None:
+def _smooth_push(c: Client, publisher: Any, duration: float = 0.5) -> None:
     """sin^2 of the forearm push over ``duration``, as wrench messages at 200 Hz."""
     began = time.monotonic()
     while (s := time.monotonic() - began) < duration:
@@ -145,13 +145,13 @@ def _smooth_push(c: _Client, publisher: Any, duration: float = 0.5) -> None:
     publisher.publish(_wrench(""))
 
 
-def _step_on_joint_2(c: _Client, publisher: Any, duration: float = 0.3) -> None:
+def _step_on_joint_2(c: Client, publisher: Any, duration: float = 0.3) -> None:
     publisher.publish(_wrench("arm_link_2", torque=(0.0, 0.0, 2.0)))
     c.spin_for(duration)
     publisher.publish(_wrench(""))
 
 
-def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
+def _push_accuracy(client: Client, model: str) -> dict[str, Any]:
     rec = _stroke_with(client, "computed_torque_controller", {"model_file": model}, _smooth_push)
     t, r, truth = rec.pairs()
     pushed = np.any(np.abs(truth) > 0.0, axis=1)
@@ -167,7 +167,7 @@ def _push_accuracy(client: _Client, model: str) -> dict[str, Any]:
             SERIES: {"t": t - began, "estimate": r, "truth": truth}}  # for the plot, not the summary
 
 
-def _collision(client: _Client, model: str) -> dict[str, Any]:
+def _collision(client: Client, model: str) -> dict[str, Any]:
     """The detection delay of the step on joint 2. A collision reported before the push is a false
     alarm: kept (the no-false-collision goal counts it) and, as the reaction stopped the stroke before
     the push, the stroke runs once more; after two such strokes the delay is ``None`` (not measured:
@@ -191,7 +191,7 @@ def _collision(client: _Client, model: str) -> dict[str, Any]:
     return {"delay_s": None, "status": "", "false_alarms": false_alarms}
 
 
-def _wrench_duration(client: _Client, parameters: AsyncParameterClient, seconds: float) -> None:
+def _wrench_duration(client: Client, parameters: AsyncParameterClient, seconds: float) -> None:
     """Set ``sim_node``'s ``external_wrench_duration`` (0: until cleared) through ``parameters``, a
     parameter client of that node."""
     client.wait_for(parameters.services_are_ready, 10.0, f"the parameter services of {client.arm_node}")
@@ -208,10 +208,10 @@ def _collision_stamp(status: str) -> float:
     return float(at.group(1)) if at else float("nan")
 
 
-def _float(client: _Client, model: str) -> dict[str, Any]:
+def _float(client: Client, model: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
 
-    def push_and_watch(c: _Client, _hold: np.ndarray) -> float:
+    def push_and_watch(c: Client, _hold: np.ndarray) -> float:
         c.wait_matched(wrench_pub)
         before = c.q.copy()
         # 0.3 s on the arm's clock (sim_node's external_wrench_duration): cleared by this job, a push
@@ -231,12 +231,12 @@ def _float(client: _Client, model: str) -> dict[str, Any]:
         return time.perf_counter()
 
     with _wrenches(client) as wrench_pub:
-        _control_run(client, ControlRun("float", "float_controller", {"model_file": model}), push_and_watch, 0.1)
+        control_run(client, ControlRun("float", "float_controller", {"model_file": model}), push_and_watch, 0.1)
     return result
 
 
 @contextmanager
-def _simulated_payload(client: _Client, hold: np.ndarray | None = None) -> Iterator[None]:
+def _simulated_payload(client: Client, hold: np.ndarray | None = None) -> Iterator[None]:
     """The simulated arm holds the payload (``sim_node``'s ``~/payload``) inside the block."""
     publisher = client.node.create_publisher(Inertia, "/sim_node/payload", 10)
     try:
@@ -250,13 +250,13 @@ def _simulated_payload(client: _Client, hold: np.ndarray | None = None) -> Itera
         client.node.destroy_publisher(publisher)
 
 
-def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: list[float]) -> dict[str, Any]:
+def _payload_tracking(client: Client, model: str, estimate: Inertia, baseline: list[float]) -> dict[str, Any]:
     controller_payload = client.node.create_publisher(Inertia, "/computed_torque_controller/payload", 10)
     status: list[str] = []
     subscription = client.node.create_subscription(String, "/computed_torque_controller/status",
                                                    lambda m: status.append(m.data), 100)
     try:
-        def apply(c: _Client) -> None:  # the controller is up and enabled: give it the estimate first
+        def apply(c: Client) -> None:  # the controller is up and enabled: give it the estimate first
             c.wait_matched(controller_payload)
             controller_payload.publish(estimate)
             c.wait_for(lambda: any(s.startswith("payload") for s in status), 5.0, "the controller's payload status")
@@ -264,8 +264,8 @@ def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: 
                 raise RuntimeError(f"the controller did not take the payload: {status}")
 
         with _simulated_payload(client):
-            result = _tracking(client, [ControlRun("computed torque, payload applied", "computed_torque_controller",
-                                                   {"model_file": model})], before=apply)[0]
+            run = ControlRun("computed torque, payload applied", "computed_torque_controller", {"model_file": model})
+            result = run_tracking(client, [run], before=apply)[0]
     finally:
         client.node.destroy_subscription(subscription)
         client.node.destroy_publisher(controller_payload)
@@ -277,7 +277,7 @@ def _payload_tracking(client: _Client, model: str, estimate: Inertia, baseline: 
             SERIES: {"t": result["t"], "error": result["error"]}}
 
 
-def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
+def external_phase(client: Client, model: str, payload: dict[str, Any] | None,
                    baseline: list[float]) -> dict[str, Any]:
     """The four parts of the module docstring; their figures and goals."""
     print("\n   External torques (issue 17): the identified model's observer, collisions, hand-guiding, payload")
@@ -316,7 +316,7 @@ def external_phase(client: _Client, model: str, payload: dict[str, Any] | None,
     return result
 
 
-def recalibrate_payload(client: _Client, hold: np.ndarray, timeout: float) -> dict[str, Any]:
+def recalibrate_payload(client: Client, hold: np.ndarray, timeout: float) -> dict[str, Any]:
     """With the identification node still up (its model just written): put the payload on the
     simulated arm, run ``~/recalibrate``, read ``~/payload_estimate``, take the payload off."""
     estimates: list[Inertia] = []
@@ -331,7 +331,7 @@ def recalibrate_payload(client: _Client, hold: np.ndarray, timeout: float) -> di
         client.node.destroy_client(recalibrate)
 
 
-def _recalibrate(client: _Client, recalibrate: Any, estimates: list[Inertia], hold: np.ndarray,
+def _recalibrate(client: Client, recalibrate: Any, estimates: list[Inertia], hold: np.ndarray,
                  timeout: float) -> dict[str, Any]:
     """``~/recalibrate`` on the arm holding the payload; the estimate it publishes."""
     answer = client.call_when_ready(recalibrate, Trigger.Request(), hold)

@@ -1,7 +1,7 @@
 """Forward kinematics and the geometric Jacobian of a DH serial arm, vectorised over configurations.
 
 Seed 002, eq. (2.1)-(2.6): ``A_i = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)`` and
-``T = A_1 A_2 ... A_n T_tool`` with ``theta = offset + direction * q`` (see :mod:`.arm`).
+``T = A_1 A_2 ... A_n T_tool`` with ``theta = offset + direction * q`` (see :mod:`.description`).
 All functions take ``q`` with shape ``(..., n)`` and return arrays with the same leading shape.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription
+from .description import ArmDescription
 
 __all__ = ["dh_transform", "chain_columns", "columns_to_transforms", "link_frames", "forward_kinematics",
            "geometric_jacobian"]

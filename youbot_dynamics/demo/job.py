@@ -21,7 +21,7 @@ and ``/diagnostics`` (its own timing: rate, missed cycles, latency joint state -
    of 0.7 rad in 1.05 s), computed torque on the identified model vs on the nominal model vs a
    PD on the same error gains (``model_feedforward: false``). Goal: RMS error at most 1 mrad per
    joint with the identified model, at least 5x better than with the nominal one.
-4. **External torques** (the simulator only; :mod:`.demo_external`): a push during tracking and the
+4. **External torques** (the simulator only; :mod:`.external`): a push during tracking and the
    observer's estimate against the simulator's truth, a collision and the controller's reaction,
    hand-guiding with ``float_controller``, and a payload: put on after the identification and
    estimated by ``~/recalibrate`` (in phase 1's process), then applied to computed torque.
@@ -40,202 +40,33 @@ import contextlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.context import Context
 from rclpy.signals import SignalHandlerOptions
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import SetBool, Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from std_srvs.srv import Trigger
 
-from ..arm import ArmDescription
-from ..contract import JOINT_STATES, POSITION_COMMANDS
-from ..control.evaluation import combine_timing, format_table, is_measured, plot_runs, regulation_metrics, \
-    split_state, tracking_metrics
+from ..arm.description import ArmDescription
+from ..control.evaluation import format_table, is_measured, plot_runs
 from ..driver.emulator import EmulatorProcess, VethPair
 from ..identification.io.trajfile import load_trajectory
-from ..paths import config_path
+from ..files.paths import config_path
 from ..sim.limits import LIMIT_LOG_VARIABLE
-from .common import REALTIME_PRIORITY, create_executor
-from .messages import JointStateReader
-from .demo_sim import NodeProcess
+from ..nodes.common import REALTIME_PRIORITY
+from .external import external_phase, plot_external, recalibrate_payload, without_series
+from .runs import ARMS, EMULATED_MASTER, GOAL_STEP, HOME, SEGMENT, STROKE, ArmProcess, Client, ControlRun, \
+    format_vector, run_regulation, run_tracking
+from .simulation import NodeProcess
 
-__all__ = ["ARMS", "closed_loop_timing", "run_job"]
-
-HOME = np.array([2.9496, 1.1345, -2.5482, 1.7890, 2.9234])  # the candle (sim.yaml home)
-GOAL_STEP = np.array([0.4, -0.3, 0.3, -0.3, 0.4])  # [rad] regulation step from HOME
-STROKE = np.array([0.7, -0.7, 0.7, -0.7, 0.7])  # [rad] tracking: out and back ...
-SEGMENT = 1.05  # [s] ... in quintic segments: peak 1.875 x 0.7 / 1.05 = 1.25 rad/s (80 %)
-SETTLE_AFTER = 0.3  # [s] of holding the end, inside the tracking window
-HOLD_RATE = 50.0  # [Hz] position commands while the client holds the arm
-REST_VELOCITY = 0.01  # [rad/s] at rest before each phase (the identification needs < 0.05)
-EMULATED_MASTER = "ybdemo0"  # veth end of the master with ``--robot emulated`` (the emulator serves its peer)
+__all__ = ["closed_loop_timing", "run_job"]
 
 
-@dataclass(frozen=True)
-class ArmProcess:
-    """How the main job starts and resets an arm node."""
-
-    executable: str
-    parameters: tuple[str, ...]  # ros args
-    initial_positions: str | None  # the parameter naming the start pose (None: the arm is where it is)
-    has_reset: bool  # a ~/reset service (the simulator); else the client drives the arm back
-    has_clock: bool  # can publish /clock (then the identification runs on the simulated time)
-    identification: tuple[tuple[str, Any], ...] = ()  # identification_node parameters for this arm
-    external: bool = False  # takes an external wrench and a payload (the simulator): the issue-17 phase runs
-
-
-#: the arm of the main job, per ``--robot``
-ARMS: dict[str, ArmProcess] = {
-    "sim": ArmProcess("sim_node", ("-p", f"realtime_priority:={REALTIME_PRIORITY}"), "initial_positions", True, True,
-                      external=True),
-    "driver": ArmProcess("youbot_driver", ("-p", "backend:=virtual", "-p", "enable_on_start:=true"),
-                         "virtual_initial_positions", True, True),
-    # the real driver path: SOEM on a veth pair, the emulated drives (driver.emulator) on the other end
-    "emulated": ArmProcess("youbot_driver", ("-p", "backend:=pysoem", "-p", f"interface:={EMULATED_MASTER}",
-                                             "-p", "enable_on_start:=true"), None, False, False),
-}
-
-
-def _fmt(v: Any) -> str:
-    return "[" + ", ".join(f"{x:+.4f}" for x in np.asarray(v, dtype=float)) + "]"
-
-
-@dataclass
-class ControlRun:
-    """One closed-loop run: a label, the executable and its parameters."""
-
-    label: str
-    executable: str
-    parameters: dict[str, Any]
-    rows: list[list[float]] = field(default_factory=list)  # ~/state: [q_d, q, e, tau, t]
-    reports: list[dict[str, float]] = field(default_factory=list)
-    arm_reports: list[dict[str, float]] = field(default_factory=list)  # the arm node's loop
-
-
-class _Client:
-    """The user: position hold, services, goals and trajectories, recordings."""
-
-    def __init__(self, context: Context, arm: ArmDescription, arm_process: ArmProcess) -> None:
-        self.arm = arm
-        self.arm_node = arm_node = arm_process.executable
-        self.has_reset = arm_process.has_reset
-        self.node = rclpy.create_node("youbot_dynamics_demo_job", context=context)
-        # the events executor: the job takes every joint state (1 kHz) to hold and watch the arm; in
-        # the Python executor that cost the job 45-50 % of a core, which the identification node then
-        # lacked (it fell 1 s behind its joint states in a recalibration, stop 37)
-        self.executor = create_executor(events=True, context=context)
-        self.executor.add_node(self.node)
-        self.q: np.ndarray | None = None
-        self.dq: np.ndarray | None = None
-        self._reader = JointStateReader(arm.joint_names, require_velocity=False)
-        self.node.create_subscription(JointState, JOINT_STATES, self._on_joint_state, 1)
-        self.position = self.node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
-        self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
-        self.run: ControlRun | None = None
-        self.progress: DiagnosticStatus | None = None
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
-
-    def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            self.q, self.dq, _ = self._reader.read(msg)
-        except ValueError:  # not the arm's joints, NaN: wait for a good one
-            pass
-
-    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        run = self.run
-        if run is None:
-            return
-        for status in msg.status:
-            values = {kv.key: kv.value for kv in status.values}
-            if status.name.startswith(run.executable + ":"):
-                run.reports.append({k: float(v) for k, v in values.items() if k in TIMING_KEYS})
-            elif status.name.startswith(self.arm_node + ":") and all(k in values for k in ARM_TIMING_KEYS):
-                run.arm_reports.append({k: float(values[k]) for k in ARM_TIMING_KEYS})
-
-    def spin_for(self, seconds: float, hold: np.ndarray | None = None) -> None:
-        """Spin; with ``hold``, publish it as a position command at :data:`HOLD_RATE`."""
-        deadline = time.monotonic() + seconds
-        next_hold = time.monotonic()
-        while time.monotonic() < deadline:
-            if hold is not None and time.monotonic() >= next_hold:
-                self.position.publish(Float64MultiArray(data=hold.tolist()))
-                next_hold += 1.0 / HOLD_RATE
-            self.executor.spin_once(timeout_sec=0.002)
-
-    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str,
-                 hold: np.ndarray | None = None) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
-            self.spin_for(0.02, hold)
-
-    def wait_matched(self, publisher: Any, timeout: float = 10.0) -> None:
-        """Wait until ``publisher`` has a subscriber (a message published before is lost)."""
-        self.wait_for(lambda: publisher.get_subscription_count() > 0, timeout,
-                      f"a subscriber of {publisher.topic_name}")
-        self.spin_for(0.05)
-
-    def call(self, client: Any, request: Any, timeout: float = 20.0, hold: np.ndarray | None = None) -> Any:
-        self.wait_for(client.service_is_ready, timeout, f"service {client.srv_name}", hold)
-        future = client.call_async(request)
-        self.wait_for(future.done, timeout, f"an answer of {client.srv_name}", hold)
-        return future.result()
-
-    def call_when_ready(self, client: Any, request: Any, hold: np.ndarray, attempts: int = 50) -> Any:
-        """Call a service that refuses until its node has a joint state (its service comes up
-        first), on simulated time a /clock, and the arm at rest (on a loaded machine the held arm
-        was still moving at 0.24 rad/s when the identification was first started): retry every
-        0.1 s holding the arm; the call itself does not hold (the node may take over the arm with it)."""
-        for _ in range(attempts):
-            answer = self.call(client, request)
-            if answer.success or not any(text in answer.message for text in ("no joint state", "no /clock yet",
-                                                                             "the arm is moving")):
-                break
-            self.spin_for(0.1, hold)
-        return answer
-
-    def reset_and_hold(self, q: np.ndarray | None = None) -> np.ndarray:
-        """Put the arm at ``q`` (the simulator: ``~/reset``; a real or virtual arm: position
-        commands until it is there and still) and hold it with position commands; the pose held."""
-        if self.has_reset:
-            answer = self.call(self.reset_client, Trigger.Request())
-            if not answer.success:
-                raise RuntimeError(f"reset failed: {answer.message}")
-            self.spin_for(0.05)  # a joint state from before the reset may still be on its way
-            self.q = None
-            self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
-        elif q is not None:
-            self.wait_for(lambda: self.q is not None and np.max(np.abs(self.q - q)) < 2e-3, 20.0,
-                          f"the arm at {_fmt(q)}", q)
-        hold = self.q.copy() if q is None else q
-        self.spin_for(0.3, hold)
-        # the arm may still be settling into the hold: on a loaded machine the arm's clock runs
-        # behind the wall clock, so wait for rest (the identification refuses to start otherwise)
-        self.wait_for(lambda: self.at_rest(hold), 30.0, f"the arm at rest at {_fmt(hold)}", hold)
-        return hold
-
-    def at_rest(self, q: np.ndarray) -> bool:
-        """The last joint state at ``q`` (2 mrad) and still (:data:`REST_VELOCITY`)."""
-        return (self.q is not None and np.max(np.abs(self.q - q)) < 2e-3
-                and (self.dq is None or np.max(np.abs(self.dq)) < REST_VELOCITY))
-
-
-ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
-TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
-               "compute_median_us")
-
-
-def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProcess,
-              then: Callable[[_Client, np.ndarray, float], dict[str, Any]] | None = None) -> dict[str, Any]:
+def _identify(client: Client, out: Path, timeout: float, arm_process: ArmProcess,
+              then: Callable[[Client, np.ndarray, float], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run the identification node on the shipped excitation; its summary (report.json), and with
     ``then`` what ``then(client, hold, timeout)`` returns (key ``then``), run while the node is still up."""
     excitation = load_trajectory(config_path("excitation_default.yaml"), client.arm.joint_names, client.arm).trajectory
@@ -257,7 +88,7 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
     args = [a for k, v in params.items() for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     print(f"   excitation: config/excitation_default.yaml ({excitation.period:g} s), 3 periods (2 identify, "
           f"1 same-motion check), then the validation trajectory (config/excitation_validation.yaml: the held-out "
-          f"motion) through the trajectory controller; start pose {_fmt(start)}")
+          f"motion) through the trajectory controller; start pose {format_vector(start)}")
     began = time.monotonic()
     with NodeProcess("identification_node", *args) as node:
         client.wait_for(start_client.service_is_ready, 60.0, "the identification node", hold)
@@ -294,113 +125,6 @@ def _identify(client: _Client, out: Path, timeout: float, arm_process: ArmProces
             **({"then": extra} if extra is not None else {})}
 
 
-def _control_run(client: _Client, run: ControlRun, action: Callable[[_Client, np.ndarray], float],
-                 duration: float) -> tuple[float, float]:
-    """Start the controller, enable it holding the arm, run ``action`` (returns the start time of
-    the measured part), record for ``duration``; ``(start, end)`` on the client's clock."""
-    hold = client.reset_and_hold(HOME)
-    args = [a for k, v in {**run.parameters, "state_publish_decimation": 2, "diagnostics_period": 0.5}.items()
-            for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
-    enable = client.node.create_client(SetBool, f"/{run.executable}/enable")
-    subscription = client.node.create_subscription(
-        Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append(list(m.data)), 1000)
-    try:
-        with NodeProcess(run.executable, *args) as node:
-            client.wait_for(enable.service_is_ready, 60.0, f"{run.executable}", hold)
-            client.spin_for(0.2, hold)
-            answer = client.call_when_ready(enable, SetBool.Request(data=True), hold)
-            if not answer.success:
-                raise RuntimeError(f"enable refused: {answer.message}")
-            client.spin_for(0.7)  # the torque ramp (0.5 s) and a moment of holding
-            client.run = run
-            start = action(client, hold)
-            client.spin_for(duration)
-            end = time.perf_counter()
-            # the rows carry the controller's times: a late client waits for those up to the end
-            client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
-            client.run = None
-            client.call(enable, SetBool.Request(data=False))
-            if node.process.poll() is not None:
-                raise RuntimeError(f"{run.executable} exited:\n{node.output()[-2000:]}")
-    finally:
-        client.run = None
-        client.node.destroy_subscription(subscription)
-        client.node.destroy_client(enable)
-    return start, end
-
-
-def _timing(run: ControlRun) -> dict[str, float]:
-    """The controller's timing and, for comparison, the rate and missed cycles of the arm node's
-    joint-state loop over the same run (a cycle per joint state: the arm's misses are the loop's)."""
-    arm = combine_timing(run.arm_reports) if run.arm_reports else {}
-    return {**combine_timing(run.reports), **{f"arm_{k}": arm[k] for k in ("rate_hz", "missed_fraction") if k in arm}}
-
-
-def _regulation(client: _Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
-    goal = HOME + GOAL_STEP
-    results = []
-    for run in runs:
-        publisher = client.node.create_publisher(JointState, f"/{run.executable}/goal", 10)
-
-        def step(c: _Client, _hold: np.ndarray) -> float:
-            c.wait_matched(publisher)
-            publisher.publish(JointState(name=list(c.arm.joint_names), position=goal.tolist()))
-            return time.perf_counter()
-
-        # the goal is approached on a speed-limited profile (0.76 s for GOAL_STEP), then held 2.3 s
-        start, _ = _control_run(client, run, step, 3.1)
-        client.node.destroy_publisher(publisher)
-        t, q_d, _, error, tau = split_state(run.rows, client.arm.n_joints)
-        reached = t[(t >= start) & np.all(np.abs(q_d - goal) < 1e-9, axis=1)]
-        if reached.size == 0:
-            raise RuntimeError(f"{run.label}: the goal was not taken (status of the node in its log)")
-        metrics = regulation_metrics(t, error, tau, float(reached[0]))
-        results.append({"label": run.label, **metrics, **_timing(run), "t": t - reached[0], "error": error, "tau": tau})
-    return results
-
-
-def _tracking(client: _Client, runs: list[ControlRun], before: Callable[[_Client], None] | None = None,
-              during: Callable[[_Client], None] | None = None) -> list[dict[str, Any]]:
-    """The stroke on each run's controller; ``before(client)`` runs once the controller is enabled,
-    ``during(client)`` right after the trajectory was sent (e.g. a push in mid-motion)."""
-    results = []
-    duration = 2 * SEGMENT
-    for run in runs:
-        publisher = client.node.create_publisher(JointTrajectory, f"/{run.executable}/trajectory", 10)
-
-        def go(c: _Client, hold: np.ndarray) -> float:
-            c.wait_matched(publisher)
-            if before is not None:
-                before(c)
-            msg = JointTrajectory(joint_names=list(c.arm.joint_names))
-            for k, q in enumerate((hold + STROKE, hold), start=1):
-                sec, frac = divmod(k * SEGMENT, 1.0)
-                msg.points.append(JointTrajectoryPoint(positions=q.tolist(), velocities=[0.0] * len(q),
-                                                       accelerations=[0.0] * len(q),
-                                                       time_from_start=Duration(sec=int(sec),
-                                                                                nanosec=int(round(frac * 1e9)))))
-            publisher.publish(msg)
-            sent = time.perf_counter()
-            if during is not None:
-                during(c)
-            return sent
-
-        start, _ = _control_run(client, run, go, duration + SETTLE_AFTER + 0.2)
-        client.node.destroy_publisher(publisher)
-        t, q_d, _, error, tau = split_state(run.rows, client.arm.n_joints)
-        after = t >= start
-        if not after.any():
-            raise RuntimeError(f"{run.label}: no ~/state after the trajectory was sent")
-        held = q_d[after][0]  # the hold the trajectory starts from
-        moving = t[after][np.any(np.abs(q_d[after] - held) > 1e-6, axis=1)]
-        if moving.size == 0:
-            raise RuntimeError(f"{run.label}: the trajectory was not taken (status of the node in its log)")
-        t0 = float(moving[0])
-        metrics = tracking_metrics(t, error, tau, t0, t0 + duration + SETTLE_AFTER)
-        results.append({"label": run.label, **metrics, **_timing(run), "t": t - t0, "error": error, "tau": tau})
-    return results
-
-
 def _goal(condition: Callable[..., bool], *figures: Any) -> bool | str:
     """``condition(*figures)``, or the first figure's "not measured (gap of N ms)" when one was not
     measured (:func:`~youbot_dynamics.control.evaluation.is_measured`): a gap is no verdict."""
@@ -416,12 +140,12 @@ TIMING_COLUMNS = [("latency_median_ms", "lat. med [ms]", 1.0, 3), ("latency_p99_
 def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, Any],
                     regulation: list[dict[str, Any]], tracking: list[dict[str, Any]],
                     external: dict[str, Any] | None = None) -> dict[str, Any]:
-    print("\n   Regulation: goal step " + _fmt(GOAL_STEP) + " rad from the candle pose")
+    print("\n   Regulation: goal step " + format_vector(GOAL_STEP) + " rad from the candle pose")
     print(format_table(regulation, [("label", "controller", 1.0, 0), ("error_at", "|e| at 2 s [mrad]", 1e3, 3),
                                     ("settling_time", "settling to 1 mrad [s]", 1.0, 2),
                                     ("tau_rms", "torque RMS [N m]", 1.0, 2)] + TIMING_COLUMNS)
           .replace("\n", "\n   ").join(["   ", ""]))
-    print(f"\n   Tracking: out and back by {_fmt(STROKE)} rad, segments of {SEGMENT:g} s (80 % of the "
+    print(f"\n   Tracking: out and back by {format_vector(STROKE)} rad, segments of {SEGMENT:g} s (80 % of the "
           "velocity limits), window: the motion and 0.3 s of holding")
     print(format_table(tracking, [("label", "controller", 1.0, 0), ("rms_error", "RMS error [mrad]", 1e3, 3),
                                   ("max_error", "max error [mrad]", 1e3, 2), ("tau_rms", "torque RMS [N m]", 1.0, 2)]
@@ -444,7 +168,6 @@ def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, An
         "missed_below_0.1_percent": all(r["missed_fraction"] < 1e-3 for r in regulation + tracking),
     }
     if external is not None:
-        from .demo_external import plot_external, without_series  # noqa: PLC0415 - import cycle
 
         plots.append(plot_external(out / "external.png", external, tracking[0], arm.joint_names))
         summary["plots"] = [str(p) for p in plots]
@@ -469,12 +192,12 @@ def closed_loop_timing(arm: ArmDescription) -> list[dict[str, Any]]:
     context = Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
-        client = _Client(context, arm, arm_process)
+        client = Client(context, arm, arm_process)
         try:
             with NodeProcess(arm_process.executable, *arm_process.parameters, *_start_pose(arm_process)):
                 client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {arm_process.executable}")
-                runs = (_regulation(client, [ControlRun("PD + gravity", "pd_gravity_controller", nominal)])
-                        + _tracking(client, [ControlRun("computed torque", "computed_torque_controller", nominal)]))
+                runs = (run_regulation(client, [ControlRun("PD + gravity", "pd_gravity_controller", nominal)])
+                        + run_tracking(client, [ControlRun("computed torque", "computed_torque_controller", nominal)]))
         finally:
             client.executor.shutdown()
             client.node.destroy_node()
@@ -535,13 +258,12 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     began = time.monotonic()
     try:
-        client = _Client(context, arm, arm_process)
+        client = Client(context, arm, arm_process)
         arm_args = [*arm_process.parameters, *_start_pose(arm_process)]
         clock = ["-p", "publish_clock:=true"] if arm_process.has_clock else []
         try:
             with _emulated_arm(arm_kind):
                 # the issue-17 phase (external torques, payload) lives in its own module, which builds on this one
-                from .demo_external import external_phase, recalibrate_payload  # noqa: PLC0415 - import cycle
                 # identification on the simulated clock (/clock) if there is one: robust to a loaded machine;
                 # on the simulator, then a payload put on and the recalibration that estimates it
                 with NodeProcess(executable, *arm_args, *clock):
@@ -553,12 +275,12 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
                     client.q = None
                     client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                     model = identification["parameters"]
-                    regulation = _regulation(client, [
+                    regulation = run_regulation(client, [
                         ControlRun("PD + gravity (identified)", "pd_gravity_controller", {"model_file": model}),
                         ControlRun("PD only", "pd_gravity_controller",
                                    {"model_file": model, "gravity_compensation": False,
                                     "friction_compensation": False})])
-                    tracking = _tracking(client, [
+                    tracking = run_tracking(client, [
                         ControlRun("computed torque, identified", "computed_torque_controller", {"model_file": model}),
                         ControlRun("computed torque, nominal", "computed_torque_controller",
                                    {"model_file": str(config_path("youbot_nominal_model.yaml"))}),

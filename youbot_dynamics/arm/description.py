@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .fileio import load_yaml, yaml_number
-from .paths import config_path
+from ..files.fileio import load_yaml, yaml_number
+from ..files.paths import config_path
 from .transforms import rpy_to_rotation, transform
 
 __all__ = [

@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 
-from .arm import ArmDescription
-from .ik import IKError, IKStatus, inverse_kinematics, solve_ik_batch
-from .kinematics import forward_kinematics
-from .transforms import rot_x
+from ..arm.description import ArmDescription
+from ..arm.ik import IKError, IKStatus, inverse_kinematics, solve_ik_batch
+from ..arm.kinematics import forward_kinematics
+from ..arm.transforms import rot_x
 
 __all__ = ["run_demo"]
 

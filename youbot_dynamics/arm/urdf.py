@@ -27,9 +27,9 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from .arm import ArmDescription
-from .fileio import atomic_write_text
-from .paths import share_directory
+from .description import ArmDescription
+from ..files.fileio import atomic_write_text
+from ..files.paths import share_directory
 from .transforms import rotation_to_rpy
 
 __all__ = [
@@ -180,7 +180,7 @@ def _header_lines(arm: ArmDescription) -> list[str]:
     # An XML comment cannot contain "--", so the command's "--write" is spelled out in words.
     lines = [
         f"GENERATED FILE - do not edit. URDF of '{arm.name.replace('--', '- -')}' generated from the arm description",
-        "(config/youbot_arm.yaml) by youbot_dynamics/urdf.py. To regenerate it, run",
+        "(config/youbot_arm.yaml) by youbot_dynamics/arm/urdf.py. To regenerate it, run",
         f"  {REGENERATE_COMMAND.replace(' --write', '')}",
         "with the write option (double dash + write; an XML comment cannot hold a double dash).",
         "Link arm_link_i is DH frame i (seed 002, standard DH); arm_link_i_axis is the frame",

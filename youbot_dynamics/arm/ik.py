@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription
+from .description import ArmDescription
 from .kinematics import forward_kinematics
 from .transforms import invert_transform, rotation_angle, skew
 

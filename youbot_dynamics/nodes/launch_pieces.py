@@ -1,5 +1,5 @@
 """Pieces the launch files share, so that none copies another: the controllers of the registry
-(:mod:`.controller_registry`: the arguments ``controller``, ``controller_params_file`` and
+(:mod:`~youbot_dynamics.contract.controller_registry`: the arguments ``controller``, ``controller_params_file`` and
 ``controller_in_bus`` of a host's launch file (``sim.launch.py``, ``youbot_arm.launch.py``), where
 the chosen controller runs (in the host's loop or as its own node through ``control.launch.py``),
 the controller node itself), the kinematics node (``kinematics.launch.py``, included) and the
@@ -18,7 +18,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from .controller_registry import controller, controller_names
+from ..contract.controller_registry import controller, controller_names
 
 __all__ = ["ArmGone", "EndWithTheArm", "controller_arguments", "controller_node", "include", "params_file_argument",
            "place_controller"]

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription
-from .control.braking import braking_duration, sample_waypoints, tail_states
+from ..arm.description import ArmDescription
+from .braking import braking_duration, sample_waypoints, tail_states
 from .interpolation import HermiteSpline
 from .trajectory_start import START_TOLERANCE, drop_start_point  # noqa: F401 - the executors' start-point rule
 from .validation import joint_values
@@ -142,7 +142,7 @@ def braking_waypoints(arm: ArmDescription, q: Any, dq: Any, step: float = BRAKIN
     """``(times [s] from now, q, q', q'')`` bringing the arm from the measured ``q``, ``q'`` (n,) to
     rest (module docstring), sampled every ``step`` (the last point at the end; at rest: one point at
     ``q`` after ``step``). Each joint follows the braking tail of
-    :class:`~youbot_dynamics.control.braking.BrakingTail` (``q''0 = 0``: a quartic,
+    :class:`~youbot_dynamics.motion.braking.BrakingTail` (``q''0 = 0``: a quartic,
     which a quintic Hermite executor reproduces exactly) from the clamped start state
     (:meth:`CommandChecker.start_state`) over the common duration within ``acceleration_max``,
     shortened for a joint whose tail would pass a limit to end there. ``ValueError`` only for a state

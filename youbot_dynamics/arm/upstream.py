@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription, ArmDescriptionError, LinkInertial, _get, _link_inertial, _vector
-from .fileio import atomic_write_text, load_yaml, read_text
+from .description import ArmDescription, ArmDescriptionError, LinkInertial, _get, _link_inertial, _vector
+from ..files.fileio import atomic_write_text, load_yaml, read_text
 from .kinematics import link_frames
-from .paths import config_path
+from ..files.paths import config_path
 from .transforms import invert_transform, rot_z, rpy_to_rotation, transform
 
 __all__ = ["UpstreamArm", "load_upstream", "upstream_link_frames", "dh_base_in_upstream",

@@ -110,7 +110,7 @@ class ParameterSpec:
 def joint_count() -> int:
     """The joints of the package's arm description (``config/youbot_arm.yaml``): the length of a
     ``per_joint<>`` array."""
-    from .arm import default_arm
+    from ..arm.description import default_arm
 
     return default_arm().n_joints
 

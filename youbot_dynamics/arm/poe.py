@@ -15,14 +15,14 @@ joint twist written in one fixed frame (the base frame) at the home configuratio
 * space Jacobian, column i: ``J_s,i = Ad_{H_{i-1}} s_i`` with
   ``Ad_T (w; v) = (R w; p x R w + R v)`` and ``H_0 = I``;
 * geometric Jacobian of the tool point in the base frame, rows ``[v; w]`` like
-  :func:`youbot_dynamics.kinematics.geometric_jacobian`: ``w = J_s,w`` and
+  :func:`youbot_dynamics.arm.kinematics.geometric_jacobian`: ``w = J_s,w`` and
   ``v_tool = v_s + w x p_tool``.
 
-For the DH arm of :mod:`youbot_dynamics.arm` (``theta_i = offset_i + direction_i q_i``), joint i
+For the DH arm of :mod:`youbot_dynamics.arm.description` (``theta_i = offset_i + direction_i q_i``), joint i
 turns about the z axis of DH frame i-1, so at ``q = 0`` ``w_i = direction_i z_{i-1}(0)`` and
 ``o_i`` is the origin of DH frame i-1. Only this home geometry comes from the DH table; it is
 computed here by composing the elementary motions ``Rz(theta) Tz(d) Tx(a) Rx(alpha)`` at
-``theta = theta_offset``, without :mod:`youbot_dynamics.kinematics`. Everything depending on q is
+``theta = theta_offset``, without :mod:`youbot_dynamics.arm.kinematics`. Everything depending on q is
 the exponential formula above, so this module cross-checks the DH forward kinematics and Jacobian.
 
 All functions take ``q`` of shape ``(..., n)`` and return arrays with the same leading shape.
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .arm import ArmDescription
+from .description import ArmDescription
 from .transforms import rot_x, rot_z, skew, transform
 
 __all__ = ["screw_axes", "home_pose", "poe_forward_kinematics", "poe_space_jacobian", "poe_jacobian"]

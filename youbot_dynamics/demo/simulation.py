@@ -26,8 +26,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..arm import ArmDescription
-from ..contract import JOINT_STATES, POSITION_COMMANDS, TRAJECTORY
+from ..arm.description import ArmDescription
+from ..contract.topics import JOINT_STATES, POSITION_COMMANDS, TRAJECTORY
 
 __all__ = ["NodeProcess", "run_sim_demo"]
 

@@ -1,0 +1,3 @@
+"""The ROS-facing contract, without ROS: the arm's topic names (:mod:`.topics`), the controllers'
+registry (:mod:`.controller_registry`) and the nodes' parameter schemas (:mod:`.parameter_schema`).
+The launch files' shared pieces, which need launch_ros, are :mod:`youbot_dynamics.nodes.launch_pieces`."""
