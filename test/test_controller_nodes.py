@@ -235,11 +235,11 @@ class Controller:
 
     def _drained(self, quiet: float):
         """A predicate: no joint state has been taken in by the node for ``quiet`` s."""
-        last = [self.node._state, time.monotonic()]
+        last = [self.node.loop.state, time.monotonic()]
 
         def drained() -> bool:
-            if self.node._state is not last[0]:
-                last[:] = [self.node._state, time.monotonic()]
+            if self.node.loop.state is not last[0]:
+                last[:] = [self.node.loop.state, time.monotonic()]
             return time.monotonic() - last[1] > quiet
 
         return drained
@@ -375,7 +375,7 @@ def test_pd_enable_ramp_goal_settles_and_timing(pd):
     commands = h.record(Float64MultiArray, COMMANDS)
     h.hold_with_drives(Q_START)
     assert not commands, "disabled at start: no commands"
-    effort = c.node._state[3].copy()  # the drives hold the arm: gravity
+    effort = c.node.loop.state[3].copy()  # the drives hold the arm: gravity
     response = c.set_enabled(True)
     assert response.success and "from the measured effort" in response.message, response.message
     enabled = time.perf_counter()
@@ -804,7 +804,7 @@ def test_stale_joint_states_coast_then_fault_to_zero_torque(make_controller):
     paused = time.perf_counter()
     assert h.sim_call("pause").success
     c.wait_status("fault")
-    last_state, q_last = c.node._state[0], c.node._state[1]
+    last_state, q_last = c.node.loop.state[0], c.node.loop.state[1]
     # the zero command of the fault cycle may be taken after the status
     assert h.spin_until(lambda: any(t > last_state and not np.any(m.data) for t, m in commands)), \
         "no zero command after the joint states stopped"

@@ -210,8 +210,8 @@ def test_bad_commands_are_rejected_and_change_nothing(reset, monkeypatch):
                         lambda data, kind: (deserialized.append(len(data)), original(data, kind))[1])
     h = reset
     rejections: list[str] = []
-    reject = h.node._reject
-    h.node._reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
+    reject = h.node.reject
+    h.node.reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
     sim = h.node.sim
     h.spin_for(0.2)
     spline = sim._spline
@@ -516,8 +516,8 @@ def test_zero_wrench_clears_the_external_wrench(wrench):
 def test_bad_external_wrenches_are_rejected_and_change_nothing(wrench):
     h, io = wrench.h, wrench
     rejections: list[str] = []
-    reject = h.node._reject
-    h.node._reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
+    reject = h.node.reject
+    h.node.reject = lambda what, exc: (rejections.append(f"{what}: {exc}"), reject(what, exc))
     try:
         io.send("arm_link_5", FORCE, TORQUE)
         assert h.spin_until(lambda: np.any(io.latest()))
@@ -540,7 +540,7 @@ def test_bad_external_wrenches_are_rejected_and_change_nothing(wrench):
         # the rejections take on a busy machine (0.2 % of the torques in a loaded run, stop 37)
         np.testing.assert_allclose(io.latest(), before, atol=1e-2 * np.max(np.abs(before)))
     finally:
-        h.node._reject = reject
+        h.node.reject = reject
 
 
 def test_external_wrench_duration(wrench):

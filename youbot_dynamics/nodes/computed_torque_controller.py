@@ -66,9 +66,6 @@ class ComputedTorqueControllerNode(ControllerNode):
             self.follow_host.destroy()
         super().destroy_node()
 
-    def _hold(self, q: np.ndarray) -> None:
-        self.law.hold(q)
-
     def desired_position(self, now: float) -> np.ndarray | None:
         return None if self.law.trajectory is None else self.law.reference(now)[0]
 

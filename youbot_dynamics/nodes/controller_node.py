@@ -1,8 +1,8 @@
 """Shared base of the joint-torque controller nodes (``pd_gravity_controller``,
-``computed_torque_controller``, ``float_controller``): :class:`ControllerNode`, a thin ROS shell
-(parameters, topics, the control cycle, the safety wiring) around the pure-Python core
-:mod:`youbot_dynamics.control`; :class:`ControllerHost` is the loop it runs in inside the arm's
-process (:mod:`.hosted`).
+``computed_torque_controller``, ``float_controller``): :class:`ControllerNode`, the ROS face
+(parameters, topics, services, the cycle's timing, diagnostics) of the pure-Python
+:class:`~youbot_dynamics.control.loop.ControlLoop`; :class:`ControllerHost` is the loop it runs in
+inside the arm's process (:mod:`.hosted`).
 
 Interface, behaviour and figures: doc/control.md (in the bus cycle: doc/driver.md, "Control inside
 the bus cycle"); parameters: youbot_dynamics/nodes/parameters/controller_common.yaml (table in
@@ -10,7 +10,6 @@ doc/parameters.md).
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -31,9 +30,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm.description import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compilations, compile_kernels
-from ..control import FloatController, GuardState, JointStateMonitor, SafetyConfig, SafetyGuard, TrajectoryError
-from ..control.release import release_waypoints
-from ..control.trajectory import GoalArrival
+from ..control import FloatController, GuardState, SafetyConfig, SafetyGuard
+from ..control.loop import ZERO_CYCLES_ON_DISABLE, ControlLoop, Done, JointSample, LoopOptions
 from ..control.velocity import VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
@@ -52,14 +50,12 @@ QOS_DEPTH = 10
 # Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
 JOINT_STATE_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOMINAL_MODEL = "youbot_nominal_model.yaml"
-ZERO_CYCLES_ON_DISABLE = 10  # zero-effort commands published after a disable
 RELEASE_DELAY = 0.002  # [s] between the zero effort and the release trajectory (delivered in that order)
 WATCHDOG_PERIODS = 1.5  # cycle_trigger 'joint_states': a cycle runs when no joint state came for this many periods
 STATE_QUANTITIES = ("q_desired", "q", "error", "tau", "time")
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
 
 Array = np.ndarray
-Done = Callable[[bool, str], None]  # told whether a new reference was installed, and the description or reason
 
 
 class ControllerHost(Protocol):
@@ -85,7 +81,7 @@ class _Step:
     """One cycle's decision, between the torque and the rest of the cycle."""
 
     start: float  # [s, perf_counter] the cycle's start
-    state: tuple[float, Array, Array, Array | None] | None  # the joint state used
+    state: JointSample | None  # the joint state used
     tau: Array
     publish: bool  # the torque goes out (else nothing is commanded)
     header: float | None  # [s] the state's stamp (None: unstamped)
@@ -93,9 +89,12 @@ class _Step:
 
 
 class ControllerNode(Node):
-    """Base of the controller nodes; see doc/control.md. Parameters: the schema named like the
-    node (``parameters/<node_name>.yaml``). Subclasses implement the hooks :meth:`_create_law`,
-    :meth:`_hold`, :meth:`desired_position`, :meth:`_create_interfaces`."""
+    """Base of the controller nodes, the ROS face of a :class:`~youbot_dynamics.control.loop.ControlLoop`
+    (:attr:`loop`: guard, law, references, release, observer reaction, payload): parameters, topics,
+    services, the cycle's timing and diagnostics, the planning and reporting threads; see
+    doc/control.md. Parameters: the schema named like the node (``parameters/<node_name>.yaml``).
+    Subclasses implement the hooks :meth:`_create_law`, :meth:`desired_position` and
+    :meth:`_create_interfaces` (and :meth:`_after_cycle` if they need it)."""
 
     #: Human-readable name of the control law (log messages, diagnostics).
     LAW_NAME = "controller"
@@ -112,11 +111,8 @@ class ControllerNode(Node):
         self._warm_up()
         model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
         # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
-        self.model: DynamicModel = load_model(model_file, self.arm)
-        self._model_without_payload = self.model  # ~/payload sets the payload on this one
-        self.payload = Payload.of(0.0)
-        # (payload, model), built and checked by the planner
-        self._payload_updates: queue.SimpleQueue = queue.SimpleQueue()
+        self._model_without_payload: DynamicModel = load_model(model_file, self.arm)  # ~/payload sets one on it
+        self.loop: ControlLoop | None = None  # below, once its parts exist
         self.base_frame: str = self._param('base_frame')
         self.rate = float(self._param('rate'))
         if host is not None and abs(self.rate - host.rate) > 1e-9 * host.rate:
@@ -136,45 +132,27 @@ class ControllerNode(Node):
                               limit_margin=self._param('limit_margin'),
                               limit_damping=self._optional_array('limit_damping'), ramp_time=self._param('ramp_time'),
                               hold_bandwidth=self._param('hold_bandwidth'))
-        self.law = self._create_law()
-        self.guard = SafetyGuard(self.arm, self.model, config)
-        self._bumpless = bool(self._param('bumpless_enable'))
+        law = self._create_law()
         self._enable_pending = bool(self._param('enabled_on_start'))
         self._decimation = int(self._param('state_publish_decimation'))
         n = self.arm.n_joints
-
-        # newest joint state: (arrival time [s, perf_counter], q, dq, effort or None)
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
-        source = self._param('velocity_source')
-        self._velocity = (VelocityFromPositions(n, self._param('velocity_filter_time'), config.state_timeout)
-                          if source == 'positions' else None)
-        self._monitor = JointStateMonitor(self.arm)
+        velocity = (VelocityFromPositions(n, self._param('velocity_filter_time'), config.state_timeout)
+                    if self._param('velocity_source') == 'positions' else None)
         # in the bus cycle the states come from the host, not from the topic: its publishers do not matter
         self._publishers_max = int(self._param('joint_state_publishers_max')) if host is None else 0
         self._publishers_due = 0.0
-        self._state: tuple[float, Array, Array, Array | None] | None = None
-        # the newest state the monitor accepted: the release starts there (not from another arm's state)
-        self._trusted_state: tuple[float, Array, Array, Array | None] | None = None
-        self._zero = np.zeros(n)
-        self._zero_cycles = 0
-        self._holding_arm = False  # enabled since the last release: the arm is ours to let go
         self._cycle_count = 0
         self._last_cycle = time.perf_counter()
         self._stall_gap = config.state_timeout
         self._deferred = False
         self.stalls = 0  # cycles deferred because the node itself had stalled (see _cycle)
-        self._coast_began: float | None = None  # start of the current coast over late joint states
-        self._last_guard_state = self.guard.state
         self.last_torque = np.zeros(n)  # the last published command (zero when nothing is commanded)
         self.last_refusal: str | None = None
         self.last_status: str = ""
-        self.ramp_end = 0.0  # [s, perf_counter] end of the current enable ramp
         # references computed off the control thread (IK, lines, limit checks: 1-40 ms each)
         self._planner = background_worker(f"{node_name}_planner")
         self._reporter = background_worker(f"{node_name}_status")  # log lines and ~/status
-        self._planned: queue.SimpleQueue = queue.SimpleQueue()
-        self._reference_id = 0  # changes with every new reference, enable and disable
-        self._arrival: tuple[GoalArrival, int] | None = None  # the goal being watched, with its reference id
 
         # timing: per-cycle latency and compute time, swapped out by timing_report()
         self.statistics = LoopStatistics(1.0 / self.rate)
@@ -182,7 +160,6 @@ class ControllerNode(Node):
         self._wall_offset = time.time() - time.perf_counter()  # wall clock = steady clock + this
         self.last_report: dict[str, float] = {}
 
-        self._create_observer(model_file)
         self._command_msg = Float64MultiArray()
         self._state_msg = Float64MultiArray(layout=MultiArrayLayout(dim=[
             MultiArrayDimension(label="quantity:" + "|".join(STATE_QUANTITIES), size=len(STATE_QUANTITIES),
@@ -191,7 +168,17 @@ class ControllerNode(Node):
         self.joint_states_topic: str = self._param('joint_states_topic')
         self.command_topic: str = self._param('command_topic')
         release_topic = self._param('release_topic')
-        self._releases = bool(release_topic)  # letting go hands the arm to the drives (else zero effort only)
+        options = LoopOptions(releases=bool(release_topic), bumpless=bool(self._param('bumpless_enable')),
+                              collision_reaction=self._param('collision_reaction'),
+                              observe_command=self._param('observer_torque') == 'command')
+        float_law, observer = self._create_observer(model_file, options.collision_reaction)
+        model = self._model_without_payload
+        self.loop = ControlLoop(self.arm, model, law, SafetyGuard(self.arm, model, config), options,
+                                report=lambda text, refused, error: self.report_status(text, refused=refused,
+                                                                                       error=error),
+                                release=self._deliver_release, float_law=float_law, observer=observer,
+                                velocity=velocity, after_cycle=self._after_cycle,
+                                release_target=f"on {release_topic}" if host is None else host.release_target)
         self.state_pub = self.create_publisher(Float64MultiArray, '~/state', QOS_DEPTH)
         self.status_pub = self.create_publisher(String, '~/status', QOS_DEPTH)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', QOS_DEPTH)
@@ -199,11 +186,8 @@ class ControllerNode(Node):
             self.command_pub = self.create_publisher(Float64MultiArray, self.command_topic, QOS_DEPTH)
             self.release_pub = (self.create_publisher(JointTrajectory, release_topic, QOS_DEPTH) if release_topic
                                 else None)
-            self._release_target = f"on {release_topic}"
             self._state_sub = self.create_subscription(JointState, self.joint_states_topic, self._on_joint_state,
                                                        JOINT_STATE_QOS)
-        else:
-            self._release_target = host.release_target
         self.create_service(SetBool, '~/enable', self._on_enable)
         self.create_subscription(Inertia, '~/payload', self._on_payload, QOS_DEPTH)
         self._create_interfaces()
@@ -252,10 +236,6 @@ class ControllerNode(Node):
         """The control law (``torque(t, q, dq)``, ``kp``, ``kd``) from the parameters."""
         raise NotImplementedError
 
-    def _hold(self, q: Array) -> None:
-        """Make the law hold ``q`` (on enable); :class:`TrajectoryError` if it cannot."""
-        raise NotImplementedError
-
     def desired_position(self, now: float) -> Array | None:
         """The desired position at ``now`` (for ``~/state``), None without a reference."""
         raise NotImplementedError
@@ -291,29 +271,56 @@ class ControllerNode(Node):
         value = self.get_parameter_or(name, None).value
         return list(value) if value is not None and len(value) else None
 
-    def _create_observer(self, model_file: str) -> None:
-        """The external-torque estimate and collision detection, and the float law of the reaction."""
-        self.external: ExternalTorqueMonitor | None = None
-        self.floating = False  # the collision reaction 'float' is active (until ~/enable)
-        self.collision_reaction: str = self._param('collision_reaction')
-        self._float_law = (FloatController(self.model, self.arm, friction_eps=self._param('friction_eps'))
-                           if self.collision_reaction == 'float' else None)
-        self._stamp = 0.0  # header stamp of the newest joint state (the arrival time if zero)
-        self._stamped = False  # the newest joint state had a stamp
-        self._header_stamp: Time | None = None  # the same as a message (None: not from a message, or unstamped)
-        self._observe_command = self._param('observer_torque') == 'command'
+    def _create_observer(self, model_file: str, collision_reaction: str) -> tuple[Any, Any]:
+        """``(float law, observer)``: the law of the collision reaction 'float' (or None), and the
+        external-torque estimate with collision detection (or None: ``observer_gain`` 0)."""
+        float_law = (FloatController(self._model_without_payload, self.arm, friction_eps=self._param('friction_eps'))
+                     if collision_reaction == 'float' else None)
         gain = float(self._param('observer_gain'))
         if gain == 0.0:
-            if self.collision_reaction != 'none':
+            if collision_reaction != 'none':
                 raise ValueError("collision_reaction needs the observer: observer_gain must be positive")
-            return
+            return float_law, None
         thresholds = thresholds_from(self._optional_array('collision_thresholds'), self._param('collision_factor'),
                                      model_file, self.arm.n_joints)
-        if thresholds is None and self.collision_reaction != 'none':
-            raise ValueError(f"collision_reaction '{self.collision_reaction}' needs collision_thresholds: the model "
+        if thresholds is None and collision_reaction != 'none':
+            raise ValueError(f"collision_reaction '{collision_reaction}' needs collision_thresholds: the model "
                              f"file {model_file} has no joint_rms_errors_nm to derive them from")
-        self.external = ExternalTorqueMonitor(self, self.arm, self.model, gain, self._param('friction_eps'),
-                                              self._param('state_timeout'), thresholds)
+        return float_law, ExternalTorqueMonitor(self, self.arm, self._model_without_payload, gain,
+                                                self._param('friction_eps'), self._param('state_timeout'), thresholds)
+
+    # -- the loop's parts, for the hosts, the subclasses and the tests ----------------------------
+
+    @property
+    def law(self) -> Any:
+        return self.loop.law
+
+    @property
+    def guard(self) -> SafetyGuard:
+        return self.loop.guard
+
+    @property
+    def model(self) -> DynamicModel:
+        """The model in use (with the payload); the file's until the loop exists."""
+        return self._model_without_payload if self.loop is None else self.loop.model
+
+    @property
+    def payload(self) -> Payload:
+        return self.loop.payload
+
+    @property
+    def external(self) -> ExternalTorqueMonitor | None:
+        return self.loop.observer
+
+    @property
+    def floating(self) -> bool:
+        """The collision reaction 'float' is active (until ~/enable)."""
+        return self.loop.floating
+
+    @property
+    def ramp_end(self) -> float:
+        """[s, steady clock] end of the current enable ramp."""
+        return self.loop.ramp_end
 
     @property
     def collisions(self) -> int:
@@ -359,43 +366,24 @@ class ControllerNode(Node):
 
     def measured_position(self) -> Array | None:
         """The newest measured position (None before the first joint state)."""
-        return None if self._state is None else self._state[1]
+        state = self.loop.state
+        return None if state is None else state[1]
 
     # -- new references -------------------------------------------------------------------------
 
     def apply(self, what: str, install: Callable[[], str], done: Done | None = None) -> None:
-        """Install a new reference now (control thread): ``install()`` sets it and returns a
-        description; a ``ValueError`` (e.g. :class:`TrajectoryError`) refuses it with the reason.
-        ``done(accepted, text)`` is told either way (the reference installed is :attr:`reference_id`)."""
-        if self.refused_unless_enabled(what, done):
-            return
-        try:
-            description = install()
-        except ValueError as exc:
-            self._refuse_reference(what, exc, done)
-            return
-        self._reference_id += 1
-        self.report_status(f"{what} accepted: {description}")
-        if done is not None:
-            done(True, description)
+        """Install a new reference now (control thread): :meth:`~youbot_dynamics.control.loop.ControlLoop.apply`."""
+        self.loop.apply(what, install, done)
 
     def refused_unless_enabled(self, what: str, done: Done | None = None) -> bool:
         """Refuse the reference ``what`` (and tell ``done``) unless the controller is enabled; whether it did."""
-        if self.enabled:
-            return False
-        self._refuse_reference(what, f"the controller is {self.guard.state.value} (call ~/enable first)", done)
-        return True
-
-    def _refuse_reference(self, what: str, reason: Any, done: Done | None) -> None:
-        self.refuse(what, reason)
-        if done is not None:
-            done(False, f"{what} refused: {reason}")
+        return self.loop.refused_unless_enabled(what, done)
 
     @property
     def reference_id(self) -> int:
         """Counts the references installed, enables and disables: a reference is still the one
         installed as long as this has not changed."""
-        return self._reference_id
+        return self.loop.reference_id
 
     def plan(self, what: str, compute: Callable[[], Callable[[], str]], done: Done | None = None) -> None:
         """Compute a reference in the planning thread, so that the control loop keeps its rate:
@@ -406,48 +394,20 @@ class ControllerNode(Node):
         in :meth:`apply`, from the control thread."""
         if self.refused_unless_enabled(what, done):
             return
-        reference_id = self._reference_id
+        reference_id, planned = self.loop.reference_id, self.loop.planned
 
         def job() -> None:
             try:
-                self._planned.put((what, reference_id, compute(), None, done))
+                planned.put((what, reference_id, compute(), None, done))
             except Exception as exc:  # noqa: BLE001 - ValueError: refused; anything else: reported too
-                self._planned.put((what, reference_id, None, exc, done))
+                planned.put((what, reference_id, None, exc, done))
 
         self._planner.submit(job)
 
     def watch_arrival(self, goal: Array, start: float, duration: float) -> None:
-        """From an ``install`` function of :meth:`apply`: report whether the arm gets to ``goal``,
-        planned ``duration`` [s] after ``start`` [s, perf_counter] (:class:`~..control.trajectory.GoalArrival`),
-        unless another reference, a disable or a fault comes first."""
-        arrival = GoalArrival(goal, start, duration, self.law.kp, self.guard.torque_limit, self.arm.joint_names)
-        self._arrival = (arrival, self._reference_id + 1)  # apply() gives the reference it installs the next id
-
-    def _judge_arrival(self, now: float, q: Array, dq: Array) -> None:
-        """The watched goal's verdict at ``now``, reported once (:meth:`watch_arrival`)."""
-        arrival, reference_id = self._arrival
-        if reference_id != self._reference_id or not self.enabled or self.floating:
-            self._arrival = None
-            return
-        verdict = arrival.verdict(now, q, dq)
-        if verdict is not None:
-            self._arrival = None
-            self.report_status(verdict[1], error=not verdict[0])
-
-    def _install_planned(self) -> None:
-        while True:
-            try:
-                what, reference_id, install, error, done = self._planned.get_nowait()
-            except queue.Empty:
-                return
-            if error is not None:
-                self._refuse_reference(what, error if isinstance(error, ValueError) else f"planning failed: {error!r}",
-                                       done)
-            elif reference_id != self._reference_id:
-                self._refuse_reference(what, "the controller was enabled, disabled or got another reference while it "
-                                             "was planned (resend it)", done)
-            else:
-                self.apply(what, install, done)
+        """From an ``install`` function of :meth:`apply`: report whether the arm gets to ``goal``
+        (:meth:`~youbot_dynamics.control.loop.ControlLoop.watch_arrival`)."""
+        self.loop.watch_arrival(goal, start, duration)
 
     # -- joint states ---------------------------------------------------------------------------
 
@@ -466,22 +426,8 @@ class ControllerNode(Node):
 
     def _take_state(self, arrival: float, stamp: float, header_stamp: Time | None, q: Array, dq: Array,
                     effort: Array | None) -> None:
-        """A new joint state (``arrival`` on the steady clock, ``stamp`` [s] its measurement instant on
-        the ROS clock, zero if unknown; ``header_stamp`` the same as its message, if it came as one):
-        judged by the plausibility check, its velocity estimated, kept as the newest state."""
-        self._stamped = stamp > 0.0
-        self._stamp = stamp if self._stamped else arrival
-        self._header_stamp = header_stamp if self._stamped else None
-        problem = self._monitor.check(self._stamp, q)
-        if problem is not None:
-            self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the cycle below
-            if self._velocity is not None:  # nothing differentiated against a state that is not the arm's
-                self._velocity.reset()
-        elif self._velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
-            dq = self._velocity.update(self._stamp, q, dq)
-        self._state = (arrival, q, dq, effort)
-        if problem is None:
-            self._trusted_state = self._state
+        """A new joint state for the loop (:meth:`~youbot_dynamics.control.loop.ControlLoop.take_state`)."""
+        self.loop.take_state(arrival, stamp, header_stamp, q, dq, effort)
 
     def _on_timer(self) -> None:
         # as a watchdog: no joint state for WATCHDOG_PERIODS periods (unless one just ran a cycle)
@@ -492,52 +438,11 @@ class ControllerNode(Node):
 
     def enable(self) -> tuple[bool, str]:
         """Hold the current position and ramp the torque in; ``(success, message)``."""
-        now = time.perf_counter()
-        if self._state is None:
-            return False, f"no joint state received on {self.joint_states_topic}"
-        stamp, q, dq, effort = self._state
-        timeout = self.guard.config.state_timeout
-        if now - stamp > timeout:
-            return False, (f"joint state stale: {1e3 * (now - stamp):.1f} ms old "
-                           f"(timeout {1e3 * timeout:.0f} ms)")
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
-            return False, "joint state contains NaN or infinite values"
-        publishers = self.joint_state_publishers_problem()
-        if publishers is not None:
-            return False, publishers
-        if self.enabled:
-            return True, "already enabled"
-        try:
-            self._hold(q)
-        except TrajectoryError as exc:
-            return False, (f"cannot hold the current position: {exc} (bring the arm inside its limits first, e.g. "
-                           f"by the drives' own position control; after calibration the joints sit at their "
-                           f"stops, q = 0)")
-        initial = effort if self._bumpless and effort is not None and np.all(np.isfinite(effort)) else None
-        self.guard.enable(now, initial)
-        self.floating = False
-        if self.external is not None:
-            self.external.reset_detection()
-        self._holding_arm = True
-        self._reference_id += 1
-        self._last_guard_state = self.guard.state
-        self.ramp_end = now + self.guard.config.ramp_time
-        self._zero_cycles = 0
-        source = 'the measured effort' if initial is not None else 'zero'
-        return True, (f"enabled: holding {np.round(q, 4).tolist()}, torque ramp over "
-                      f"{self.guard.config.ramp_time:g} s from {source}")
+        return self.loop.enable(time.perf_counter(), f"no joint state received on {self.joint_states_topic}",
+                                self.joint_state_publishers_problem())
 
     def disable(self) -> str:
-        was = self.guard.state
-        self.guard.disable()
-        self._reference_id += 1
-        self._last_guard_state = self.guard.state
-        if was is not GuardState.DISABLED:
-            self._zero_cycles = self._zero_cycles_on_letting_go()
-            if self._zero_cycles and self._releases:
-                return "disabled: zero effort, then released to the drives"
-            return "disabled: zero effort, then no commands"
-        return "already disabled"
+        return self.loop.disable()
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if request.data:
@@ -600,49 +505,23 @@ class ControllerNode(Node):
             self.stalls += 1
             return None
         self._deferred = False
-        state = self._state
+        loop = self.loop
+        state = loop.state
         if self._enable_pending and state is not None:
             self._enable_pending = False
             ok, message = self.enable()
             self.report_status(message if ok else f"enable at start refused: {message}", refused=not ok)
-        if not self._planned.empty():
-            self._install_planned()
-        if not self._payload_updates.empty():
-            self._install_payload()
-        if state is None:
-            stamp = q = dq = None
-        else:
-            stamp, q, dq, _ = state
-        publish = True
-        try:
-            law = self._float_law if self.floating else self.law
-            tau = self.guard.command(start, stamp, q, dq, law.torque)
-        except Exception as exc:  # noqa: BLE001 - a bug in a law must not leave the last torque active
-            self.guard.disable()
-            self._zero_cycles = self._zero_cycles_on_letting_go()
-            self.report_status(f"disabled: the control law failed: {exc!r}", error=True)
-            tau = None
-        if self.guard.coasting:
-            if self._coast_began is None:
-                self._coast_began = start
-        elif self._coast_began is not None:
-            if self.guard.state is GuardState.ENABLED:  # else the fault's status says what happened
-                self._reporter.submit(self._log_coast, start - self._coast_began)
-            self._coast_began = None
-        if tau is None:
-            tau = self._zero
-            if self.guard.state is GuardState.DISABLED:
-                publish = self._zero_cycles > 0
-                self._zero_cycles = max(self._zero_cycles - 1, 0)
-            elif self._releases:  # a fault with zero effort: let go as a disable does
-                publish = self._holding_arm
-        return _Step(start, state, tau, publish, self._stamp if self._stamped else None)
+        tau, publish = loop.command(start)
+        coasted = loop.coast_ended(start)
+        if coasted is not None:
+            self._reporter.submit(self._log_coast, coasted)
+        return _Step(start, state, tau, publish, loop.stamp if loop.stamped else None)
 
     def _let_go(self, step: _Step) -> bool:
-        """Right after a zero effort went out while the arm was ours: the release (the arm falls until
-        the drives hold it); whether the arm was handed to the drives."""
+        """Right after a cycle's torque went out: the release if it let go of the arm
+        (:meth:`~youbot_dynamics.control.loop.ControlLoop.let_go`); whether the arm was handed to the drives."""
         self.last_torque = step.tau
-        return step.tau is self._zero and self._holding_arm and self._releases and self._release(self._trusted_state)
+        return self.loop.let_go(step.tau)
 
     def _finish(self, step: _Step) -> None:
         """The cycle after its torque: timing, observer, fault report, ~/state, reports."""
@@ -651,20 +530,7 @@ class ControllerNode(Node):
         if publish and stamp is not None:  # the age: of the state by its stamp (wall clock) when its torque went out
             self._times.add(end - stamp, end - start,
                             None if step.header is None else end + self._wall_offset - step.header)
-        if self.external is not None and state is not None:  # after the torque: not in the latency
-            self._observe(state, tau if publish and tau is not self._zero else None)
-        if self.guard.state is not self._last_guard_state:
-            self._last_guard_state = self.guard.state
-            if self.guard.state is GuardState.FAULT:
-                if self.guard.config.fault_behaviour == 'hold':
-                    then = "holding"
-                else:
-                    then = "zero effort" if not self._releases else "zero effort, then released to the drives,"
-                self.report_status(f"fault: {self.guard.fault_reason}; {then} until ~/enable", error=True)
-        if self._arrival is not None and state is not None:
-            self._judge_arrival(start, state[1], state[2])
-        if state is not None:
-            self._after_cycle(start, state[1], state[2])
+        self.loop.after(start, state, tau, publish)  # observer, fault report, verdicts
         self._cycle_count += 1
         if self._decimation and self._cycle_count % self._decimation == 0:
             self._publish_state(start if stamp is None else stamp, None if state is None else state[1], tau)
@@ -688,7 +554,7 @@ class ControllerNode(Node):
         except ValueError as exc:
             self.refuse("payload", exc)
             return
-        base, arm = self._model_without_payload, self.arm
+        base, arm, updates = self._model_without_payload, self.arm, self.loop.payload_updates
 
         def job() -> None:
             try:
@@ -697,43 +563,9 @@ class ControllerNode(Node):
             except ValueError as exc:  # ModelConsistencyError among them
                 self.refuse("payload", exc)
                 return
-            self._payload_updates.put((payload, model))
+            updates.put((payload, model))
 
         self._planner.submit(job)
-
-    def _install_payload(self) -> None:
-        """The newest checked payload's model into the law, the float law, the guard and the observer."""
-        while not self._payload_updates.empty():
-            payload, model = self._payload_updates.get_nowait()
-        self.law.set_model(model, checked=True)
-        if self._float_law is not None:
-            self._float_law.set_model(model, checked=True)
-        self.guard.set_model(model)
-        if self.external is not None:
-            self.external.set_model(model)
-        self.model, self.payload = model, payload
-        self.report_status(f"payload {payload.mass:g} kg at {np.round(payload.position, 4).tolist()} m in the tool "
-                           f"frame applied (the model's gravity, inertia and load friction hold it from now on)")
-
-    def _observe(self, state: tuple[float, Array, Array, Array | None], tau: Array | None) -> None:
-        """The external-torque estimate on the state just used and the torque it got (``None``: none of
-        ours acts), or its measured effort (``observer_torque``); a collision gets its reaction."""
-        _, q, dq, effort = state
-        command = self._observe_command and tau is not None
-        if not self.external.update(self._stamp, q, dq, tau if command else effort, measured=not command,
-                                    header_stamp=self._header_stamp):
-            return
-        reaction = self.collision_reaction if self.enabled and not self.floating else 'none'
-        try:
-            if reaction == 'stop':
-                self._hold(q)
-                self._reference_id += 1  # a reference planned meanwhile is not installed over the stop
-            elif reaction == 'float':
-                self._float_law.hold(q)
-                self.floating = True
-        except TrajectoryError as exc:  # q a hair beyond a limit: the law keeps its reference
-            reaction = f"{reaction} impossible ({exc})"
-        self.report_status(f"{self.external.describe_collision()}; reaction {reaction}", error=True)
 
     def _log_coast(self, duration: float) -> None:
         self.get_logger().warning(
@@ -757,40 +589,6 @@ class ControllerNode(Node):
         return (f"{len(infos)} publishers of {topic} ({names}), at most {self._publishers_max} expected: another "
                 f"simulator or driver in this ROS domain? Its states would be taken for the arm's "
                 f"(joint_state_publishers_max)")
-
-    def _zero_cycles_on_letting_go(self) -> int:
-        """Zero-effort commands after a disable: with a release, one before it (the release follows in
-        the same cycle) and none after it (a zero effort would take the arm back from the drives)."""
-        if not self._releases:
-            return ZERO_CYCLES_ON_DISABLE
-        return 1 if self._holding_arm else 0
-
-    def _release(self, state: tuple[float, Array, Array, Array | None] | None) -> bool:
-        """Once after letting go of the arm (after a zero effort, which the drives must get first:
-        they take the mode of the last command): hand it to the drives' position control
-        (``release_topic``) with a braking trajectory from ``state`` (:mod:`~youbot_dynamics.control.release`)."""
-        if not self._holding_arm:
-            return False
-        self._holding_arm = False
-        if not self._releases:
-            return False
-        if self.host is None:
-            time.sleep(RELEASE_DELAY)
-        if state is None:
-            self.report_status("not handed to the drives: no joint state", error=True)
-            return False
-        try:
-            times, q, dq, ddq = release_waypoints(self.arm, state[1], state[2])
-            if self.host is None:
-                self.release_pub.publish(trajectory_message(self.arm.joint_names, times, q, dq, ddq))
-            else:
-                self.host.release(times, q, dq, ddq)
-        except ValueError as exc:
-            self.report_status(f"not handed to the drives: {exc}", error=True)
-            return False
-        self.report_status(f"released to the drives {self._release_target}: braking to rest in "
-                           f"{times[-1]:.2f} s at {np.round(q[-1], 4).tolist()}, held there")
-        return True
 
     def _publish_state(self, now: float, q: Array | None, tau: Array) -> None:
         n = self.arm.n_joints
@@ -841,16 +639,22 @@ class ControllerNode(Node):
         """Before shutdown, if the node is commanding: publish zero effort once, then hand the arm
         to the drives (``release_topic``)."""
         with self.cycle_lock:  # in the bus cycle its loop still runs
-            commanding = self.guard.state is not GuardState.DISABLED or self._zero_cycles > 0
-            self.guard.disable()
-            self._zero_cycles = 0
-            if commanding and (self._holding_arm or not self._releases):
+            if self.loop.stop():
                 if self.host is None:
-                    self._command_msg.data = self._zero.tolist()
+                    self._command_msg.data = self.loop.zero.tolist()
                     self.command_pub.publish(self._command_msg)
                 else:
                     self.host.zero()
-            self._release(self._trusted_state)
+            self.loop.release()
+
+    def _deliver_release(self, times: Array, q: Array, dq: Array, ddq: Array) -> None:
+        """The loop's release to the drives: on ``release_topic`` (after :data:`RELEASE_DELAY`, so that
+        the zero effort arrives first) or to the host's trajectory interface."""
+        if self.host is None:
+            time.sleep(RELEASE_DELAY)
+            self.release_pub.publish(trajectory_message(self.arm.joint_names, times, q, dq, ddq))
+        else:
+            self.host.release(times, q, dq, ddq)
 
 
 def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str] | None = None) -> int:

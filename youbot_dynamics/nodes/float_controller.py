@@ -37,9 +37,6 @@ class FloatControllerNode(ControllerNode):
                                friction_compensation=self._param('friction_compensation'),
                                friction_eps=self._param('friction_eps'))
 
-    def _hold(self, q: np.ndarray) -> None:
-        self.law.hold(q)
-
     def desired_position(self, now: float) -> np.ndarray | None:
         return None if self.law.anchor is None else self.law.anchor.copy()
 

@@ -47,9 +47,6 @@ class PDGravityControllerNode(ControllerNode):
         self.create_subscription(JointState, '~/goal', self._on_goal, QOS_DEPTH)
         self.create_subscription(PoseStamped, '~/goal_pose', self._on_goal_pose, QOS_DEPTH)
 
-    def _hold(self, q: np.ndarray) -> None:
-        self.law.hold(q)
-
     def desired_position(self, now: float) -> np.ndarray | None:
         return None if self.law.profile is None else self.law.reference(now)[0]
 

@@ -351,17 +351,6 @@ class SimNode(Node):
         self.get_logger().debug(f"loop: {values}")
 
 
-def main(args: list[str] | None = None) -> int:
-    """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
-    return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
-                    realtime=True, events_executor=True, before_spin=SimNode.start, after_spin=SimNode.let_go,
-                    hosted=SimNode.hosted_nodes)
-
-
-if __name__ == '__main__':
-    sys.exit(main())
-
-
 class SimHost:
     """``sim_node``'s physics loop as a :class:`~.controller_node.ControllerHost`: the controller runs
     on each state the loop publishes (and every loop pass while paused: no fresh state, so it
@@ -395,7 +384,7 @@ class SimHost:
             try:
                 self._node.command_effort(tau)
             except CommandError as exc:
-                self._node._reject("controller torque", exc)  # noqa: SLF001 - the node's own throttled log
+                self._node.reject("controller torque", exc)
             else:
                 with self._lock:
                     self._latencies.append(time.perf_counter() - read_time)
@@ -408,3 +397,14 @@ class SimHost:
             latencies = list(self._latencies)
             self._latencies.clear()
         return latencies
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``sim_node``: simulate until Ctrl-C or an external shutdown; 1 if start-up fails."""
+    return run_node(NODE_NAME, SimNode, (ArmDescriptionError, SimConfigError, ParameterException, ValueError), args,
+                    realtime=True, events_executor=True, before_spin=SimNode.start, after_spin=SimNode.let_go,
+                    hosted=SimNode.hosted_nodes)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

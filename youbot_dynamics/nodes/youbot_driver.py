@@ -326,19 +326,6 @@ def fault_message(faults: tuple[str, ...]) -> str:
             + "; motors off, commands refused until ~/motors_on clears it")
 
 
-def main(args: list[str] | None = None) -> int:
-    """Entry point ``youbot_driver``: drive the arm until Ctrl-C (then stop the motors and close the bus while
-    the context is valid); 1 if start-up fails (reason logged). ``realtime``: see :func:`.common.run_node`."""
-    return run_node(NODE_NAME, YoubotDriverNode,
-                    (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
-                    realtime=True, events_executor=True, before_spin=YoubotDriverNode.start,
-                    after_spin=YoubotDriverNode.stop, hosted=YoubotDriverNode.hosted_nodes)
-
-
-if __name__ == '__main__':
-    sys.exit(main())
-
-
 class DriverHost:
     """``youbot_driver``'s bus cycle as a :class:`~.controller_node.ControllerHost` and the
     :class:`~youbot_dynamics.driver.driver.CycleController` of its :class:`ArmDriver`: the controller
@@ -411,3 +398,16 @@ class DriverHost:
             if state.time >= deadline or (state.time >= self.release_end and np.max(np.abs(state.velocity)) < AT_REST):
                 break
         self._driver.attach_controller(None)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``youbot_driver``: drive the arm until Ctrl-C (then stop the motors and close the bus while
+    the context is valid); 1 if start-up fails (reason logged). ``realtime``: see :func:`.common.run_node`."""
+    return run_node(NODE_NAME, YoubotDriverNode,
+                    (ArmDescriptionError, SimConfigError, BusError, DriverError, ParameterException, ValueError), args,
+                    realtime=True, events_executor=True, before_spin=YoubotDriverNode.start,
+                    after_spin=YoubotDriverNode.stop, hosted=YoubotDriverNode.hosted_nodes)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
