@@ -25,6 +25,7 @@ except ImportError:
 __all__ = ["IdentifyActionHost", "Identify"]
 
 ACTION_NAME = "~/identify"
+STARTING = "starting"  # feedback phase before the goal's experiment has begun
 ENDED = (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
 
 
@@ -125,10 +126,15 @@ class IdentifyActionHost:
         self._end(goal, *outcome)
 
     def feedback(self, phase: str, percent: float, remaining: float, max_tracking_error: float) -> None:
-        """Publish the running goal's feedback (the node's ``~/progress`` values)."""
-        if self._goal is not None:
-            self._goal.publish_feedback(Identify.Feedback(phase=phase, percent=percent, remaining_s=remaining,
-                                                          max_tracking_error=max_tracking_error))
+        """Publish the running goal's feedback (the node's ``~/progress`` values): phase
+        :data:`STARTING` at 0 % while the goal's experiment is being prepared (the node's session is then
+        still the one before, idle or done)."""
+        if self._goal is None:
+            return
+        if self._session is None:
+            phase, percent, remaining, max_tracking_error = STARTING, 0.0, 0.0, 0.0
+        self._goal.publish_feedback(Identify.Feedback(phase=phase, percent=percent, remaining_s=remaining,
+                                                      max_tracking_error=max_tracking_error))
 
     def _end(self, goal_handle: Any, success: bool, reason: str) -> None:
         """Execute the goal now: :meth:`_result` sets its terminal state (rclpy runs it as a task)."""
