@@ -1,6 +1,6 @@
 """The package's import graph, read from the source (every ``import``, in functions and under
 ``TYPE_CHECKING`` too): no module imports itself back through others, no import runs up the
-layers, and the core has no ROS (issue 32; doc/architecture.md)."""
+layers, and the core has no ROS (issue 32; the rooms: README.md, "Layout")."""
 from __future__ import annotations
 
 import ast
