@@ -324,3 +324,43 @@ def test_large_batches_use_the_parallel_loop_with_the_same_result(nominal):
     small = np.concatenate([nominal.regressor(q[k:k + 100], dq[k:k + 100], ddq[k:k + 100])
                             for k in range(0, len(q), 100)])
     np.testing.assert_array_equal(big, small)
+
+
+def test_threads_share_a_model_each_with_its_own_workspace(nominal):
+    """Issue 32: the model holds no mutable buffer (each thread gets a ModelWorkspace), so two control
+    threads on one model get their own answers; the interpreter is made to switch threads every few
+    microseconds so that shared buffers would be overwritten between a write and its read."""
+    import threading
+
+    model = nominal
+    rng = np.random.default_rng(7)
+    states = [(rng.uniform(-2, 2, 5), rng.uniform(-1, 1, 5), rng.uniform(-3, 3, 5)) for _ in range(2)]
+    expected = [(model.inverse_dynamics_single(*s), model.dynamics_terms(s[0], s[1]), model.momentum_terms(s[0], s[1]))
+                for s in states]
+    wrong: list[str] = []
+
+    def work(k: int) -> None:
+        q, dq, ddq = states[k]
+        tau, terms, momentum = expected[k]
+        for _ in range(400):
+            if not np.allclose(model.inverse_dynamics_single(q, dq, ddq), tau):
+                wrong.append(f"thread {k}: inverse dynamics")
+            other = states[1 - k]  # alternate states so that the kept terms change under the other thread
+            model.dynamics_terms(other[0], other[1])
+            if not all(np.allclose(a, b) for a, b in zip(model.dynamics_terms(q, dq), terms)):
+                wrong.append(f"thread {k}: dynamics terms")
+            if not all(np.allclose(a, b) for a, b in zip(model.momentum_terms(q, dq), momentum)):
+                wrong.append(f"thread {k}: momentum terms")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong[:5]
+    assert model.workspace() is model.workspace()  # one per thread, kept

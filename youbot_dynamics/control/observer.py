@@ -63,7 +63,7 @@ STICTION_HOLD_TIME = 0.03  # [s] decay of that growth after the joint left the b
 class MomentumObserver:
     """The residual ``r`` of the module docstring on ``model``; ``gain`` ``K`` [1/s] per joint
     (scalar or n values, > 0), ``friction_eps`` the smoothing of the Coulomb sign, ``max_step`` [s]
-    the longest step integrated. Not thread-safe (the model's buffers)."""
+    the longest step integrated. Not thread-safe (its own integrator state; the model's buffers are per thread)."""
 
     def __init__(self, model: DynamicModel, gain: Any = OBSERVER_GAIN, friction_eps: float = FRICTION_EPS,
                  max_step: float = 0.02) -> None:

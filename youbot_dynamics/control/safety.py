@@ -108,7 +108,8 @@ the law's, the enable ramp's and the fault hold's.
 never the last torque. A fault stays until the operator (or the node's service) calls
 :meth:`SafetyGuard.enable` again, which restarts the ramp.
 
-Not thread-safe: it evaluates ``G(q)`` on the model (one model per control thread).
+Not thread-safe (its own state: enable, ramp, coast, fault; the model it evaluates is, with a
+workspace per thread).
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ FRICTION_EPS = 0.01  # [rad/s] velocity scale of the smoothed Coulomb sign
 
 class ModelTerms:
     """Single-sample ``G(q)`` and smoothed ``t_f(v)`` of a :class:`DynamicModel` (see the module
-    docstring). Shares the model's buffers: not thread-safe, one instance per control thread."""
+    docstring). The model's buffers are per thread (:meth:`~..dynamics.model.DynamicModel.workspace`)."""
 
     def __init__(self, model: DynamicModel, friction_eps: float = FRICTION_EPS) -> None:
         if not friction_eps > 0.0:

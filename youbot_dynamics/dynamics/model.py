@@ -19,6 +19,7 @@ add ``F(q, q') f_e``, zero at rest). Everything is evaluated from the base regre
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,7 +36,7 @@ from .shipped import shipped_module
 # batches of at least this many samples use the multi-core regressor loop
 PARALLEL_SAMPLES = 2048
 
-__all__ = ["PhysicalConsistencyError", "DynamicModel"]
+__all__ = ["PhysicalConsistencyError", "DynamicModel", "ModelWorkspace"]
 
 Array = NDArray[np.float64]
 RegressorFn = Callable[[Any, Any, Any], Array]
@@ -62,6 +63,36 @@ def _numeric_regressor(chain: DHChain) -> RegressorFn:
 def _drive_index(n: int, name: str) -> NDArray[np.int64]:
     offset = len(LINK_PARAMETERS) + ("Ia", "fv", "fc", "f0").index(name)
     return np.arange(n) * PARAMETERS_PER_JOINT + offset
+
+
+@dataclass
+class ModelWorkspace:
+    """The buffers of one thread's single-state calls of a :class:`DynamicModel` (Pinocchio's ``Data``
+    beside its ``Model``): one regressor row block (zeroed once: the generated code always writes the
+    same entries), the n + 2 stacked states of :meth:`DynamicModel.dynamics_terms` with the terms of
+    the last state, the 3 n + 1 stacked states of :meth:`DynamicModel.momentum_terms`
+    ``(q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)``."""
+
+    out1: Array
+    q_many: Array
+    dq_many: Array
+    ddq_many: Array
+    out_many: Array
+    mt_q: Array
+    mt_dq: Array
+    mt_ddq: Array
+    mt_out: Array
+    kept_terms: tuple[bytes, Any] = (b"", None)
+
+    @classmethod
+    def of(cls, n: int, standard: int, base: int) -> "ModelWorkspace":
+        """Buffers for ``n`` joints, ``standard`` standard and ``base`` base parameters."""
+        mt_ddq = np.zeros((3 * n + 1, n))
+        mt_ddq[1 : n + 1] = np.eye(n)
+        return cls(out1=np.zeros((n, standard)), q_many=np.zeros((n + 2, n)), dq_many=np.zeros((n + 2, n)),
+                   ddq_many=np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))]),
+                   out_many=np.zeros((n + 2, n, base)), mt_q=np.zeros((3 * n + 1, n)),
+                   mt_dq=np.zeros((3 * n + 1, n)), mt_ddq=mt_ddq, mt_out=np.zeros((3 * n + 1, n, base)))
 
 
 @dataclass
@@ -106,22 +137,19 @@ class DynamicModel:
         self._fc_full = fc_full
         self._module = shipped_module(self.chain)  # compiled generated code (the youBot) or None
         self._regressor = _numeric_regressor(self.chain)  # used when there is no generated module
-        # single-sample buffers: one regressor row block (zeroed once, the generated code always
-        # writes the same entries) and n + 2 stacked states for dynamics_terms
-        self._out1 = np.zeros((n, self._chi.size))
-        self._q_many = np.zeros((n + 2, n))
-        self._dq_many = np.zeros((n + 2, n))
-        self._ddq_many = np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))])
-        self._out_many = np.zeros((n + 2, n, self.base.count))
-        self._kept_terms: tuple[bytes, Any] = (b"", None)  # dynamics_terms of the last state
+        self._workspaces = threading.local()  # one ModelWorkspace per thread (workspace())
         friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
-        # momentum_terms: 3 n + 1 stacked states (q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)
-        self._mt_q, self._mt_dq, self._mt_ddq = (np.zeros((3 * n + 1, n)) for _ in range(3))
-        self._mt_ddq[1 : n + 1] = np.eye(n)
-        self._mt_out = np.zeros((3 * n + 1, n, self.base.count))
         self._mt_inertial = self.beta * self._inertial_mask
+
+    def workspace(self) -> ModelWorkspace:
+        """The calling thread's buffers of the single-state algorithms (made at its first call): the
+        model itself holds no mutable buffer, so any thread may use it."""
+        workspace = getattr(self._workspaces, "workspace", None)
+        if workspace is None:
+            workspace = self._workspaces.workspace = ModelWorkspace.of(self.n_joints, self._chi.size, self.base.count)
+        return workspace
 
     @classmethod
     def from_standard(cls, chain: DHChain, chi: Any, structure: ModelStructure | str = ModelStructure.FULL,
@@ -279,7 +307,7 @@ class DynamicModel:
     def inverse_dynamics_single(self, q: Any, dq: Any, ddq: Any) -> Array:
         """``tau_e`` of one state (n,), through the compiled generated regressor when available.
 
-        Not thread-safe: uses buffers owned by the model (one model per control thread)."""
+        The buffers are the calling thread's (:meth:`workspace`)."""
         return self.inverse_dynamics_trusted(self._vector("q", q), self._vector("dq", dq), self._vector("ddq", ddq))
 
     def inverse_dynamics_trusted(self, q: Array, dq: Array, ddq: Array) -> Array:
@@ -287,43 +315,44 @@ class DynamicModel:
         float): no validation (a control cycle's guard, ~1 us instead of ~8 us)."""
         if self._module is None:
             return self._torques(q, dq, ddq) + self._extra(q, dq)
-        self._module.regressor_single(q, dq, ddq, self._out1)
+        out = self.workspace().out1
+        self._module.regressor_single(q, dq, ddq, out)
         if self._shaped:
-            self._out1[np.arange(self.n_joints), self._fc_full] = self.friction_model.shape(dq)
-        tau = self._out1 @ self._chi
+            out[np.arange(self.n_joints), self._fc_full] = self.friction_model.shape(dq)
+        tau = out @ self._chi
         if self.friction_model.terms:
             gravity = None
             if self.friction_model.uses_load:
-                self._module.regressor_single(q, np.zeros_like(q), np.zeros_like(q), self._out1)
-                gravity = self._out1 @ self._chi - self._f0
+                self._module.regressor_single(q, np.zeros_like(q), np.zeros_like(q), out)
+                gravity = out @ self._chi - self._f0
             tau = tau + self.friction_model.extra_torque(self.friction_parameters, dq, gravity)
         return tau
 
     def dynamics_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
         """``(M(q), C(q, q') q', G(q))`` of one state in one compiled call of n + 2 stacked states:
         ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``; read-only arrays, kept for the next call on
-        the same state (a control cycle's law and safety guard both need them). Not thread-safe
-        (model-owned buffers)."""
+        the same state (a control cycle's law and safety guard both need them), per thread
+        (:meth:`workspace`)."""
         q, dq = self._vector("q", q), self._vector("dq", dq)
         key = q.tobytes() + dq.tobytes()
-        kept_key, kept = self._kept_terms  # one tuple: replaced as a whole
+        workspace = self.workspace()
+        kept_key, kept = workspace.kept_terms
         if key == kept_key:
             return kept
-        terms = self._dynamics_terms(q, dq)
+        terms = self._dynamics_terms(q, dq, workspace)
         for array in terms:
             array.flags.writeable = False
-        self._kept_terms = (key, terms)
+        workspace.kept_terms = (key, terms)
         return terms
 
-    def _dynamics_terms(self, q: Array, dq: Array) -> tuple[Array, Array, Array]:
+    def _dynamics_terms(self, q: Array, dq: Array, workspace: ModelWorkspace) -> tuple[Array, Array, Array]:
         if self._module is None:
             return self.mass_matrix(q), self.coriolis_vector(q, dq), self.gravity(q)
-        n = self.n_joints
-        self._q_many[:] = q
-        self._dq_many[n + 1] = dq
-        self._module.regressor_many(self._q_many, self._dq_many, self._ddq_many, self.base.independent,
-                                    self._out_many)
-        tau = self._out_many @ self.beta  # (n + 2, n)
+        n, w = self.n_joints, workspace
+        w.q_many[:] = q
+        w.dq_many[n + 1] = dq
+        self._module.regressor_many(w.q_many, w.dq_many, w.ddq_many, self.base.independent, w.out_many)
+        tau = w.out_many @ self.beta  # (n + 2, n)
         rest = tau[0]  # G + f0
         m = (tau[1 : n + 1] - rest).T
         c = tau[n + 1] - rest - friction_torque(self._fv, self._fc, 0.0, dq, np.sign(dq))  # the compiled sign columns
@@ -333,18 +362,18 @@ class DynamicModel:
         """``(M(q), C(q, q')^T q', G(q))`` of one state (what the momentum observer needs: ``M' = C + C^T``),
         in one compiled call of 3 n + 1 stacked states: ``(q, 0, 0)``, ``(q, 0, e_j)`` and
         ``(q, q' +- e_j, 0)``, whose inertial torques polarise ``C``'s columns as in
-        :meth:`coriolis_matrix`. Not thread-safe (model-owned buffers)."""
+        :meth:`coriolis_matrix`. Per-thread buffers (:meth:`workspace`)."""
         q, dq = self._vector("q", q), self._vector("dq", dq)
         if self._module is None:
             return self.mass_matrix(q), self.coriolis_matrix(q, dq).T @ dq, self.gravity(q)
-        n = self.n_joints
-        self._mt_q[:] = q
-        self._mt_dq[n + 1 : 2 * n + 1] = dq + np.eye(n)
-        self._mt_dq[2 * n + 1 :] = dq - np.eye(n)
-        self._module.regressor_many(self._mt_q, self._mt_dq, self._mt_ddq, self.base.independent, self._mt_out)
-        rest = self._mt_out[: n + 1] @ self.beta  # G + f0, then its sum with each column of M
+        n, w = self.n_joints, self.workspace()
+        w.mt_q[:] = q
+        w.mt_dq[n + 1 : 2 * n + 1] = dq + np.eye(n)
+        w.mt_dq[2 * n + 1 :] = dq - np.eye(n)
+        self._module.regressor_many(w.mt_q, w.mt_dq, w.mt_ddq, self.base.independent, w.mt_out)
+        rest = w.mt_out[: n + 1] @ self.beta  # G + f0, then its sum with each column of M
         m = (rest[1:] - rest[0]).T
-        c = self._mt_out[n + 1 :] @ self._mt_inertial
+        c = w.mt_out[n + 1 :] @ self._mt_inertial
         columns = (c[:n] - c[n:]) / 4.0  # row j: column j of C
         return m, columns @ dq, rest[0] - self._f0
 
