@@ -8,7 +8,7 @@ from setuptools import find_packages, setup
 package_name = 'youbot_dynamics'
 here = os.path.dirname(os.path.abspath(__file__))
 # the controllers' executables come from their registry (plain data, readable before the install)
-CONTROLLERS = runpy.run_path(os.path.join(here, package_name, 'controller_registry.py'))['CONTROLLERS']
+CONTROLLERS = runpy.run_path(os.path.join(here, package_name, 'contract', 'controller_registry.py'))['CONTROLLERS']
 
 
 def _files(*patterns):

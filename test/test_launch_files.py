@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,13 @@ def console_scripts() -> dict[str, tuple[str, str]]:
     if "entry.entry_point for entry in CONTROLLERS" in text:
         lines += [pattern.match(f"'{entry.entry_point}'").groups() for entry in CONTROLLERS]
     return {script: (module, function) for script, module, function in lines}
+
+
+def test_setup_py_runs_on_a_checkout():
+    """setup.py itself runs (it reads the registry by path before anything is installed): a moved
+    registry once broke every fresh `make setup` while installed checkouts kept passing."""
+    out = subprocess.run([sys.executable, "setup.py", "--name"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "youbot_dynamics", out.stdout + out.stderr
 
 
 def module_file(module: str) -> Path:
