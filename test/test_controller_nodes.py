@@ -42,7 +42,7 @@ from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.arm.kinematics import forward_kinematics  # noqa: E402
 from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueControllerNode  # noqa: E402
 from youbot_dynamics.nodes.common import create_executor, realtime_interpreter  # noqa: E402
-from youbot_dynamics.nodes.controller_node import ZERO_CYCLES_ON_DISABLE  # noqa: E402
+from youbot_dynamics.control.loop import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.messages import JointStateReader, matrix_to_pose  # noqa: E402
 from youbot_dynamics.nodes.float_controller import FloatControllerNode  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402

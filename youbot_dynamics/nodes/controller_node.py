@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..arm.description import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compilations, compile_kernels
 from ..control import FloatController, GuardState, SafetyConfig, SafetyGuard
-from ..control.loop import ZERO_CYCLES_ON_DISABLE, ControlLoop, Done, JointSample, LoopOptions
+from ..control.loop import ControlLoop, Done, JointSample, LoopOptions
 from ..control.velocity import VelocityFromPositions
 from ..dynamics.model import DynamicModel
 from ..dynamics.consistency import check_model
@@ -44,7 +44,7 @@ from .controller_diagnostics import CycleTimes, controller_status
 from .external_torque import ExternalTorqueMonitor, thresholds_from
 from .messages import JointStateReader, stamp_seconds, trajectory_message
 
-__all__ = ["ControllerHost", "ControllerNode", "ZERO_CYCLES_ON_DISABLE", "run"]
+__all__ = ["ControllerHost", "ControllerNode", "run"]
 
 QOS_DEPTH = 10
 # Only the newest joint state matters: keep one, best effort (matches reliable publishers too).
@@ -357,7 +357,7 @@ class ControllerNode(Node):
         self._reporter.submit(job, *args)
 
     def refuse(self, what: str, reason: Any) -> None:
-        self.report_status(f"{what} refused: {reason}", refused=True)
+        self.loop.refuse_reference(what, reason, None)
 
     def check_frame(self, frame_id: str) -> None:
         """``ValueError`` unless ``frame_id`` is empty or :attr:`base_frame`."""
