@@ -220,9 +220,10 @@ def run_until_sigint(command: list[str], cwd: Path, env: dict[str, str] | None =
     """Run ``command`` until its output shows ``ready`` (within ``start_timeout`` s: a process start
     takes tens of seconds on a loaded machine), then ``run_for`` s more (it must still be running),
     send SIGINT as Ctrl-C does and return its output; asserts that it ended with exit status 0
-    within 20 s."""
-    proc = subprocess.Popen(command, env=dict(env or os.environ, PYTHONUNBUFFERED="1"), cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    within 20 s. A process that never shows ``ready`` is sent SIGABRT and its failure shows every
+    thread's stack (``PYTHONFAULTHANDLER``) after what it printed."""
+    proc = subprocess.Popen(command, env=dict(env or os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1"),
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -230,7 +231,11 @@ def run_until_sigint(command: list[str], cwd: Path, env: dict[str, str] | None =
         deadline = time.monotonic() + start_timeout
         while ready not in "".join(lines):
             assert proc.poll() is None, "".join(lines)
-            assert time.monotonic() < deadline, f"no {ready!r} within {start_timeout:g} s: {''.join(lines)}"
+            if time.monotonic() > deadline:
+                proc.send_signal(signal.SIGABRT)
+                proc.wait(timeout=10)
+                reader.join(timeout=5)
+                raise AssertionError(f"no {ready!r} within {start_timeout:g} s (then SIGABRT): {''.join(lines)}")
             time.sleep(0.05)
         time.sleep(run_for)
         assert proc.poll() is None, "".join(lines)

@@ -15,8 +15,6 @@ read at that instant.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,7 +45,7 @@ from youbot_dynamics.nodes.common import create_executor  # noqa: E402
 from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
-from ros_harness import RosHarness, SharedHarness, shared_harness_fixture  # noqa: E402
+from ros_harness import RosHarness, SharedHarness, run_until_sigint, shared_harness_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
@@ -401,35 +399,13 @@ def test_shutdown_lets_go_and_the_bus_runs_until_the_arm_rests(tmp_path):
 def test_the_executable_hosts_the_controller_and_releases_on_sigint(tmp_path):
     params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
                           enabled_on_start=True, state_timeout=0.5)
-    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__, 2), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     args = [sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args", "-p", "backend:=virtual",
             "-p", "enable_on_start:=true", "-p", f"virtual_initial_positions:={Q_START.tolist()}",
             "-p", "controller:=computed_torque", "-p", f"controller_params_file:={params}",
             "-p", "diagnostics_period:=0.5"]
-    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 90.0
-        lines = []
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "enabled: holding" in line:
-                break
-        assert any("enabled: holding" in line for line in lines), "".join(lines)
-        assert any("in youbot_driver's bus cycle" in line for line in lines), "".join(lines)
-        time.sleep(1.0)
-        process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=30.0)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    text = "".join(lines) + out
-    assert process.returncode == 0, text
+    text = run_until_sigint(args, cwd=ROOT, env=env, ready="enabled: holding", run_for=1.0, start_timeout=90.0)
+    assert "in youbot_driver's bus cycle" in text, text
     assert "released to the drives in the bus cycle" in text, text
     assert "Traceback" not in text, text
 
