@@ -19,6 +19,7 @@ import textwrap
 import time
 
 import numpy as np
+import yaml
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -32,6 +33,7 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from youbot_dynamics.arm.description import load_arm  # noqa: E402
 from youbot_dynamics.nodes.common import EXECUTOR_VARIABLE, create_executor  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
+from ros_harness import run_until_sigint  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -434,3 +436,41 @@ def test_controller_watchdog_faults_and_commands_zero_when_joint_states_stop(con
     print(f"\n{executor}: {len(fed)} commands for {sent[0]} joint states in 1 s; after the states stopped: {fault[0]}; "
           f"zero effort at {rate_after:.0f} Hz")
     assert 0.5 * rate / 1.5 < rate_after < 1.2 * rate / 1.5
+
+
+@pytest.mark.skipif(not FIFO_ALLOWED, reason="SCHED_FIFO needs root here: under the normal scheduler a loop that "
+                    "never sleeps does not starve its process")
+def test_a_bus_cycle_longer_than_its_period_leaves_the_process_its_ctrl_c(tmp_path):
+    """``youbot_driver`` real-time (its default) with a controller in a 0.2 ms bus cycle, longer than
+    the cycle's work on this machine: the bus thread, one SCHED_FIFO priority above the executor on the
+    same CPU, never had time to sleep, and the process took no Ctrl-C (the main thread, which handles
+    signals, got no CPU) until it was killed; a CI run's driver never logged its start. With
+    :func:`~youbot_dynamics.timing.pace` it sleeps a tenth of a period every cycle: the node starts,
+    runs and exits 0 at SIGINT."""
+    params = tmp_path / "pd.yaml"
+    params.write_text(yaml.safe_dump({"pd_gravity_controller": {"ros__parameters": {"rate": 5000.0}}}))
+    command = [sys.executable, "-m", "youbot_dynamics.nodes.youbot_driver", "--ros-args", "-p", "backend:=virtual",
+               "-p", "cycle_period:=0.0002", "-p", "controller:=pd_gravity",
+               "-p", f"controller_params_file:={params}"]
+    out = run_until_sigint(command, cwd=tmp_path, env=ENV, ready="real-time scheduling: SCHED_FIFO", run_for=2.0)
+    assert "cycle 0.2 ms" in out, out
+
+
+def test_a_late_loop_still_sleeps_a_tenth_of_its_period(monkeypatch):
+    """:func:`~youbot_dynamics.timing.pace` on time sleeps to the deadline; late (a cycle longer than
+    its period) it sleeps :data:`~youbot_dynamics.timing.IDLE_FRACTION_MIN` of the period, and more
+    than ten periods late it resynchronises (counted) and still sleeps."""
+    from youbot_dynamics import timing
+
+    slept: list[float] = []
+    monkeypatch.setattr(timing.time, "sleep", slept.append)
+    now = [100.0]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
+    statistics = timing.LoopStatistics(0.001)
+    assert timing.pace(100.0, 0.001, statistics) == (pytest.approx(100.001), False)  # on time
+    now[0] = 100.0025  # 1.5 periods late
+    assert timing.pace(100.001, 0.001, statistics) == (pytest.approx(100.002), False)
+    now[0] = 100.05  # 48 periods late
+    assert timing.pace(100.002, 0.001, statistics) == (100.05, True)
+    assert slept == pytest.approx([0.001, 0.1 * 0.001, 0.1 * 0.001])
+    assert statistics.report()["resyncs"] == 1.0

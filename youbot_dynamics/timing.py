@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoopStatistics", "LoopThread", "MISSED_FACTOR", "change_fifo_priority", "raise_above_process", "spread"]
+__all__ = ["IDLE_FRACTION_MIN", "LoopStatistics", "LoopThread", "MISSED_FACTOR", "RESYNC_PERIODS",
+           "change_fifo_priority", "pace", "raise_above_process", "spread"]
 
 MISSED_FACTOR = 1.5
+#: a loop further behind its deadline than this many periods resynchronises instead of bursting
+RESYNC_PERIODS = 10.0
+#: the least a paced loop sleeps per cycle, as a fraction of its period, however late it is
+IDLE_FRACTION_MIN = 0.1
 _STATISTICS = {"median": lambda v: float(np.percentile(v, 50.0)), "p99": lambda v: float(np.percentile(v, 99.0)),
                "max": lambda v: float(np.max(v))}
 
@@ -47,6 +53,26 @@ def raise_above_process() -> int | None:
     it preempts the process's other threads on its CPU. Its new priority, or None (and nothing
     changed) when the thread does not run under ``SCHED_FIFO``."""
     return change_fifo_priority(lambda priority: min(priority + 1, os.sched_get_priority_max(os.SCHED_FIFO)))
+
+
+def pace(deadline: float, period: float, statistics: "LoopStatistics") -> tuple[float, bool]:
+    """Wait for the next cycle of a loop paced to wall time (``time.perf_counter``): its deadline
+    advances by ``period`` and the thread sleeps until then, and always at least
+    :data:`IDLE_FRACTION_MIN` of ``period``. A loop that runs one ``SCHED_FIFO`` priority above its
+    process on the process's CPU (:func:`raise_above_process`, the nodes' ``cpu_affinity``) and never
+    sleeps starves every other thread of the process: a cycle longer than its period (a slow or busy
+    machine, ``cycle_period`` too short) left the executor without the CPU, so no log, no service and
+    no Ctrl-C (the main thread handles signals) until the process was killed. Further behind than
+    :data:`RESYNC_PERIODS` periods (the machine stalled) the loop resynchronises (counted by
+    ``statistics``) instead of bursting. The new deadline, and whether it resynchronised."""
+    now = time.perf_counter()
+    deadline += period
+    resync = now - deadline > RESYNC_PERIODS * period
+    if resync:
+        statistics.resync()
+        deadline = now
+    time.sleep(max(deadline - now, IDLE_FRACTION_MIN * period))
+    return deadline, resync
 
 
 class LoopThread:

@@ -1,9 +1,10 @@
 """The dedicated bus thread: :meth:`ArmDriver.cycle` every ``cycle_period``, paced to wall time.
 
 The thread is the only one that touches the bus; other threads use the driver's thread-safe calls.
-Deadlines advance by one period per cycle; a cycle that ends late is counted by
-:class:`~youbot_dynamics.timing.LoopStatistics` (missed when over 1.5 periods), and when the loop
-falls more than ten periods behind (the machine stalled) it resynchronises instead of bursting.
+Deadlines advance by one period per cycle (:func:`~youbot_dynamics.timing.pace`: the thread sleeps
+at least a tenth of a period per cycle however late, so the process's other threads always run; more
+than ten periods behind, the machine stalled, it resynchronises instead of bursting); a cycle that
+ends late is counted by :class:`~youbot_dynamics.timing.LoopStatistics` (missed when over 1.5 periods).
 An exception in a cycle stops the loop and is kept in ``error`` (the node reports it). Under
 real-time scheduling the thread runs one priority above the rest of the process
 (:func:`~youbot_dynamics.timing.raise_above_process`).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from ..timing import LoopStatistics, LoopThread
+from ..timing import LoopStatistics, LoopThread, pace
 from .driver import ArmDriver
 
 __all__ = ["CyclicLoop"]
@@ -46,13 +47,7 @@ class CyclicLoop:
         try:
             while self._thread.running:
                 self.driver.cycle()
-                now = time.perf_counter()
-                self.timing.tick(now)
-                deadline += self.period
-                if now - deadline > 10.0 * self.period:
-                    self.timing.resync()
-                    deadline = now
-                elif deadline > now:
-                    time.sleep(deadline - now)
+                self.timing.tick(time.perf_counter())
+                deadline, _ = pace(deadline, self.period, self.timing)
         except BaseException as exc:  # kept for the node; the thread must not die silently
             self.error = exc

@@ -36,7 +36,7 @@ from ..sim.simulator import REALISM_EFFECTS
 from ..sim.schedule import PublishSchedule
 from ..sim.stamps import StateStamps
 from ..sim.true_robot import PUBLISH_STREAM, foreign_robot, rng_stream
-from ..timing import LoopStatistics, LoopThread
+from ..timing import LoopStatistics, LoopThread, pace
 from .common import background_worker, declare_parameters, run_node
 from .controller_node import ControllerNode
 from .hosted import create_hosted_controller, latency_report
@@ -199,15 +199,9 @@ class SimNode(Node):
                 break  # rclpy was shut down (Ctrl-C) before the node was destroyed
             if wall_step == 0.0 or self._paused:
                 continue
-            wall_period = steps * wall_step
-            now = time.perf_counter()
-            deadline += wall_period
-            if now - deadline > 10.0 * wall_period:  # far behind (e.g. the machine stalled): resynchronise
-                self.statistics.resync()
+            deadline, resynchronised = pace(deadline, steps * wall_step, self.statistics)
+            if resynchronised:
                 self._stamps.restart()
-                deadline = now
-            elif deadline > now:
-                time.sleep(deadline - now)
 
     def _publish_state(self, m: Any, stamp: Time) -> None:
         """The measurement ``m`` on the joint states (and the true external torques), stamped ``stamp``."""
