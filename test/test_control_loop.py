@@ -145,13 +145,21 @@ def test_an_implausible_state_faults_and_the_release_starts_from_the_last_truste
     _feed(loop, 0.0)
     loop.enable(0.0, "")
     loop.command(PERIOD)
-    _feed(loop, 2 * PERIOD, q=HOME + np.array([0.0, 0.0, 1.0, 0.0, 0.0]))  # 1 rad in 2 ms: another arm's state
+    other = HOME + np.array([0.0, 0.0, -0.5, 0.0, 0.0])  # another arm's states, two in a row (a loaded machine
+    _feed(loop, 2 * PERIOD, q=other)  # delivers them so): the second, judged against the first, was taken
+    _feed(loop, 2.5 * PERIOD, q=other)  # for the arm's, and the release braked towards the other arm
     tau, publish = loop.command(3 * PERIOD)
     assert loop.guard.state is GuardState.FAULT and tau is loop.zero and publish
     assert loop.let_go(tau)
     np.testing.assert_allclose(host.releases[0][1][0], HOME, atol=1e-9)  # from the trusted state, not the jump
     loop.after(3 * PERIOD, loop.state, tau, publish)
     assert "fault: " in host.lines[-1][0] and host.lines[-1][2]
+    _feed(loop, 4 * PERIOD, q=other)
+    assert loop.trusted_state[1] is not other and np.allclose(loop.trusted_state[1], HOME)
+    # enabled again where the states now say the arm is (a simulator reset there): judged on from there
+    assert loop.enable(4 * PERIOD, "")[0]
+    _feed(loop, 5 * PERIOD, q=other)
+    assert loop.command(6 * PERIOD)[0] is not loop.zero and loop.enabled
 
 
 def test_a_collision_with_reaction_stop_holds_where_the_arm_is(arm, model):

@@ -347,11 +347,14 @@ def test_monitor_faults_on_a_jump_a_far_state_and_interleaved_stamps(arm):
     wrong[2] += 0.05  # one finite but wrong state: 50 mrad in 1 ms
     reason = monitor.check(t[50], wrong)
     assert reason is not None and reason.startswith("arm_joint_3 jumped 0.05") and "second publisher" in reason
-    assert monitor.check(t[51], q[51]) is not None  # and back: judged again from the wrong state
-    assert monitor.check(t[52], q[52]) is None
+    assert monitor.check(t[51], wrong) is not None  # again: judged against the last accepted state, not the wrong one
+    assert monitor.check(t[52], q[52]) is None  # and back
     # far from the last one: another arm's state after a gap of 10 s in the stamps
     reason = monitor.check(t[52] + 10.0, q[52] + np.array([0.0, 0.0, 0.0, 0.3, 0.0]))
     assert reason is not None and "arm_joint_4 jumped 0.3" in reason and "at most 0.1985" in reason
+    assert monitor.check(t[52] + 10.001, q[52] + np.array([0.0, 0.0, 0.0, 0.3, 0.0])) is not None  # and stays refused
+    monitor.anchor(t[52] + 10.002, q[52] + np.array([0.0, 0.0, 0.0, 0.3, 0.0]))  # until taken as the arm's
+    assert monitor.check(t[52] + 10.003, q[52] + np.array([0.0, 0.0, 0.0, 0.3, 0.0])) is None
     # a second publisher: the same pose, its own (older) clock, interleaving
     monitor = JointStateMonitor(arm)
     second = t - 5.0

@@ -137,6 +137,8 @@ class ControlLoop:
                            f"stops, q = 0)")
         initial = effort if self.options.bumpless and effort is not None and np.all(np.isfinite(effort)) else None
         self.guard.enable(now, initial)
+        self.monitor.anchor(self.stamp, q)  # the state it holds is the arm's: judged on from there
+        self.trusted_state = self.state
         self.floating = False
         if self.observer is not None:
             self.observer.reset_detection()

@@ -21,8 +21,13 @@ delivery jitter is never judged):
   (0.2 rad for the youBot): a state far from the last one (e.g. another arm's, after a gap in the
   stamps) is refused whatever its stamp says.
 
-:meth:`JointStateMonitor.check` returns the reason (or ``None``) and then takes the state as the
-new previous one, so that one bad state is reported once and the stream is judged on from there.
+:meth:`JointStateMonitor.check` returns the reason (or ``None``); only an accepted state becomes the
+previous one, so every state is judged against the arm's last plausible state. (Taking a refused
+state as the previous one let a second arm in: under load two of its states arrived in a row, the
+second was judged against the first, accepted, and the controller's release braked towards the
+other arm's pose, 0.5 rad away.) A stream that really continues elsewhere (a simulator reset to
+another pose) stays refused until :meth:`JointStateMonitor.anchor` takes a state as the arm's: the
+controller does so when it is enabled, at the state it holds.
 States with NaN or infinity are not judged (the safety guard faults on them) and not kept.
 What the monitor cannot see: a second publisher whose states continue the first one's within these
 bounds (the same arm, the same clock), e.g. two simulators started together at the same pose.
@@ -65,15 +70,26 @@ class JointStateMonitor:
         """Forget the previous state (the next one is taken without judgement)."""
         self._stamp = self._q = None
 
+    def anchor(self, stamp: float, q: Array) -> None:
+        """Take the state ``q`` stamped ``stamp`` as the arm's, without judgement (the next one is
+        judged against it)."""
+        self._stamp, self._q = stamp, q.copy()
+
     def check(self, stamp: float, q: Array) -> str | None:
         """The reason why the state ``q`` (n,) [rad] stamped ``stamp`` [s] cannot follow the
-        previous one, or ``None``; the state becomes the previous one (unless not finite)."""
+        previous accepted one, or ``None``; an accepted state becomes the previous one."""
         if not math.isfinite(q @ q):
             return None
-        previous_stamp, previous_q = self._stamp, self._q
-        self._stamp, self._q = stamp, q.copy()
-        if previous_q is None:
+        if self._q is None:
+            self.anchor(stamp, q)
             return None
+        problem = self._problem(stamp, q)
+        if problem is None:
+            self.anchor(stamp, q)
+        return problem
+
+    def _problem(self, stamp: float, q: Array) -> str | None:
+        previous_stamp, previous_q = self._stamp, self._q
         dt = stamp - previous_stamp
         if not dt > 0.0:
             return (f"joint state stamps not increasing (a stamp {1e3 * dt:+.3f} ms from the previous one): a second "
