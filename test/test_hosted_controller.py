@@ -406,6 +406,9 @@ def test_the_executable_hosts_the_controller_and_releases_on_sigint(tmp_path):
             "-p", "diagnostics_period:=0.5"]
     text = run_until_sigint(args, cwd=ROOT, env=env, ready="enabled: holding", run_for=1.0, start_timeout=90.0)
     assert "in youbot_driver's bus cycle" in text, text
+    # the controller starts with the motors: no torque of it refused during the drives' start-up
+    # (an ERROR "controller torque rejected: motors are off (starting)" at every start before)
+    assert "rejected" not in text, text
     assert "released to the drives in the bus cycle" in text, text
     assert "Traceback" not in text, text
 

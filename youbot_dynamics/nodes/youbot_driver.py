@@ -28,7 +28,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm.description import ArmDescriptionError, load_arm
 from ..motion.commands import from_stamp
-from ..driver import (ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, PysoemBus,
+from ..driver import (ArmDriver, BusError, CommandError, CyclicLoop, DriverConfig, DriverError, DriverPhase, PysoemBus,
                       VirtualBus)
 from ..driver.driver import CycleInputs
 from ..driver.process_data import ERROR_FLAGS, StatusFlag, decode_flags
@@ -360,6 +360,8 @@ class DriverHost:
     # -- CycleController --------------------------------------------------------------------------
 
     def command(self, inputs: CycleInputs) -> Array | None:
+        if self._driver.phase is DriverPhase.STARTING:  # the drives' start-up: the controller starts with
+            return None  # the motors (it enabled at the first state and every torque was refused for ~0.4 s)
         stamp = self._node.state_stamp(inputs.time, inputs.read_time) if inputs.fresh else None
         return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
 
