@@ -28,7 +28,8 @@ from youbot_dynamics.control.laws import PDFeedforward
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
                                                                 reference_models)
-from youbot_dynamics.identification.estimation.processing import ProcessingOptions
+from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
+from youbot_dynamics.identification.estimation.processing import VELOCITY_SOURCES, ProcessingOptions
 from youbot_dynamics.identification.excitation.trajectories import FourierTrajectory
 from youbot_dynamics.identification.experiment.analysis import HELD_OUT, identify_experiment
 from youbot_dynamics.identification.experiment.effort import EffortLoop, pilot_model, slowed
@@ -134,8 +135,11 @@ def test_the_experiment_reports_the_error_on_a_different_motion_as_held_out():
                                                                hold_time=0.5), VALIDATION)
     data = run_experiment(sim, session, "trajectory", latency=0.005)
     assert session.phase is ExperimentPhase.IDENTIFY, session.reason
-    options = ProcessingOptions(cutoff_hz=5.0)
-    run = identify_experiment(data, session.segments(), ARM, options=options, excitation=EXCITATION, method="wls")
+    # as the node identifies (its cutoff_hz, method, friction and velocity choices)
+    run = identify_experiment(data, session.segments(), ARM, options=ProcessingOptions(cutoff_hz=5.0),
+                              excitation=EXCITATION, method="consistent", eps_candidates=EPS_CANDIDATES,
+                              term_candidates=TERM_CANDIDATES, velocity_candidates=VELOCITY_SOURCES)
+    options = run.options  # what was chosen: the processing every figure below uses
     segments = run.summary["segments"]
     assert run.summary["held_out"] == "different motion" and run.validated_on == HELD_OUT
     # the held-out segment of the recording is the validation trajectory, not the excitation
@@ -160,14 +164,15 @@ def test_the_experiment_reports_the_error_on_a_different_motion_as_held_out():
           f"{100 * run.baseline.overall:.1f} %")
     assert run.identified.overall <= 1.5 * third_errors.overall and third_errors.overall <= 1.5 * run.identified.overall
     assert run.identified.overall < 0.1 * run.baseline.overall
-    # the floor: the robot's own parameters (read here only) on the same segment, its drives' effort gain
-    # errors and offsets applied; dry friction sticks anywhere in its band at rest and at reversals, which
-    # no model of the arm's state predicts. The identified model is as good (4.60 % against 4.96 %; fitting the
-    # rows at rest too, a bug made on purpose, gave 5.57 %).
+    # the issue's goal, 3 %: reached by taking q' and q'' from the positions, which the data chose (the
+    # drives' velocity lags 10 ms: with the recorded velocities, 4.5 % held-out)
+    assert options.velocity == "positions", run.summary.get("velocity_selection")
+    assert run.identified.overall <= 0.03
+    # the robot's own parameters (read here only) on the same segment, its drives' effort gain errors and
+    # offsets applied: what dry friction sticking in its band and the sensors leave to any model
     floor = true_robot_errors(sim, held, options)
     print(f"the robot's own parameters there: {100 * floor.overall:.2f} % (moving rows {100 * floor.moving:.2f} %, "
           f"at rest {100 * floor.rest:.1f} %); identified moving rows {100 * run.identified.moving:.2f} %")
-    assert run.identified.overall <= 1.05 * floor.overall
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
     python -m youbot_dynamics identify DATA... --out PARAMS.yaml [--validate DATA...]
         [--method ols|wls|consistent] [--friction auto|TERMS] [--eps auto|RAD_S] [--report DIR]
-        [processing options]
+        [--velocity auto|recorded|positions] [processing options]
 
 DATA: CSV files (``t, q1..q5, dq1..dq5, tau1..tau5``; ``dq``, ``ddq`` optional; any file name,
 recognised by its header) or rosbag2 folders / ``.mcap`` files with ``sensor_msgs/JointState`` on
@@ -11,7 +11,9 @@ repeated rows dropped and counted, split at gaps; the counts go to ``report.json
 ``data_cleaning``). Each piece is processed on its own (:mod:`.processing`), the equations of all
 files are stacked and solved (:mod:`.estimation`; default ``consistent``, with the friction model
 ``--friction`` and its Coulomb shape ``--eps``, both ``auto`` by default: chosen per joint by validation on
-identification data left out, :mod:`.friction_fit`, :mod:`.pipeline`).
+identification data left out, :mod:`.friction_fit`, :mod:`.pipeline`; with ``--velocity auto``, the
+default, under the recorded joint velocities and under those of the differentiated positions, the
+better of the two kept: a drive's velocity estimate lags, :mod:`.processing`).
 ``PARAMS.yaml`` is the model file ``predict`` and the controllers read,
 with the relative standard deviations and a summary of the identification. Validation
 (:mod:`.validation`) uses the ``--validate`` recordings, else (marked as such) the
@@ -40,7 +42,7 @@ from ..dynamics.friction import DEFAULT_EPS, EXTRA_TERMS, FrictionModel
 from ..files.fileio import output_group
 from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from ..identification.estimation.least_squares import METHODS, PRIOR_WEIGHT, PRIOR_WEIGHTS
-from ..identification.estimation.processing import MAX_FILTER_ORDER, ProcessingOptions
+from ..identification.estimation.processing import MAX_FILTER_ORDER, VELOCITY_SOURCES, ProcessingOptions
 from .plausible import add_option, check_model_plausible
 
 
@@ -111,6 +113,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--decimate", type=positive_int, metavar="K", help="keep every K-th sample (default: automatic)")
     p.add_argument("--coulomb-threshold", type=nonnegative_float, default=defaults.coulomb_threshold, metavar="RAD_S",
                    help=f"leave out rows of joints slower than this (default {defaults.coulomb_threshold:g} rad/s)")
+    p.add_argument("--velocity", choices=("auto", *VELOCITY_SOURCES), default="auto",
+                   help="joint velocities: the recording's (recorded), the differentiated positions' (positions), or "
+                   "auto (default): the one under which the chosen friction structure predicts left-out "
+                   "identification data best (with --friction or --eps auto)")
     p.add_argument("--period", type=positive_float, metavar="S",
                    help="average the identification data over periods of S s")
     p.add_argument("--topic", default=JOINT_STATES, help="JointState topic in bags (default /joint_states)")
@@ -129,7 +135,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     arm = load_arm(args.arm) if args.arm else default_arm()
     options = ProcessingOptions(cutoff_hz=args.cutoff, order=args.order, decimation=args.decimate,
-                                coulomb_threshold=args.coulomb_threshold, period=args.period)
+                                coulomb_threshold=args.coulomb_threshold, period=args.period,
+                                **({} if args.velocity == "auto" else {"velocity": args.velocity}))
 
     train, train_logs = load_recordings(args.data, arm, args.topic)
     held, held_logs = load_recordings(args.validate, arm, args.topic)
@@ -140,7 +147,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
                    options=options, progress=ProgressBar, friction=friction,
                    eps_candidates=EPS_CANDIDATES if args.eps == "auto" else None,
                    term_candidates=TERM_CANDIDATES if args.friction == "auto" else None,
-                   prior_weights=PRIOR_WEIGHTS if args.prior_weight == "auto" else (args.prior_weight,))
+                   prior_weights=PRIOR_WEIGHTS if args.prior_weight == "auto" else (args.prior_weight,),
+                   velocity_candidates=VELOCITY_SOURCES if args.velocity == "auto" else None)
     check_model_plausible(run.model, arm, args, source=f"the identified model (for {args.out})")
     with output_group():  # the model file and the report appear together or not at all
         write_results(run, args.out, f"Identified by `youbot_dynamics identify --method {run.result.method}` from "

@@ -44,7 +44,7 @@ from ..identification.estimation.calibration import summary_lines as calibration
 from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
 from ..identification.estimation.pipeline import (excitation_delay, periodic_cut, processing_options,
                                                   reference_models, summary_lines, write_results)
-from ..identification.estimation.processing import ProcessingOptions
+from ..identification.estimation.processing import VELOCITY_SOURCES, ProcessingOptions
 from ..identification.experiment.analysis import experiment_lines, identify_experiment
 from ..identification.experiment.effort import EffortLoop, pilot_model, slowed
 from ..identification.experiment.recording import JointStateRecorder, RecordingThread
@@ -567,7 +567,8 @@ class IdentificationNode(Node):
         run = identify_experiment(data, segments, self.arm, options=options, excitation=plan.trajectory,
                                   max_delay=p['max_command_delay'], method=p['method'], structure=p['structure'],
                                   baseline=p['nominal_model'] or None, progress=session.progress_bar,
-                                  eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES)  # as identify's auto
+                                  eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES,
+                                  velocity_candidates=VELOCITY_SOURCES)  # as identify's auto
         write_results(
             run, directory / "parameters.yaml",
             f"Identified by the identification node ({run.result.method}) from {directory / 'recording.csv'}",

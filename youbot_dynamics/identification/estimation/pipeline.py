@@ -148,7 +148,8 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
              baseline: str | Path | DynamicModel | None = None, progress: ProgressFactory = _Silent,
              friction: FrictionModel | None = None, eps_candidates: Sequence[float] | None = None,
              term_candidates: Sequence[Sequence[str]] | None = None,
-             prior_weights: Sequence[float] | None = None) -> PipelineResult:
+             prior_weights: Sequence[float] | None = None,
+             velocity_candidates: Sequence[str] | None = None) -> PipelineResult:
     """Identify from ``train`` and validate on ``held`` (module docstring). ``options.period``
     averages the identification data only; the held-out data are processed without it.
     ``friction``: the friction model to fit (default :func:`default_friction`). Load-dependent
@@ -159,7 +160,11 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     chosen per joint among them by validation on identification data left out
     (:func:`~.friction_fit.select_friction`: other recordings, or the other half of a single one;
     never the held-out data; after a first estimate with ``friction``, whose ``eps`` or terms are
-    kept where no candidates are given; the summary's ``friction_selection``). With ``prior_weights``
+    kept where no candidates are given; the summary's ``friction_selection``). With
+    ``velocity_candidates`` too (:data:`~.processing.VELOCITY_SOURCES`) the friction structure is
+    chosen under each source of ``q'`` and the source whose choice predicts the left-out data best is
+    kept in the options (the summary's ``velocity_selection``, and ``processing``, which ``predict``
+    follows). With ``prior_weights``
     (consistent method, at least two recordings) the weight ``rho`` of the pull towards the CAD
     inertials is chosen among them by leave one recording out (:func:`choose_prior_weight`; the
     summary's ``prior_weight``)."""
@@ -174,19 +179,19 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     load_model = fitted
     estimation_time = 0.0
     selection: dict[str, Any] | None = None
+    velocity_selection: dict[str, float] | None = None
     if (eps_candidates or term_candidates) and structure == "full":
-        from .friction_fit import select_friction
-
         bar = progress("choosing the friction structure")
-        first = estimate("wls", observations(train, fitted, options, progress), nominal.base, prior,
-                         friction.extra_names())
-        load_model = DynamicModel(nominal.chain, nominal.base, first.beta[: nominal.base.count])  # its G(q)
-        shapes = [(float(e),) * arm.n_joints for e in eps_candidates] if eps_candidates else [friction.eps]
-        try:
-            friction, selection = select_friction(train, load_model, options, shapes,
-                                                  term_candidates or [friction.terms], friction.stribeck_velocity)
-        except IdentificationError as exc:  # e.g. halves too short: keep the given structure, say why
-            selection = {"skipped": str(exc), "chosen": friction.describe()}
+        sources = list(velocity_candidates or [options.velocity])
+        if not any(d.dq is not None for d in train):
+            sources = sources[:1]  # no recorded velocity: every source is the positions'
+        choices = {source: _choose_friction(train, nominal, prior, fitted, friction, dataclasses.replace(
+            options, velocity=source), arm, eps_candidates, term_candidates, progress) for source in sources}
+        if len(choices) > 1:
+            velocity_selection = {source: c[1].get("chosen_moving_relative_error", math.inf)
+                                  for source, c in choices.items()}
+            options = dataclasses.replace(options, velocity=min(velocity_selection, key=velocity_selection.get))
+        friction, selection, load_model = choices[options.velocity if len(choices) > 1 else sources[0]]
         estimation_time += bar.done()
         fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
                               friction_parameters=np.zeros(friction.extra_count))
@@ -224,6 +229,8 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "processing": dataclasses.asdict(options),
         **({"prior_weight": {"chosen": rho, "cross_validated_moving_error": weights}} if weights else {}),
         **({"friction_selection": selection} if selection is not None else {}),
+        **({"velocity_selection": {"chosen": options.velocity, "moving_relative_error": velocity_selection}}
+           if velocity_selection is not None else {}),
         "baseline": label,
     }
     if len(train_obs) >= 2:
@@ -234,6 +241,27 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         summary["plausibility"] = plausibility(result.standard, prior)
     return PipelineResult(result, errors, bool(held_obs), on, train_obs, checked, model, np.asarray(baseline_beta),
                           label, options, estimation_time, consistency, summary)
+
+
+def _choose_friction(train: Sequence[Dataset], nominal: DynamicModel, prior: Any, fitted: DynamicModel,
+                     friction: FrictionModel, options: ProcessingOptions, arm: ArmDescription,
+                     eps_candidates: Sequence[float] | None, term_candidates: Sequence[Sequence[str]] | None,
+                     progress: ProgressFactory) -> tuple[FrictionModel, dict[str, Any], DynamicModel]:
+    """The friction structure :func:`identify` chooses with ``options`` (after a first WLS estimate with
+    ``friction``, whose ``G(q)`` is the load of load-dependent friction), its selection record and
+    that first estimate; ``friction`` kept, and why, when the data cannot be split for the choice."""
+    from .friction_fit import select_friction
+
+    first = estimate("wls", observations(train, fitted, options, progress), nominal.base, prior,
+                     friction.extra_names())
+    load_model = DynamicModel(nominal.chain, nominal.base, first.beta[: nominal.base.count])  # its G(q)
+    shapes = [(float(e),) * arm.n_joints for e in eps_candidates] if eps_candidates else [friction.eps]
+    try:
+        chosen, selection = select_friction(train, load_model, options, shapes, term_candidates or [friction.terms],
+                                            friction.stribeck_velocity)
+    except IdentificationError as exc:  # e.g. halves too short: keep the given structure, say why
+        chosen, selection = friction, {"skipped": str(exc), "chosen": friction.describe()}
+    return chosen, selection, load_model
 
 
 def choose_prior_weight(observations: Sequence[Observation], nominal: DynamicModel, prior: Any,
@@ -381,6 +409,11 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
         lines.append(f"not determined by the data (kept near the nominal values): {', '.join(result.unidentifiable)}")
     lines += undetermined_lines(result)
     lines += friction_lines(run.summary.get("friction_selection"))
+    velocity = run.summary.get("velocity_selection")
+    if velocity:
+        errors = ", ".join(f"{k} {100 * v:.3g}%" for k, v in velocity["moving_relative_error"].items())
+        lines.append(f"joint velocities from: {velocity['chosen']} (chosen with the friction structure, left-out "
+                     f"data, moving rows: {errors})")
     lines.append(f"torque errors on {run.validated_on}:")
     lines.append("joint  rms [N m]  relative  nominal relative")
     for j, (rms, rel, nrel) in enumerate(zip(ident.rms, ident.relative_rms, base.relative_rms), start=1):

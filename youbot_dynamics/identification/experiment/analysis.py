@@ -67,7 +67,7 @@ def identify_experiment(data: Dataset, segments: dict[str, Any], arm: ArmDescrip
                                "validation_periods": v, "validation_start": segments["validation_start"] + delay,
                                "validation_period": segments["validation_period"], "validation_repeats": r}
     if same is not None:
-        errors = run.identified if other is None else predict_recording(run.model, same, arm, options)[2]
+        errors = run.identified if other is None else predict_recording(run.model, same, arm, run.options)[2]
         run.summary["same_motion"] = {"what": SAME_MOTION, "relative_error": errors.overall,
                                       "joint_relative_errors": [float(e) for e in errors.relative_rms],
                                       "moving_relative_error": errors.moving}
