@@ -90,6 +90,7 @@ def main(robot_seed: int = 31) -> None:
 
     from youbot_dynamics.arm.description import default_arm
     from youbot_dynamics.control import collision_thresholds
+    from youbot_dynamics.control.observer import unfitted_rms
     from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
     from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
                                                                     summary_lines)
@@ -130,7 +131,7 @@ def main(robot_seed: int = 31) -> None:
     print(f"third motion: {100 * errors.overall:.2f}% (joints "
           f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
           f"{run.identified.overall / errors.overall:.2f}")
-    tracking, collisions = computed_torque_stroke(sim, run.model, arm, collision_thresholds(run.identified.rms))
+    tracking, collisions = computed_torque_stroke(sim, run.model, arm, collision_thresholds(unfitted_rms(run.summary)))
     print(f"computed torque on the stroke with this model: tracking RMS per joint "
           f"{', '.join(f'{1e3 * e:.2f}' for e in tracking)} mrad; {collisions} false collision(s)")
 

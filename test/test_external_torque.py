@@ -17,7 +17,7 @@ from test_control import FAST_SEGMENT, FAST_STROKE
 from youbot_dynamics.control import (CollisionDetector, ComputedTorqueController, FloatController, JointTrajectory,
                                      MomentumObserver, SafetyGuard, collision_thresholds)
 from youbot_dynamics.control.laws import FLOAT_DAMPING
-from youbot_dynamics.control.observer import STICTION_FACTOR
+from youbot_dynamics.control.observer import STICTION_FACTOR, unfitted_rms
 from youbot_dynamics.control.terms import reference_inertia
 from youbot_dynamics.control.velocity import VelocityFromPositions
 from youbot_dynamics.dynamics.chain import DHChain
@@ -335,6 +335,16 @@ def test_collision_thresholds():
             collision_thresholds(bad)
     with pytest.raises(ValueError, match="factor"):
         collision_thresholds([0.1], factor=0.0)
+
+
+def test_thresholds_scale_on_every_motion_the_model_was_not_fitted_on():
+    """The held-out RMS error per joint, or the same-motion one where larger (the excitation's speeds,
+    which the validation trajectory may not reach); nothing without a held-out figure."""
+    held, same = [0.05, 0.13, 0.05, 0.013, 0.006], [0.07, 0.1, 0.04, 0.02, 0.006]
+    both = {"joint_rms_errors_nm": held, "same_motion": {"joint_rms_errors_nm": same}}
+    np.testing.assert_allclose(unfitted_rms(both), [0.07, 0.13, 0.05, 0.02, 0.006])
+    np.testing.assert_allclose(unfitted_rms({"joint_rms_errors_nm": held}), held)
+    assert unfitted_rms({"same_motion": {"joint_rms_errors_nm": same}}) is None
 
 
 # ---------------------------------------------------------------------------------------------

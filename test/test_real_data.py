@@ -5,7 +5,7 @@ with its then default friction, smooth and load-dependent Coulomb: 25.2-30.7 %, 
 seed's friction by WLS: mean 40.9 %; the nominal model about 94 %) and are the same for every run:
 nothing is tuned to a single run. Issue 31: the default ``identify`` chooses the friction structure
 per joint from the four training runs (leave one of them out): 24.7, 25.2, 26.6, 30.6, 29.1 %,
-mean 27.2 %; with the source of the velocities chosen too: 24.4, 24.7, 26.1, 29.9, 28.6 %, mean 26.7 %.
+mean 27.2 %; with the source of the velocities chosen too: 24.4, 24.7, 26.1, 30.5, 29.3 %, mean 27.0 %.
 The mean target is the issue's 28 %."""
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from sensor_msgs.msg import JointState
 
 from ..arm.description import ArmDescription
 from ..control import CollisionDetector, MomentumObserver, collision_thresholds
-from ..control.observer import STICTION_FACTOR
+from ..control.observer import STICTION_FACTOR, unfitted_rms
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import identification_block
 
@@ -27,14 +27,15 @@ QOS_DEPTH = 10
 
 def thresholds_from(given: Any, factor: float, model_file: str, n: int) -> Array | None:
     """Collision thresholds [N m] per joint: ``given`` (one value or n), else ``factor`` x the model
-    file's held-out RMS torque error per joint (``joint_rms_errors_nm`` of its identification block,
+    file's RMS torque error per joint on motions it was not fitted on (its identification block,
+    :func:`~youbot_dynamics.control.observer.unfitted_rms`,
     :func:`~youbot_dynamics.control.collision_thresholds`), else ``None`` (no detection)."""
     if given is not None:
         values = np.asarray(given, dtype=float)
         if values.ndim != 1 or values.size not in (1, n):
             raise ValueError(f"collision_thresholds must be one value or {n}, got {values.tolist()}")
         return np.broadcast_to(values, (n,)).copy()
-    rms = identification_block(model_file).get('joint_rms_errors_nm')
+    rms = unfitted_rms(identification_block(model_file))
     return None if rms is None else collision_thresholds(rms, factor)
 
 

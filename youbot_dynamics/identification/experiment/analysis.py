@@ -70,6 +70,7 @@ def identify_experiment(data: Dataset, segments: dict[str, Any], arm: ArmDescrip
         errors = run.identified if other is None else predict_recording(run.model, same, arm, run.options)[2]
         run.summary["same_motion"] = {"what": SAME_MOTION, "relative_error": errors.overall,
                                       "joint_relative_errors": [float(e) for e in errors.relative_rms],
+                                      "joint_rms_errors_nm": [float(e) for e in errors.rms],  # collision thresholds
                                       "moving_relative_error": errors.moving}
     return run
 
