@@ -360,9 +360,10 @@ class DriverHost:
     # -- CycleController --------------------------------------------------------------------------
 
     def command(self, inputs: CycleInputs) -> Array | None:
-        if self._driver.phase is DriverPhase.STARTING:  # the drives' start-up: the controller starts with
-            return None  # the motors (it enabled at the first state and every torque was refused for ~0.4 s)
-        stamp = self._node.state_stamp(inputs.time, inputs.read_time) if inputs.fresh else None
+        # no state during the drives' start-up: the controller enables with the motors (it enabled at the
+        # first state and every torque was refused for ~0.4 s), and one that was enabled coasts, then faults
+        fresh = inputs.fresh and self._driver.phase is not DriverPhase.STARTING
+        stamp = self._node.state_stamp(inputs.time, inputs.read_time) if fresh else None
         return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
 
     def after_outputs(self) -> None:

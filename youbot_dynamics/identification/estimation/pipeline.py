@@ -190,8 +190,9 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         if len(choices) > 1:
             velocity_selection = {source: c[1].get("chosen_moving_relative_error", math.inf)
                                   for source, c in choices.items()}
-            options = dataclasses.replace(options, velocity=min(velocity_selection, key=velocity_selection.get))
-        friction, selection, load_model = choices[options.velocity if len(choices) > 1 else sources[0]]
+        source = min(velocity_selection, key=velocity_selection.get) if velocity_selection else sources[0]
+        options = dataclasses.replace(options, velocity=source)  # the final fit processes as the choice did
+        friction, selection, load_model = choices[source]
         estimation_time += bar.done()
         fitted = DynamicModel(nominal.chain, nominal.base, nominal.beta, friction_model=friction,
                               friction_parameters=np.zeros(friction.extra_count))
