@@ -77,7 +77,8 @@ class ProcessingOptions:
     def __post_init__(self) -> None:
         """:class:`IdentificationError` naming an option out of range: integers ``order``,
         ``decimation`` >= 1, ``order`` <= :data:`MAX_FILTER_ORDER`; frequencies, ``period``,
-        ``max_jitter``, ``max_gap`` finite and > 0; ``coulomb_threshold`` finite and >= 0."""
+        ``max_jitter``, ``max_gap`` finite and > 0; ``coulomb_threshold`` finite and >= 0; ``velocity``
+        one of :data:`VELOCITY_SOURCES`."""
         if self.velocity not in VELOCITY_SOURCES:
             raise IdentificationError(f"processing option velocity: expected one of {', '.join(VELOCITY_SOURCES)}, "
                                       f"got {self.velocity!r}")
