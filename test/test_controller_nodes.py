@@ -44,7 +44,7 @@ from youbot_dynamics.nodes.computed_torque_controller import ComputedTorqueContr
 from youbot_dynamics.nodes.common import create_executor, realtime_interpreter  # noqa: E402
 from youbot_dynamics.control.loop import ZERO_CYCLES_ON_DISABLE  # noqa: E402
 from youbot_dynamics.nodes.messages import JointStateReader, matrix_to_pose  # noqa: E402
-from youbot_dynamics.nodes.float_controller import FloatControllerNode  # noqa: E402
+from youbot_dynamics.contract.controller_registry import controller  # noqa: E402
 from youbot_dynamics.nodes.pd_gravity_controller import PDGravityControllerNode  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
@@ -968,7 +968,7 @@ def test_payload_at_run_time(make_controller):
 def test_float_controller_moves_by_hand_and_stays(make_controller):
     """Hand-guiding over DDS: a 0.3 s push on the forearm (the simulator's ~/external_wrench, 15 N)
     moves the floating arm, which then stays where it was left (the issue: drift <= 1 mrad/s)."""
-    c = make_controller(FloatControllerNode, **TOLERANT)
+    c = make_controller(controller("float").node_type(), **TOLERANT)  # the common node running FloatController
     h = c.h
     push = h.publisher(WrenchStamped, "/sim_node/external_wrench")
     enable(c)

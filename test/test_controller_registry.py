@@ -1,6 +1,7 @@
-"""The controller registry names things that exist: each entry's node module defines its class and
-``main``, its law is a class of the control core, its parameter file is in config/ with a section
-for its node, names and nodes are unique; an unknown name is refused with the known ones."""
+"""The controller registry names things that exist: each entry's console script resolves (its node
+module's ``main``, or the common node's ``main_<name>``), its law is a class of the control core, its
+parameter file is in config/ with a section for its node, names and nodes are unique; an unknown name
+is refused with the known ones."""
 from __future__ import annotations
 
 import importlib
@@ -21,11 +22,25 @@ def test_entry_names_what_exists(entry):
     assert isinstance(getattr(importlib.import_module(module), law_class), type)
     doc = yaml.safe_load((ROOT / "config" / entry.params_file).read_text())
     assert "ros__parameters" in doc[entry.node]
-    assert entry.entry_point == f"{entry.node} = youbot_dynamics.nodes.{entry.module}:main"
+    executable, _, target = entry.entry_point.partition(" = ")
+    assert executable == entry.node
+    module, _, function = target.partition(":")
     pytest.importorskip("rclpy")
-    assert callable(importlib.import_module(f"youbot_dynamics.nodes.{entry.module}").main)
+    assert callable(getattr(importlib.import_module(module), function))
     from youbot_dynamics.nodes.controller_node import ControllerNode
     assert issubclass(entry.node_type(), ControllerNode)
+    law = getattr(importlib.import_module(entry.law.split(":")[0]), law_class)
+    assert entry.node_type() is entry.node_type() and law.Config is not None
+
+
+def test_a_generic_entry_point_names_a_registry_controller():
+    pytest.importorskip("rclpy")
+    from youbot_dynamics.nodes import controller_node
+
+    with pytest.raises(AttributeError, match="unknown controller 'nope'"):
+        controller_node.main_nope  # noqa: B018 - the module's __getattr__ refuses it
+    with pytest.raises(AttributeError):
+        controller_node.nothing_of_that_name  # noqa: B018
 
 
 def test_names_are_unique_and_unknown_ones_refused():

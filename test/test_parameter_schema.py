@@ -53,14 +53,20 @@ def test_core_defaults_are_the_core_values():
 
 
 def test_extends_and_like():
-    """A controller's schema is its own parameters, then controller_common's but the excepted ones;
-    a borrowed entry is the lender's with the borrower's keys."""
+    """A controller's schema is its own file's parameters (if it has one), then its law's Config's,
+    then controller_common's; a borrowed entry is the lender's with the borrower's keys."""
+    from youbot_dynamics.control.laws import ComputedTorqueConfig, FloatConfig
+
     common = load_schema("controller_common")
     float_schema = load_schema("float_controller")
-    assert list(float_schema)[:3] == ["kd", "rest_torque", "rest_velocity"]
-    assert "kp" not in float_schema and "damping" not in float_schema
-    assert float_schema["kd"].description != common["kd"].description  # its own kd
-    assert set(common) - {"kp", "damping"} <= set(float_schema)
+    law_fields = [field.name for field in dataclasses.fields(FloatConfig)]
+    assert list(float_schema)[:len(law_fields)] == law_fields
+    assert list(float_schema)[len(law_fields):] == list(common)
+    assert "kp" not in float_schema and "damping" not in float_schema  # a law declares only what it uses
+    ct = load_schema("computed_torque_controller")
+    assert list(ct)[:2] == ["line_duration", "feedback_period"]  # the node's own topics' parameters
+    assert list(ct)[2:2 + len(dataclasses.fields(ComputedTorqueConfig))] == [
+        field.name for field in dataclasses.fields(ComputedTorqueConfig)]
     assert set(load_schema("pd_gravity_controller")) >= set(common)
     shared = load_schema("common")["realtime_priority"]
     assert common["realtime_priority"] == shared

@@ -12,23 +12,28 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-__all__ = ["CONTROLLERS", "ControllerEntry", "controller", "controller_names"]
+__all__ = ["CONTROLLERS", "ControllerEntry", "controller", "controller_names", "controller_of_node"]
+
+#: the module of the common controller node, which runs a law without a node class of its own
+GENERIC_MODULE = "controller_node"
 
 
 @dataclass(frozen=True)
 class ControllerEntry:
     """One controller. ``name``: the value of the launch argument and of the hosts' ``controller``
     parameter; ``node``: its node name, which is also its executable and its parameter file
-    ``config/<node>.yaml``; ``module``: ``youbot_dynamics.nodes.<module>``, with ``main()`` and
-    ``node_class``; ``law``: the control law it runs (``module:Class``, documentation); ``summary``:
-    one line for launch descriptions and docs."""
+    ``config/<node>.yaml`` (optional: the defaults hold without one); ``law``: the control law it runs
+    (``module:Class``: its ``Config`` declares the law's parameters); ``summary``: one line for launch
+    descriptions and docs; ``module``, ``node_class``: ``youbot_dynamics.nodes.<module>`` with ``main()``
+    and the node class, for a controller with topics of its own (goals, trajectories); empty: the
+    common :class:`~youbot_dynamics.nodes.controller_node.ControllerNode` runs the law."""
 
     name: str
     node: str
-    module: str
-    node_class: str
     law: str
     summary: str
+    module: str = ""
+    node_class: str = ""
 
     @property
     def params_file(self) -> str:
@@ -37,22 +42,27 @@ class ControllerEntry:
 
     def node_type(self) -> type:
         """Its node class (imports ``youbot_dynamics.nodes.<module>``, which needs rclpy)."""
+        if not self.node_class:
+            return importlib.import_module(f"youbot_dynamics.nodes.{GENERIC_MODULE}").law_node_class(self)
         return getattr(importlib.import_module(f"youbot_dynamics.nodes.{self.module}"), self.node_class)
 
     @property
     def entry_point(self) -> str:
         """Its ``console_scripts`` line."""
+        if not self.node_class:
+            return f"{self.node} = youbot_dynamics.nodes.{GENERIC_MODULE}:main_{self.name}"
         return f"{self.node} = youbot_dynamics.nodes.{self.module}:main"
 
 
 CONTROLLERS: tuple[ControllerEntry, ...] = (
-    ControllerEntry("pd_gravity", "pd_gravity_controller", "pd_gravity_controller", "PDGravityControllerNode",
-                    "youbot_dynamics.control.laws:PDGravityController", "PD + gravity regulation to goals"),
-    ControllerEntry("computed_torque", "computed_torque_controller", "computed_torque_controller",
-                    "ComputedTorqueControllerNode", "youbot_dynamics.control.laws:ComputedTorqueController",
-                    "computed-torque tracking of trajectories and Cartesian lines"),
-    ControllerEntry("float", "float_controller", "float_controller", "FloatControllerNode",
-                    "youbot_dynamics.control.laws:FloatController", "gravity and friction compensation: hand-guiding"),
+    ControllerEntry("pd_gravity", "pd_gravity_controller", "youbot_dynamics.control.laws:PDGravityController",
+                    "PD + gravity regulation to goals", "pd_gravity_controller", "PDGravityControllerNode"),
+    ControllerEntry("computed_torque", "computed_torque_controller",
+                    "youbot_dynamics.control.laws:ComputedTorqueController",
+                    "computed-torque tracking of trajectories and Cartesian lines", "computed_torque_controller",
+                    "ComputedTorqueControllerNode"),
+    ControllerEntry("float", "float_controller", "youbot_dynamics.control.laws:FloatController",
+                    "gravity and friction compensation: hand-guiding"),
 )
 
 
@@ -67,3 +77,11 @@ def controller(name: str) -> ControllerEntry:
         if entry.name == name:
             return entry
     raise ValueError(f"unknown controller '{name}'; known: {controller_names()}")
+
+
+def controller_of_node(node: str) -> ControllerEntry:
+    """The entry whose node is called ``node``; ``ValueError`` naming the known ones otherwise."""
+    for entry in CONTROLLERS:
+        if entry.node == node:
+            return entry
+    raise ValueError(f"no controller runs as node '{node}'; known: {[entry.node for entry in CONTROLLERS]}")

@@ -44,7 +44,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "joint_count", "load_schema", "resolve", "schema_names"]
+__all__ = ["CONTROLLER_COMMON", "EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "joint_count", "load_schema",
+           "load_schema_file", "record", "record_type", "resolve", "schema_names"]
 
 SCHEMA_PACKAGE = "youbot_dynamics.nodes"
 SCHEMA_DIRECTORY = "parameters"
@@ -256,9 +257,64 @@ def _raw_entries(schema: str) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
+def record_type(schema: str) -> type:
+    """A frozen dataclass with one field per parameter of node ``schema``, in declaration order,
+    typed from the schema (an array as a tuple, ``None`` when unset or empty): the schema generates
+    it, the node reads fields of it (:func:`record`) instead of looking values up by name."""
+    fields = []
+    for name, spec in load_schema(schema).items():
+        kind = TYPES[spec.type]
+        annotation: Any = tuple[kind, ...] if spec.is_array else kind
+        fields.append((name, annotation | None if spec.default is None or spec.is_array else annotation))
+    title = "".join(part.title() for part in schema.split("_"))
+    return dataclasses.make_dataclass(f"{title}Parameters", fields, frozen=True)
+
+
+def record(schema: str, values: dict[str, Any]) -> Any:
+    """The parameter ``values`` of node ``schema`` by name as its :func:`record_type`."""
+    specs = load_schema(schema)
+    return record_type(schema)(**{name: (tuple(value) if value is not None and len(value) else None)
+                                  if specs[name].is_array else value for name, value in values.items()})
+
+
+#: the schema every controller node extends (after its own parameters and its law's)
+CONTROLLER_COMMON = "controller_common"
+
+
+def _law_entries(schema: str) -> dict | None:
+    """The parameter entries of the law of the controller node ``schema`` (its ``Config``,
+    :mod:`youbot_dynamics.control.law_config`; the registry names the law), None if ``schema`` is not
+    a controller node."""
+    from .controller_registry import CONTROLLERS
+
+    for entry in CONTROLLERS:
+        if entry.node == schema:
+            return resolve(entry.law).parameter_entries()
+    return None
+
+
+def _has_file(schema: str) -> bool:
+    return resources.files(SCHEMA_PACKAGE).joinpath(SCHEMA_DIRECTORY).joinpath(f"{schema}.yaml").is_file()
+
+
+@functools.lru_cache(maxsize=None)
 def load_schema(schema: str) -> dict[str, ParameterSpec]:
     """Node ``schema``'s parameters by name, in declaration order (:class:`SchemaError` if the file is
-    not a usable schema)."""
+    not a usable schema). A controller node of the registry (:mod:`.controller_registry`) declares its
+    own parameters (``<node>.yaml``, only if it has topics of its own), then its law's (the law's
+    ``Config``), then :data:`CONTROLLER_COMMON`'s."""
+    law = _law_entries(schema)
+    if law is not None:
+        where = f"the law of {schema}"
+        specs = load_schema_file(schema) if _has_file(schema) else {}
+        specs.update({name: _spec(name, entry, where) for name, entry in law.items() if name not in specs})
+        specs.update({name: spec for name, spec in load_schema(CONTROLLER_COMMON).items() if name not in specs})
+        return specs
+    return load_schema_file(schema)
+
+
+def load_schema_file(schema: str) -> dict[str, ParameterSpec]:
+    """The parameters declared by the schema file ``<schema>.yaml`` (and the schema it ``_extends``)."""
     document = _document(schema)
     where = f"parameter schema {schema}.yaml"
     specs = {name: _spec(name, entry, where) for name, entry in document[schema].items()}
@@ -276,6 +332,9 @@ def load_schema(schema: str) -> dict[str, ParameterSpec]:
 
 
 def schema_names() -> list[str]:
-    """The shipped schemas, sorted."""
+    """The shipped schemas (the files and the registry's controller nodes), sorted."""
+    from .controller_registry import CONTROLLERS
+
     folder = resources.files(SCHEMA_PACKAGE).joinpath(SCHEMA_DIRECTORY)
-    return sorted(entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+    files = {entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".yaml")}
+    return sorted(files | {entry.node for entry in CONTROLLERS})

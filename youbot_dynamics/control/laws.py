@@ -99,10 +99,12 @@ from numpy.typing import NDArray
 from ..arm.description import ArmDescription
 from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
+from .law_config import parameter, schema_entries
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal
 
-__all__ = ["PDFeedforward", "PD_BANDWIDTH", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
+__all__ = ["PDFeedforward", "PD_BANDWIDTH", "ModelLaw", "PDGravityConfig", "ComputedTorqueConfig", "FloatConfig",
+           "GainsConfig", "FrictionConfig", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
            "FLOAT_REST_MAX_FRACTION",
            "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController", "ComputedTorqueController",
            "GoalProfile", "goal_profile", "speed_limited"]
@@ -195,13 +197,47 @@ def speed_limited(arm: ArmDescription, fraction: float = GOAL_VELOCITY_FRACTION)
     return dataclasses.replace(arm, velocity_max=fraction * arm.velocity_max)
 
 
-class _Controller:
-    """Model terms, gains and friction switch shared by both laws."""
+_PER_JOINT = (0, 1)  # per_joint<>: an array of one value per joint may also be unset (0) or one for all (1)
+_KP_BOUNDS = (0.0, {"from": "youbot_dynamics.dynamics.plausibility:KP_MAX"})
+_KD_BOUNDS = (0.0, {"from": "youbot_dynamics.dynamics.plausibility:KD_MAX"})
 
-    def __init__(self, model: DynamicModel, arm: ArmDescription, kp: Any, kd: Any,
-                 design: Callable[[ModelTerms], tuple[Array, Array]], friction_compensation: bool,
-                 friction_eps: float) -> None:
-        """``design(terms)`` gives the default ``(Kp, Kd)`` for the gains not given."""
+
+@dataclasses.dataclass(frozen=True)
+class GainsConfig:
+    """The gains of a law with designed defaults (fields of its :attr:`ModelLaw.Config`)."""
+
+    kp: tuple[float, ...] | None = parameter(
+        None, "Proportional gains, one per joint or one for all; unset = designed from bandwidth and damping.",
+        "double_array", per_joint=_PER_JOINT, element_bounds=_KP_BOUNDS)
+    kd: tuple[float, ...] | None = parameter(
+        None, "Derivative gains, one per joint or one for all; unset = designed from bandwidth and damping.",
+        "double_array", per_joint=_PER_JOINT, element_bounds=_KD_BOUNDS)
+    damping: float = parameter(1.0, "Damping ratio of the designed gains.", "double", bounds=(0.0, 10.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class FrictionConfig:
+    """The friction switch of a law (its velocity scale ``friction_eps`` is the node's: the observer uses it too)."""
+
+    friction_compensation: bool = parameter(
+        True, "Add the model's friction (viscous, smoothed Coulomb, offset) to the torque.", "bool")
+
+
+class ModelLaw:
+    """Base of the laws on a dynamic model: its terms (``G(q)``, ``M(q)``, friction), the gains
+    ``kp``, ``kd`` (zero for a law without gains), :meth:`set_model` for payloads. A law declares
+    its parameters as :attr:`Config` (:mod:`.law_config`), is built from one by :meth:`from_config`,
+    and names itself in :attr:`LABEL` (logs, diagnostics)."""
+
+    #: the law's parameters (a frozen dataclass of :func:`.law_config.parameter` fields)
+    Config: type = FrictionConfig
+    #: human-readable name (log lines, diagnostics)
+    LABEL = "model-based law"
+
+    def __init__(self, model: DynamicModel, arm: ArmDescription, kp: Any = 0.0, kd: Any = 0.0,
+                 design: Callable[[ModelTerms], tuple[Array, Array]] | None = None,
+                 friction_compensation: bool = True, friction_eps: float = FRICTION_EPS) -> None:
+        """``design(terms)`` gives the default ``(Kp, Kd)`` for the gains given as None."""
         check_model(model, arm)  # an impossible model (or another arm's) is refused: ModelConsistencyError
         self.arm = arm
         self.terms = ModelTerms(model, friction_eps)
@@ -212,9 +248,25 @@ class _Controller:
         self.kd = per_joint(kd, arm.n_joints, "kd")
         self.friction_compensation = bool(friction_compensation)
 
+    @classmethod
+    def from_config(cls, model: DynamicModel, arm: ArmDescription, config: Any, friction_eps: float) -> "ModelLaw":
+        """The law with the parameters ``config`` (an instance of :attr:`Config`) and the node's ``friction_eps``."""
+        if not isinstance(config, cls.Config):
+            raise TypeError(f"{cls.__name__} takes a {cls.Config.__name__}, got {type(config).__name__}")
+        return cls(model, arm, friction_eps=friction_eps, **dataclasses.asdict(config))
+
+    @classmethod
+    def parameter_entries(cls) -> dict[str, dict[str, Any]]:
+        """The parameter-schema entries of :attr:`Config` (:func:`.law_config.schema_entries`)."""
+        return schema_entries(cls.Config)
+
     def gravity(self, q: Array) -> Array:
         """``G(q)`` of the controller's model (e.g. for the safety guard's hold)."""
         return self.terms.gravity(q)
+
+    def desired_position(self, t: float) -> Array | None:
+        """The reference position at ``t`` (a node's ``~/state``), None without a reference."""
+        return None
 
     def set_model(self, model: DynamicModel, *, checked: bool = False) -> None:
         """Use ``model`` from the next torque on (e.g. the same arm holding a payload,
@@ -227,7 +279,23 @@ class _Controller:
         self.terms = ModelTerms(model, self.terms.friction_eps)
 
 
-class PDGravityController(_Controller):
+@dataclasses.dataclass(frozen=True)
+class PDGravityConfig(FrictionConfig, GainsConfig):
+    """Parameters of :class:`PDGravityController`."""
+
+    bandwidth: float = parameter(PD_BANDWIDTH, "Natural frequency [rad/s] of the designed gains on each joint's "
+                                 "reference inertia.", "double", bounds=(0.1, 1000.0))
+    static_accuracy: float = parameter(
+        STATIC_ACCURACY, "Designed gains: Kp at least fc / static_accuracy [rad], so that static friction can hold a "
+        "joint at most this far from the goal.", "double", bounds=(1.0e-06, 1.0))
+    gravity_compensation: bool = parameter(
+        True, "Add the model's gravity G(q) (4.1); false = PD only (a baseline: the arm sags).", "bool")
+    goal_velocity_fraction: float = parameter(
+        GOAL_VELOCITY_FRACTION, "Peak speed of the shaped profile to a new goal, as a fraction of velocity_max (the "
+        "safety guard damps joints beyond 0.9 x velocity_max).", "double", bounds=(0.05, 0.9))
+
+
+class PDGravityController(ModelLaw):
     """Regulation to a goal position by (4.1) on a shaped reference; see the module docstring.
 
     ``kp``, ``kd``: per-joint gains [N m/rad, N m s/rad] (scalar or n values); by default, on the
@@ -237,6 +305,9 @@ class PDGravityController(_Controller):
     e.g. the measured one on enable) before :meth:`set_goal` and the first :meth:`torque`.
     :attr:`goal` is the final goal, :meth:`reference` the moving set-point.
     """
+
+    Config = PDGravityConfig
+    LABEL = "PD + gravity"
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = PD_BANDWIDTH, damping: Any = 1.0, static_accuracy: float = STATIC_ACCURACY,
@@ -274,6 +345,9 @@ class PDGravityController(_Controller):
         self.goal, self.profile, self.start_time = goal, profile, float(t)
         return profile.duration
 
+    def desired_position(self, t: float) -> Array | None:
+        return None if self.profile is None else self.reference(t)[0]
+
     def reference(self, t: float) -> tuple[Array, Array, Array]:
         """Desired ``(q_d, q'_d, q''_d)`` at time ``t`` (the goal at rest once the profile ended)."""
         if self.profile is None:
@@ -291,13 +365,31 @@ class PDGravityController(_Controller):
         return tau + self.terms.friction(dq, gravity=gravity) if self.friction_compensation else tau
 
 
-class ComputedTorqueController(_Controller):
+@dataclasses.dataclass(frozen=True)
+class ComputedTorqueConfig(FrictionConfig, GainsConfig):
+    """Parameters of :class:`ComputedTorqueController`."""
+
+    bandwidth: float = parameter(CT_BANDWIDTH, "Natural frequency [rad/s] of the error dynamics e'' + Kd e' + Kp e "
+                                 "= 0 (designed gains).", "double", bounds=(0.1, 1000.0))
+    integral_rate: float = parameter(
+        CT_INTEGRAL_RATE, "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
+        "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and with a new "
+        "payload; 0 = the seed's (4.8) without it.", "double", bounds=(0.0, 100.0))
+    model_feedforward: bool = parameter(
+        True, "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference inertia, "
+        "without M(q), C, G, q''_d or friction (a baseline).", "bool")
+
+
+class ComputedTorqueController(ModelLaw):
     """Tracking of a :class:`~.trajectory.JointTrajectory` by (4.8); see the module docstring.
 
     ``kp``, ``kd``: per-joint gains of the error dynamics [1/s^2, 1/s]; by default
     :func:`~.terms.bandwidth_gains` of ``bandwidth`` [rad/s] and ``damping``. Give a reference with
     :meth:`follow` (or :meth:`hold`) before the first :meth:`torque`.
     """
+
+    Config = ComputedTorqueConfig
+    LABEL = "computed torque"
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, kp: Any = None, kd: Any = None,
                  bandwidth: Any = CT_BANDWIDTH, damping: Any = 1.0, friction_compensation: bool = True,
@@ -339,6 +431,9 @@ class ComputedTorqueController(_Controller):
         self.follow(JointTrajectory.hold(check_goal(self.arm, q)), 0.0)
         self.reset_integral()
 
+    def desired_position(self, t: float) -> Array | None:
+        return None if self.trajectory is None else self.reference(t)[0]
+
     def reference(self, t: float) -> tuple[Array, Array, Array]:
         """Desired ``(q_d, q'_d, q''_d)`` at time ``t``."""
         if self.trajectory is None:
@@ -370,7 +465,24 @@ class ComputedTorqueController(_Controller):
         return self.ki * self._integral
 
 
-class FloatController(_Controller):
+@dataclasses.dataclass(frozen=True)
+class FloatConfig(FrictionConfig):
+    """Parameters of :class:`FloatController` (``kd`` is its damping ``D``)."""
+
+    kd: tuple[float, ...] | None = parameter(
+        None, "Damping D [N m s/rad], one per joint or one for all; unset = FLOAT_DAMPING "
+        "(youbot_dynamics.control.laws, per second) x each joint's reference inertia (a pushed joint coasts to rest "
+        "in about 0.2 s).", "double_array", per_joint=_PER_JOINT, element_bounds=_KD_BOUNDS)
+    rest_torque: tuple[float, ...] | None = parameter(
+        None, "Virtual stiction [N m] that holds a joint at rest where it was left, one per joint or one for all; "
+        "unset = half the model's Coulomb level (at least 0.05 N m); 0 = none; at most a quarter of the joint's rated "
+        "torque min(effort_max, drive_torque_limit) (youBot 4.25, 4.25, 2, 0.675, 0.25 N m), more is refused at "
+        "start.", "double_array", per_joint=_PER_JOINT)
+    rest_velocity: float = parameter(FLOAT_REST_VELOCITY, "Speed [rad/s] below which a joint is held at its rest "
+                                     "anchor.", "double", bounds=(0.0001, 1.0))
+
+
+class FloatController(ModelLaw):
     """Hand-guiding (float): ``tau = G(q) + t_f(q, q') - D q'`` (module docstring).
 
     ``damping`` [N m s/rad] per joint (scalar or n values), by default ``FLOAT_DAMPING`` times the
@@ -379,6 +491,9 @@ class FloatController(_Controller):
     ``t_f``. :meth:`hold` sets the anchors (the controller node calls it on enable); the law keeps
     them (single-threaded, like the others).
     """
+
+    Config = FloatConfig
+    LABEL = "float (hand-guiding)"
 
     def __init__(self, model: DynamicModel, arm: ArmDescription, *, damping: Any = None, rest_torque: Any = None,
                  rest_velocity: float = FLOAT_REST_VELOCITY, friction_compensation: bool = True,
@@ -403,10 +518,20 @@ class FloatController(_Controller):
         self._rest_stiffness = self.rest_torque / FLOAT_REST_DEFLECTION
         self.anchor: Array | None = None
 
+    @classmethod
+    def from_config(cls, model: DynamicModel, arm: ArmDescription, config: Any, friction_eps: float) -> "ModelLaw":
+        if not isinstance(config, FloatConfig):
+            raise TypeError(f"FloatController takes a FloatConfig, got {type(config).__name__}")
+        return cls(model, arm, damping=config.kd, rest_torque=config.rest_torque, rest_velocity=config.rest_velocity,
+                   friction_compensation=config.friction_compensation, friction_eps=friction_eps)
+
     @property
     def damping(self) -> Array:
         """``D`` [N m s/rad] per joint."""
         return self.kd
+
+    def desired_position(self, t: float) -> Array | None:
+        return None if self.anchor is None else self.anchor.copy()
 
     def hold(self, q: Any) -> None:
         """Anchor every joint at ``q`` (validated like a goal)."""

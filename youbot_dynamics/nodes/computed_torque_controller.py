@@ -17,7 +17,7 @@ from geometry_msgs.msg import PoseStamped
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..motion.commands import braking_waypoints
-from ..control import ComputedTorqueController, JointTrajectory, cartesian_line
+from ..control import JointTrajectory, cartesian_line
 from ..motion.trajectory_start import drop_start_point
 from .controller_node import QOS_DEPTH, ControllerNode, Done, run
 from .follow_joint_trajectory import FollowJointTrajectory, FollowJointTrajectoryHost
@@ -31,23 +31,12 @@ NODE_NAME = "computed_torque_controller"
 class ComputedTorqueControllerNode(ControllerNode):
     """Computed-torque tracking of ``~/trajectory`` and ``~/line``; see doc/control.md."""
 
-    LAW_NAME = "computed torque"
-
     def __init__(self, **kwargs: Any) -> None:
         self.follow_host: FollowJointTrajectoryHost | None = None  # set before the node: destroy_node reads it
         super().__init__(NODE_NAME, **kwargs)
 
-    def _create_law(self) -> ComputedTorqueController:
-        return ComputedTorqueController(self.model, self.arm, kp=self._optional_array('kp'),
-                                        kd=self._optional_array('kd'), bandwidth=self._param('bandwidth'),
-                                        damping=self._param('damping'),
-                                        friction_compensation=self._param('friction_compensation'),
-                                        friction_eps=self._param('friction_eps'),
-                                        model_feedforward=self._param('model_feedforward'),
-                                        integral_rate=self._param('integral_rate'))
-
     def _create_interfaces(self) -> None:
-        self.line_duration = float(self._param('line_duration'))
+        self.line_duration = float(self.params.line_duration)
         # raw: the executor only copies the bytes; deserializing is planning work (doc/control.md)
         self.create_subscription(JointTrajectoryMsg, '~/trajectory', self._on_trajectory, QOS_DEPTH, raw=True)
         self.create_subscription(PoseStamped, '~/line', self._on_line, QOS_DEPTH)
@@ -55,7 +44,7 @@ class ComputedTorqueControllerNode(ControllerNode):
             self.get_logger().info("control_msgs is not installed: no ~/follow_joint_trajectory action "
                                    "(ros-<distro>-control-msgs provides it; ~/trajectory works without it)")
         else:
-            self.follow_host = FollowJointTrajectoryHost(self, float(self._param('feedback_period')))
+            self.follow_host = FollowJointTrajectoryHost(self, float(self.params.feedback_period))
 
     def _after_cycle(self, now: float, q: np.ndarray, dq: np.ndarray) -> None:
         if self.follow_host is not None:
@@ -65,9 +54,6 @@ class ComputedTorqueControllerNode(ControllerNode):
         if self.follow_host is not None:
             self.follow_host.destroy()
         super().destroy_node()
-
-    def desired_position(self, now: float) -> np.ndarray | None:
-        return None if self.law.trajectory is None else self.law.reference(now)[0]
 
     # -- references -----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ doc/parameters.md).
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -30,7 +31,11 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..arm.description import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import cache_location, compilations, compile_kernels
+from ..contract.controller_registry import ControllerEntry, controller, controller_of_node
+from ..contract.parameter_schema import record, resolve
 from ..control import FloatController, GuardState, SafetyConfig, SafetyGuard
+from ..control.law_config import from_values
+from ..control.laws import ModelLaw
 from ..control.loop import ControlLoop, Done, JointSample, LoopOptions
 from ..control.velocity import VelocityFromPositions
 from ..dynamics.model import DynamicModel
@@ -96,9 +101,6 @@ class ControllerNode(Node):
     Subclasses implement the hooks :meth:`_create_law`, :meth:`desired_position` and
     :meth:`_create_interfaces` (and :meth:`_after_cycle` if they need it)."""
 
-    #: Human-readable name of the control law (log messages, diagnostics).
-    LAW_NAME = "controller"
-
     def __init__(self, node_name: str, host: ControllerHost | None = None, **kwargs: Any) -> None:
         # set before Node.__init__: it creates the parameter services (create_service, locked when hosted)
         self.host = host
@@ -106,41 +108,46 @@ class ControllerNode(Node):
         self.cycle_lock = threading.Lock()
         self._step: _Step | None = None  # hosted: the cycle between host_command and host_after_outputs
         super().__init__(node_name, **kwargs)
-        declare_parameters(self, node_name)  # parameters/<node_name>.yaml, which extends controller_common.yaml
-        self.arm: ArmDescription = load_arm(self._param('arm_description') or None)
+        #: the registry's entry of this controller (its law)
+        self.entry: ControllerEntry = controller_of_node(node_name)
+        values = declare_parameters(self, node_name)  # its own, its law's Config, controller_common.yaml
+        #: the parameters, read once at start-up (fields of the schema's record)
+        self.params = p = record(node_name, values)
+        self._law_values = values
+        self.arm: ArmDescription = load_arm(p.arm_description or None)
         self._warm_up()
-        model_file = self._param('model_file') or str(config_path(NOMINAL_MODEL))
+        model_file = p.model_file or str(config_path(NOMINAL_MODEL))
         # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
         self._model_without_payload: DynamicModel = load_model(model_file, self.arm)  # ~/payload sets one on it
         self.loop: ControlLoop | None = None  # below, once its parts exist
-        self.base_frame: str = self._param('base_frame')
-        self.rate = float(self._param('rate'))
+        self.base_frame: str = p.base_frame
+        self.rate = float(p.rate)
         if host is not None and abs(self.rate - host.rate) > 1e-9 * host.rate:
             raise ValueError(f"rate ({self.rate:g} Hz) must be the rate of the loop the controller runs in "
                              f"({host.rate:g} Hz)")
-        self.cycle_trigger: str = self._param('cycle_trigger')
+        self.cycle_trigger: str = p.cycle_trigger
         self._period = 1.0 / self.rate
         self._watchdog = self.cycle_trigger == 'joint_states'
-        if not 1.0 / self.rate < self._param('state_timeout'):
-            raise ValueError(f"state_timeout ({self._param('state_timeout')} s) must exceed the control period "
+        if not 1.0 / self.rate < p.state_timeout:
+            raise ValueError(f"state_timeout ({p.state_timeout} s) must exceed the control period "
                              f"1 / rate = {1.0 / self.rate:g} s")
-        self._throttle = float(self._param('log_throttle_period'))
-        config = SafetyConfig(state_timeout=self._param('state_timeout'),
-                              state_loss_timeout=self._param('state_loss_timeout'),
-                              fault_behaviour=self._param('fault_behaviour'),
-                              torque_limit=self._optional_array('torque_limit'),
-                              limit_margin=self._param('limit_margin'),
-                              limit_damping=self._optional_array('limit_damping'), ramp_time=self._param('ramp_time'),
-                              hold_bandwidth=self._param('hold_bandwidth'))
+        self._throttle = float(p.log_throttle_period)
+        config = SafetyConfig(state_timeout=p.state_timeout,
+                              state_loss_timeout=p.state_loss_timeout,
+                              fault_behaviour=p.fault_behaviour,
+                              torque_limit=p.torque_limit,
+                              limit_margin=p.limit_margin,
+                              limit_damping=p.limit_damping, ramp_time=p.ramp_time,
+                              hold_bandwidth=p.hold_bandwidth)
         law = self._create_law()
-        self._enable_pending = bool(self._param('enabled_on_start'))
-        self._decimation = int(self._param('state_publish_decimation'))
+        self._enable_pending = bool(p.enabled_on_start)
+        self._decimation = int(p.state_publish_decimation)
         n = self.arm.n_joints
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
-        velocity = (VelocityFromPositions(n, self._param('velocity_filter_time'), config.state_timeout)
-                    if self._param('velocity_source') == 'positions' else None)
+        velocity = (VelocityFromPositions(n, p.velocity_filter_time, config.state_timeout)
+                    if p.velocity_source == 'positions' else None)
         # in the bus cycle the states come from the host, not from the topic: its publishers do not matter
-        self._publishers_max = int(self._param('joint_state_publishers_max')) if host is None else 0
+        self._publishers_max = int(p.joint_state_publishers_max) if host is None else 0
         self._publishers_due = 0.0
         self._cycle_count = 0
         self._last_cycle = time.perf_counter()
@@ -165,12 +172,12 @@ class ControllerNode(Node):
             MultiArrayDimension(label="quantity:" + "|".join(STATE_QUANTITIES), size=len(STATE_QUANTITIES),
                                 stride=len(STATE_QUANTITIES) * n),
             MultiArrayDimension(label="joint:" + "|".join(self.arm.joint_names), size=n, stride=n)]))
-        self.joint_states_topic: str = self._param('joint_states_topic')
-        self.command_topic: str = self._param('command_topic')
-        release_topic = self._param('release_topic')
-        options = LoopOptions(releases=bool(release_topic), bumpless=bool(self._param('bumpless_enable')),
-                              collision_reaction=self._param('collision_reaction'),
-                              observe_command=self._param('observer_torque') == 'command')
+        self.joint_states_topic: str = p.joint_states_topic
+        self.command_topic: str = p.command_topic
+        release_topic = p.release_topic
+        options = LoopOptions(releases=bool(release_topic), bumpless=bool(p.bumpless_enable),
+                              collision_reaction=p.collision_reaction,
+                              observe_command=p.observer_torque == 'command')
         float_law, observer = self._create_observer(model_file, options.collision_reaction)
         model = self._model_without_payload
         self.loop = ControlLoop(self.arm, model, law, SafetyGuard(self.arm, model, config), options,
@@ -199,12 +206,12 @@ class ControllerNode(Node):
                                             self._on_timer, clock=steady)
         # the timing report is due-checked right after a cycle's torque and built and published by
         # the reporting thread (a timer of its own could fire just when a state arrives)
-        self._diagnostics_period = float(self._param('diagnostics_period'))
+        self._diagnostics_period = float(p.diagnostics_period)
         self._diagnostics_due = time.perf_counter() + self._diagnostics_period
         wiring = (f"joint states on {self.joint_states_topic}, torques on {self.command_topic}" if host is None
                   else f"in {host.description}")
         self.get_logger().info(
-            f"{self.LAW_NAME} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, {wiring}; "
+            f"{self.law.LABEL} for '{self.arm.name}' with model {model_file}: {self.rate:g} Hz, {wiring}; "
             f"Kp = {np.round(self.law.kp, 4).tolist()}, "
             f"Kd = {np.round(self.law.kd, 4).tolist()}, torque limit = {np.round(self.guard.torque_limit, 3).tolist()}"
             f" N m; {'enabling at the first joint state' if self._enable_pending else 'disabled (call ~/enable)'}")
@@ -232,13 +239,15 @@ class ControllerNode(Node):
 
     # -- hooks of the concrete controllers ------------------------------------------------------
 
-    def _create_law(self) -> Any:
-        """The control law (``torque(t, q, dq)``, ``kp``, ``kd``) from the parameters."""
-        raise NotImplementedError
+    def _create_law(self) -> ModelLaw:
+        """The registry's law, from its ``Config`` read off the parameters (``friction_eps`` the node's)."""
+        law_type = resolve(self.entry.law)
+        return law_type.from_config(self.model, self.arm, from_values(law_type.Config, self._law_values),
+                                    self.params.friction_eps)
 
     def desired_position(self, now: float) -> Array | None:
         """The desired position at ``now`` (for ``~/state``), None without a reference."""
-        raise NotImplementedError
+        return self.law.desired_position(now)
 
     def _after_cycle(self, now: float, q: Array, dq: Array) -> None:
         """Called by every cycle with a joint state, after its torque went out (``now`` [s,
@@ -263,31 +272,24 @@ class ControllerNode(Node):
 
     # -- parameters -----------------------------------------------------------------------------
 
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
-    def _optional_array(self, name: str) -> list[float] | None:
-        """A double-array parameter, None while unset (or set to an empty list)."""
-        value = self.get_parameter_or(name, None).value
-        return list(value) if value is not None and len(value) else None
-
     def _create_observer(self, model_file: str, collision_reaction: str) -> tuple[Any, Any]:
         """``(float law, observer)``: the law of the collision reaction 'float' (or None), and the
         external-torque estimate with collision detection (or None: ``observer_gain`` 0)."""
-        float_law = (FloatController(self._model_without_payload, self.arm, friction_eps=self._param('friction_eps'))
+        p = self.params
+        float_law = (FloatController(self._model_without_payload, self.arm, friction_eps=p.friction_eps)
                      if collision_reaction == 'float' else None)
-        gain = float(self._param('observer_gain'))
+        gain = float(p.observer_gain)
         if gain == 0.0:
             if collision_reaction != 'none':
                 raise ValueError("collision_reaction needs the observer: observer_gain must be positive")
             return float_law, None
-        thresholds = thresholds_from(self._optional_array('collision_thresholds'), self._param('collision_factor'),
+        thresholds = thresholds_from(p.collision_thresholds, p.collision_factor,
                                      model_file, self.arm.n_joints)
         if thresholds is None and collision_reaction != 'none':
             raise ValueError(f"collision_reaction '{collision_reaction}' needs collision_thresholds: the model "
                              f"file {model_file} has no joint_rms_errors_nm to derive them from")
         return float_law, ExternalTorqueMonitor(self, self.arm, self._model_without_payload, gain,
-                                                self._param('friction_eps'), self._param('state_timeout'), thresholds)
+                                                p.friction_eps, p.state_timeout, thresholds)
 
     # -- the loop's parts, for the hosts, the subclasses and the tests ----------------------------
 
@@ -619,7 +621,7 @@ class ControllerNode(Node):
         report = self.timing_report()
         self.last_report = report
         status = controller_status(
-            f"{self.get_name()}: {self.LAW_NAME}", self.arm.name, report, self.guard.state, self.guard.fault_reason,
+            f"{self.get_name()}: {self.law.LABEL}", self.arm.name, report, self.guard.state, self.guard.fault_reason,
             self.arm.joint_names, self.guard.saturated,
             {"last_refusal": self.last_refusal or "", "collisions": str(self.collisions),
              "floating": str(self.floating).lower()})
@@ -663,3 +665,27 @@ def run(node_class: Callable[[], ControllerNode], node_name: str, args: list[str
     return run_node(node_name, node_class, (ArmDescriptionError, ModelFileError, ParameterException, ValueError,
                                             OSError), args, realtime=True, events_executor=True,
                     after_spin=ControllerNode.stop_commanding)
+
+
+@functools.lru_cache(maxsize=None)
+def law_node_class(entry: ControllerEntry) -> type[ControllerNode]:
+    """The node class of a registry controller without one of its own: :class:`ControllerNode` named
+    ``entry.node``, running ``entry.law``."""
+
+    def __init__(self: ControllerNode, **kwargs: Any) -> None:
+        ControllerNode.__init__(self, entry.node, **kwargs)
+
+    title = "".join(part.title() for part in entry.node.split("_"))
+    return type(f"{title}Node", (ControllerNode,), {"__init__": __init__, "__doc__": f"{entry.summary} ({entry.law})."})
+
+
+def __getattr__(name: str) -> Callable[[list[str] | None], int]:
+    """``main_<controller>``: the entry point of a registry controller without a node class of its own
+    (``setup.py``'s console script; PEP 562)."""
+    if name.startswith("main_"):
+        try:
+            entry = controller(name[len("main_"):])
+        except ValueError as exc:
+            raise AttributeError(str(exc)) from None
+        return functools.partial(run, law_node_class(entry), entry.node)
+    raise AttributeError(f"module {__name__} has no attribute {name}")

@@ -16,7 +16,6 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
-from ..control import PDGravityController
 from ..arm.ik import inverse_kinematics, sort_by_distance
 from .controller_node import QOS_DEPTH, ControllerNode, run
 from .messages import joint_positions_from_state, pose_to_matrix
@@ -29,26 +28,12 @@ NODE_NAME = "pd_gravity_controller"
 class PDGravityControllerNode(ControllerNode):
     """PD + gravity regulation to goals on ``~/goal`` and ``~/goal_pose``; see doc/control.md."""
 
-    LAW_NAME = "PD + gravity"
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-
-    def _create_law(self) -> PDGravityController:
-        return PDGravityController(self.model, self.arm, kp=self._optional_array('kp'), kd=self._optional_array('kd'),
-                                   bandwidth=self._param('bandwidth'), damping=self._param('damping'),
-                                   static_accuracy=self._param('static_accuracy'),
-                                   friction_compensation=self._param('friction_compensation'),
-                                   friction_eps=self._param('friction_eps'),
-                                   gravity_compensation=self._param('gravity_compensation'),
-                                   goal_velocity_fraction=self._param('goal_velocity_fraction'))
 
     def _create_interfaces(self) -> None:
         self.create_subscription(JointState, '~/goal', self._on_goal, QOS_DEPTH)
         self.create_subscription(PoseStamped, '~/goal_pose', self._on_goal_pose, QOS_DEPTH)
-
-    def desired_position(self, now: float) -> np.ndarray | None:
-        return None if self.law.profile is None else self.law.reference(now)[0]
 
     # -- goals ----------------------------------------------------------------------------------
 
