@@ -4,7 +4,8 @@ Executable ``computed_torque_controller``: :class:`youbot_dynamics.control.Compu
 on ``~/trajectory`` and ``~/line``, inside the common :class:`~.controller_node.ControllerNode`.
 
 Interface, behaviour and figures: doc/control.md; parameters:
-youbot_dynamics/nodes/parameters/computed_torque_controller.yaml (table in doc/parameters.md).
+youbot_dynamics/nodes/parameters/computed_torque_controller.yaml, ComputedTorqueConfig
+(youbot_dynamics/control/laws.py) and controller_common (table in doc/parameters.md).
 """
 from __future__ import annotations
 

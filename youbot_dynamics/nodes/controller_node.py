@@ -1,5 +1,5 @@
-"""Shared base of the joint-torque controller nodes (``pd_gravity_controller``,
-``computed_torque_controller``, ``float_controller``): :class:`ControllerNode`, the ROS face
+"""The joint-torque controller node (``pd_gravity_controller``, ``computed_torque_controller``,
+``float_controller``, any law of the registry): :class:`ControllerNode`, the ROS face
 (parameters, topics, services, the cycle's timing, diagnostics) of the pure-Python
 :class:`~youbot_dynamics.control.loop.ControlLoop`; :class:`ControllerHost` is the loop it runs in
 inside the arm's process (:mod:`.hosted`).
@@ -98,8 +98,8 @@ class ControllerNode(Node):
     (:attr:`loop`: guard, law, references, release, observer reaction, payload): parameters, topics,
     services, the cycle's timing and diagnostics, the planning and reporting threads; see
     doc/control.md. Parameters: the schema named like the node (``parameters/<node_name>.yaml``).
-    Subclasses implement the hooks :meth:`_create_law`, :meth:`desired_position` and
-    :meth:`_create_interfaces` (and :meth:`_after_cycle` if they need it)."""
+    It runs the registry's law of its node (:meth:`_create_law`); a controller with topics of its own
+    subclasses it with :meth:`_create_interfaces` (and :meth:`_after_cycle` if it needs it)."""
 
     def __init__(self, node_name: str, host: ControllerHost | None = None, **kwargs: Any) -> None:
         # set before Node.__init__: it creates the parameter services (create_service, locked when hosted)
@@ -117,7 +117,7 @@ class ControllerNode(Node):
         self.arm: ArmDescription = load_arm(p.arm_description or None)
         self._warm_up()
         model_file = p.model_file or str(config_path(NOMINAL_MODEL))
-        # checked against the arm by the control law (_create_law): a bad file fails start-up with the reason
+        # checked against the arm by the control law (ModelLaw): a bad file fails start-up with the reason
         self._model_without_payload: DynamicModel = load_model(model_file, self.arm)  # ~/payload sets one on it
         self.loop: ControlLoop | None = None  # below, once its parts exist
         self.base_frame: str = p.base_frame

@@ -57,6 +57,7 @@ def markdown() -> str:
     """The page: one table per node."""
     out = ["# Node parameters", "",
            "Generated from the nodes' parameter schemas, `youbot_dynamics/nodes/parameters/<node>.yaml` "
+           "and, for a controller, its law's `Config` (`youbot_dynamics/control/laws.py`) "
            "(`python -m youbot_dynamics.nodes.parameter_table > doc/parameters.md`; a test checks it). A default "
            "the core owns (a config dataclass or constant) is named there and shown here with its value; the "
            "package's parameter files in `config/` state only deviations from these defaults, each with its "

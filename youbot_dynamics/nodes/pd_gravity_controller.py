@@ -4,7 +4,7 @@ Executable ``pd_gravity_controller``: :class:`youbot_dynamics.control.PDGravityC
 ``~/goal`` and ``~/goal_pose``, inside the common :class:`~.controller_node.ControllerNode`.
 
 Interface, behaviour and figures: doc/control.md; parameters:
-youbot_dynamics/nodes/parameters/pd_gravity_controller.yaml (table in doc/parameters.md).
+PDGravityConfig (youbot_dynamics/control/laws.py) and controller_common (table in doc/parameters.md).
 """
 from __future__ import annotations
 
