@@ -186,3 +186,50 @@ def test_a_collision_with_reaction_stop_holds_where_the_arm_is(arm, model):
     loop.after(PERIOD, loop.state, tau, publish)
     assert loop.reference_id == before + 1 and host.lines[-1] == ("collision; reaction stop", False, True)
     np.testing.assert_allclose(loop.law.goal, HOME)
+
+
+def test_a_payload_is_built_off_the_cycle_and_installed_by_the_next_one(arm, model, monkeypatch):
+    """``prepare_payload`` (the planning thread's job): a model that fails its check is refused with the
+    reason and the loop keeps its model; a good one is queued and the next cycle installs it in the
+    law and the guard (the base model stays the one a payload is built on)."""
+    from types import SimpleNamespace
+
+    from youbot_dynamics.control import loop as loop_module
+    from youbot_dynamics.dynamics.consistency import ModelConsistencyError
+    from youbot_dynamics.dynamics.payload import Payload
+
+    host = Host()
+    loop = _loop(arm, model, host)
+    _feed(loop, 0.0)
+    loop.enable(0.0, "")
+    payload = Payload.of(0.4, [0.0, 0.0, 0.05], arm=arm)
+
+    def refused(candidate, _arm):
+        raise ModelConsistencyError(SimpleNamespace(message="link 5: negative mass (made for the test)"))
+
+    monkeypatch.setattr(loop_module, "check_model", refused)
+    loop.prepare_payload(payload)
+    assert host.lines[-1] == ("payload refused: link 5: negative mass (made for the test)", True, False)
+    loop.command(PERIOD)
+    assert loop.model is model and loop.payload.mass == 0.0
+    monkeypatch.undo()
+    bent = np.array([2.95, 1.0, -2.0, 1.8, 2.9])  # the forearm out: a payload's gravity acts on joints 2-4
+    g_before = loop.law.gravity(bent)
+    loop.prepare_payload(payload)
+    assert loop.model is model  # queued, not yet installed
+    loop.command(2 * PERIOD)
+    assert loop.payload.mass == 0.4 and loop.model is not model and loop.base_model is model
+    assert np.abs(loop.law.gravity(bent) - g_before).max() > 0.1  # the law holds the payload now
+    assert host.lines[-1][0].startswith("payload 0.4 kg")
+
+
+def test_a_plan_job_is_refused_at_once_while_disabled(arm, model):
+    host = Host()
+    loop = _loop(arm, model, host)
+    assert loop.plan_job("goal", lambda: (lambda: "installed")) is None
+    assert host.lines[-1][0].startswith("goal refused: the controller is disabled")
+    _feed(loop, 0.0)
+    loop.enable(0.0, "")
+    job = loop.plan_job("goal", lambda: (lambda: "installed"))
+    job()  # the planning thread's work: queued for the next cycle
+    assert not loop.planned.empty()

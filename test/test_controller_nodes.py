@@ -352,7 +352,7 @@ def enable(c: Controller, settle: float = 0.6, check: bool = True) -> np.ndarray
     assert response.success, response.message
     c.h.spin_for(settle)
     assert not check or c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason
-    return c.node.desired_position(time.perf_counter()).copy()
+    return c.node.law.desired_position(time.perf_counter()).copy()
 
 
 def print_timing(c: Controller, label: str) -> dict:
@@ -518,7 +518,7 @@ def test_computed_torque_follows_a_trajectory_and_holds_its_end(ct):
     accepted = time.perf_counter()
     assert c.node.law.trajectory.duration == pytest.approx(2.0)  # time_from_start honoured
     h.spin_for(1.0)
-    mid = c.node.desired_position(c.node.law.start_time + 1.0)
+    mid = c.node.law.desired_position(c.node.law.start_time + 1.0)
     np.testing.assert_allclose(mid, held + stroke, atol=1e-9)
     h.spin_for(1.5)
     times, rows = c.state_rows(since=accepted)
@@ -616,7 +616,7 @@ def test_computed_torque_refusals(ct):
     assert "acceleration of arm_joint_5" in reasons["acceleration"]
     assert "strictly increasing" in reasons["increasing"]
     assert "joint_names" in reasons["joint names"]
-    np.testing.assert_allclose(c.node.desired_position(time.perf_counter()), held)
+    np.testing.assert_allclose(c.node.law.desired_position(time.perf_counter()), held)
     assert np.max(np.abs(c.q() - q_before)) < 3e-3, c.load()
 
 
@@ -954,7 +954,7 @@ def test_payload_at_run_time(make_controller):
     controller_payload.publish(msg)
     sim_payload.publish(msg)
     c.wait_status("payload 0.5 kg")
-    assert c.node.payload.mass == 0.5 and c.node.model is not c.node._model_without_payload
+    assert c.node.payload.mass == 0.5 and c.node.model is not c.node.loop.base_model
     assert np.abs(c.node.law.gravity(Q_START) - g_before).max() > 0.3  # the law feels it
     h.spin_for(0.5)
     assert c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason

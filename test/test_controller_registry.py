@@ -35,12 +35,12 @@ def test_entry_names_what_exists(entry):
 
 def test_a_generic_entry_point_names_a_registry_controller():
     pytest.importorskip("rclpy")
-    from youbot_dynamics.nodes import controller_node
+    from youbot_dynamics.nodes import law_controller
 
     with pytest.raises(AttributeError, match="unknown controller 'nope'"):
-        controller_node.main_nope  # noqa: B018 - the module's __getattr__ refuses it
+        law_controller.main_nope  # noqa: B018 - the module's __getattr__ refuses it
     with pytest.raises(AttributeError):
-        controller_node.nothing_of_that_name  # noqa: B018
+        law_controller.nothing_of_that_name  # noqa: B018
 
 
 def test_names_are_unique_and_unknown_ones_refused():

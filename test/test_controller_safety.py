@@ -488,7 +488,7 @@ def test_second_joint_state_publisher_on_the_graph_refuses_enable_and_faults(pd_
     assert c.node.guard.state is GuardState.FAULT
     second.destroy_publisher(publisher)
     second.destroy_node()
-    assert h.spin_until(lambda: c.node.joint_state_publishers_problem() is None, timeout=5.0)
+    assert h.spin_until(lambda: c.node.state_publishers.problem() is None, timeout=5.0)
     enable(c)  # the second one is gone: enabled again
 
 

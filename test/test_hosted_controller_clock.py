@@ -27,7 +27,7 @@ from std_srvs.srv import SetBool  # noqa: E402
 
 from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.driver import ERROR_FLAGS, driver as driver_module  # noqa: E402
-from youbot_dynamics.nodes import controller_node, youbot_driver as driver_node  # noqa: E402
+from youbot_dynamics.nodes import controller_cycle, controller_node, youbot_driver as driver_node  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
 from test_hosted_controller import CT, Q_START, true_model_file, write_params  # noqa: E402
 
@@ -84,7 +84,7 @@ class Bus:
 @pytest.fixture
 def bus(monkeypatch, tmp_path, ros_domain):
     clock = SimulatedClock()
-    for module in (driver_module, controller_node, driver_node):
+    for module in (driver_module, controller_node, controller_cycle, driver_node):
         monkeypatch.setattr(module, "time", clock.module)
     params = write_params(tmp_path / "ct.yaml", CT, true_model_file(tmp_path / "true_model.yaml"),
                           diagnostics_period=0.0, state_timeout=STATE_TIMEOUT, state_loss_timeout=STATE_LOSS_TIMEOUT)

@@ -37,18 +37,16 @@ def test_a_compile_is_seen_and_a_cache_load_is_not(tmp_path):
 
 @pytest.fixture
 def warm_up(monkeypatch):
-    """``ControllerNode._warm_up`` on a stand-in node whose logger records ``(level, line)``, with
-    ``kernels`` standing in for compile_kernels; the lines it logged."""
-    pytest.importorskip("rclpy")
-    from youbot_dynamics.nodes import controller_node
+    """``compiled.warm_up`` (a controller node's start) with a logger that records ``(level, line)``
+    and ``kernels`` standing in for compile_kernels; the lines it logged."""
+    from youbot_dynamics import compiled
 
     lines: list[tuple[str, str]] = []
     logger = SimpleNamespace(info=lambda m: lines.append(("info", m)), debug=lambda m: lines.append(("debug", m)))
-    node = SimpleNamespace(arm=default_arm(), get_logger=lambda: logger)
 
     def run(kernels) -> list[tuple[str, str]]:
-        monkeypatch.setattr(controller_node, "compile_kernels", kernels)
-        controller_node.ControllerNode._warm_up(node)
+        monkeypatch.setattr(compiled, "compile_kernels", kernels)
+        compiled.warm_up(default_arm(), logger)
         return lines
 
     return run

@@ -484,3 +484,35 @@ def test_a_late_loop_still_sleeps_a_tenth_of_its_period(monkeypatch):
     assert timing.pace(100.002, 0.001, statistics) == (100.05, True)
     assert slept == pytest.approx([0.001, 0.1 * 0.001, 0.1 * 0.001])
     assert statistics.report()["resyncs"] == 1.0
+
+
+def test_a_loop_that_cannot_keep_its_rate_sleeps_half_its_period(monkeypatch):
+    """Late :data:`~youbot_dynamics.timing.LATE_STREAK` cycles in a row (each cycle's work 1.2 periods)
+    under SCHED_FIFO, :func:`~youbot_dynamics.timing.pace` sleeps half a period per cycle, so that the
+    rest of the process (its executor, Ctrl-C) runs; a single late cycle still sleeps a tenth, a cycle
+    on time ends the streak, and under the normal scheduler a late loop keeps catching up."""
+    from youbot_dynamics import timing
+
+    slept: list[float] = []
+    now = [0.0]
+    monkeypatch.setattr(timing.time, "sleep", lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(timing, "_real_time", lambda: True)  # the loop runs under SCHED_FIFO
+    statistics = timing.LoopStatistics(0.001)
+    deadline = 0.0
+    for _ in range(timing.LATE_STREAK + 2):
+        now[0] += 0.0012  # the cycle's work
+        deadline, _ = timing.pace(deadline, 0.001, statistics)
+    fractions = [s / 0.001 for s in slept]
+    assert fractions[:timing.LATE_STREAK - 1] == pytest.approx([0.1] * (timing.LATE_STREAK - 1))
+    assert fractions[timing.LATE_STREAK - 1:] == pytest.approx([0.5] * 3)
+    now[0] = deadline + 0.0002  # a short cycle: on time again
+    deadline, _ = timing.pace(deadline, 0.001, statistics)
+    now[0] = deadline + 0.0012  # late once more: a tenth
+    deadline, _ = timing.pace(deadline, 0.001, statistics)
+    assert slept[-1] == pytest.approx(0.1 * 0.001)
+    monkeypatch.setattr(timing, "_real_time", lambda: False)
+    for _ in range(timing.LATE_STREAK + 2):
+        now[0] += 0.0012
+        deadline, _ = timing.pace(deadline, 0.001, statistics)
+    assert slept[-1] == pytest.approx(0.1 * 0.001)

@@ -415,7 +415,7 @@ def test_controller_first_point_at_zero(ct):
     accepted = c.wait_status("trajectory")
     assert "trajectory accepted: 1.000 s to" in accepted, accepted
     c.h.spin_for(1.2)
-    np.testing.assert_allclose(c.node.desired_position(time.perf_counter()), held + stroke, atol=1e-9)
+    np.testing.assert_allclose(c.node.law.desired_position(time.perf_counter()), held + stroke, atol=1e-9)
     # only the start point: hold
     c.status.clear()
     c.publish("trajectory", trajectory_msg(names, [(0.0, held + stroke)]))
@@ -427,7 +427,7 @@ def test_controller_first_point_at_zero(ct):
     reason = c.wait_status("trajectory")
     print(f"\n{accepted}\n{reason}")
     assert "trajectory refused" in reason and "0.3000 rad from the current position on arm_joint_2" in reason, reason
-    np.testing.assert_allclose(c.node.desired_position(time.perf_counter()), held + stroke, atol=1e-9)
+    np.testing.assert_allclose(c.node.law.desired_position(time.perf_counter()), held + stroke, atol=1e-9)
 
 
 @pytest.mark.ros

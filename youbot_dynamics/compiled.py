@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -94,3 +94,18 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
     timed("kinematics", kinematics)
     timed("dynamics", dynamics)
     return seconds
+
+
+def warm_up(arm: ArmDescription, logger: Any) -> None:
+    """Make the compiled kernels a controller uses ready before anything uses them
+    (:func:`compile_kernels`): loaded from numba's cache in well under a second (a debug line on
+    ``logger``), compiled in 6-25 s on the first start after an install (:func:`compilations`: then
+    said at info, with how to do it ahead of time; issue 35: not called a compile when loading the
+    cache took over 2 s)."""
+    with compilations() as compiled:
+        seconds = sum(compile_kernels(arm, batches=False).values())
+    if compiled:
+        logger.info(f"compiled the model kernels in {seconds:.1f} s (a first start; cached in {cache_location()} "
+                    "for the next ones; `youbot-dynamics compile` does it ahead of time, e.g. after colcon build)")
+    else:
+        logger.debug(f"model kernels loaded from numba's cache in {seconds:.1f} s")

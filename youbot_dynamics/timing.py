@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["IDLE_FRACTION_MIN", "LoopStatistics", "LoopThread", "MISSED_FACTOR", "RESYNC_PERIODS",
+__all__ = ["IDLE_FRACTION_BEHIND", "IDLE_FRACTION_MIN", "LATE_STREAK", "LoopStatistics", "LoopThread", "MISSED_FACTOR",
+           "RESYNC_PERIODS",
            "change_fifo_priority", "pace", "raise_above_process", "spread"]
 
 MISSED_FACTOR = 1.5
@@ -22,6 +23,10 @@ MISSED_FACTOR = 1.5
 RESYNC_PERIODS = 10.0
 #: the least a paced loop sleeps per cycle, as a fraction of its period, however late it is
 IDLE_FRACTION_MIN = 0.1
+#: a loop late this many cycles in a row cannot keep its rate (its cycle is longer than its period)
+LATE_STREAK = 10
+#: what such a loop sleeps per cycle, as a fraction of its period, until it is on time again
+IDLE_FRACTION_BEHIND = 0.5
 _STATISTICS = {"median": lambda v: float(np.percentile(v, 50.0)), "p99": lambda v: float(np.percentile(v, 99.0)),
                "max": lambda v: float(np.max(v))}
 
@@ -58,21 +63,33 @@ def raise_above_process() -> int | None:
 def pace(deadline: float, period: float, statistics: "LoopStatistics") -> tuple[float, bool]:
     """Wait for the next cycle of a loop paced to wall time (``time.perf_counter``): its deadline
     advances by ``period`` and the thread sleeps until then, and always at least
-    :data:`IDLE_FRACTION_MIN` of ``period``. A loop that runs one ``SCHED_FIFO`` priority above its
-    process on the process's CPU (:func:`raise_above_process`, the nodes' ``cpu_affinity``) and never
-    sleeps starves every other thread of the process: a cycle longer than its period (a slow or busy
-    machine, ``cycle_period`` too short) left the executor without the CPU, so no log, no service and
-    no Ctrl-C (the main thread handles signals) until the process was killed. Further behind than
-    :data:`RESYNC_PERIODS` periods (the machine stalled) the loop resynchronises (counted by
-    ``statistics``) instead of bursting. The new deadline, and whether it resynchronised."""
+    :data:`IDLE_FRACTION_MIN` of ``period``; late :data:`LATE_STREAK` cycles in a row (it cannot keep its
+    rate) under ``SCHED_FIFO``, :data:`IDLE_FRACTION_BEHIND` of it until it is on time again (under the
+    normal scheduler the kernel shares the CPU anyway: a late loop there catches up). A loop that runs one
+    ``SCHED_FIFO`` priority above its process on the process's CPU (:func:`raise_above_process`, the
+    nodes' ``cpu_affinity``) leaves the other threads of its process only the time it sleeps: never
+    sleeping, a cycle longer than its period (a slow or busy machine, ``cycle_period`` too short) left
+    the executor without the CPU, so no log, no service and no Ctrl-C (the main thread handles
+    signals) until the process was killed; sleeping a tenth of a 0.2 ms period (with the real-time
+    interpreter's 20 us thread switch interval the rest of the process runs only then) the driver
+    took more than 120 s to start and never answered Ctrl-C (stop 42, this machine); half of it, 12 s
+    from start to exit. Further behind than :data:`RESYNC_PERIODS` periods (the machine stalled) the
+    loop resynchronises (counted by ``statistics``) instead of bursting. The new deadline, and whether
+    it resynchronised."""
     now = time.perf_counter()
     deadline += period
     resync = now - deadline > RESYNC_PERIODS * period
     if resync:
         statistics.resync()
         deadline = now
-    time.sleep(max(deadline - now, IDLE_FRACTION_MIN * period))
+    behind = statistics.late(deadline - now < IDLE_FRACTION_MIN * period) >= LATE_STREAK and _real_time()
+    time.sleep(max(deadline - now, (IDLE_FRACTION_BEHIND if behind else IDLE_FRACTION_MIN) * period))
     return deadline, resync
+
+
+def _real_time() -> bool:
+    """The calling thread runs under ``SCHED_FIFO``."""
+    return hasattr(os, "sched_getscheduler") and os.sched_getscheduler(0) == os.SCHED_FIFO
 
 
 class LoopThread:
@@ -119,6 +136,7 @@ class LoopStatistics:
         self._last: float | None = None
         self._periods: list[float] = []
         self._resyncs = 0
+        self._late_streak = 0
         self.total_cycles = 0
         self.total_missed = 0
 
@@ -131,6 +149,11 @@ class LoopStatistics:
                 self.total_missed += period > MISSED_FACTOR * self.nominal_period
             self._last = now
             self.total_cycles += 1
+
+    def late(self, late: bool) -> int:
+        """Whether the loop's last cycle was late (it could not sleep to its deadline); the cycles late in a row."""
+        self._late_streak = self._late_streak + 1 if late else 0
+        return self._late_streak
 
     def resync(self) -> None:
         """The loop gave up catching up (e.g. after a stall): counted, the next period is not measured."""

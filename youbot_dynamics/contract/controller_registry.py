@@ -15,7 +15,7 @@ from dataclasses import dataclass
 __all__ = ["CONTROLLERS", "ControllerEntry", "controller", "controller_names", "controller_of_node"]
 
 #: the module of the common controller node, which runs a law without a node class of its own
-GENERIC_MODULE = "controller_node"
+GENERIC_MODULE = "law_controller"
 
 
 @dataclass(frozen=True)

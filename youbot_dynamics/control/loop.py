@@ -23,7 +23,8 @@ import numpy as np
 
 from ..arm.description import ArmDescription
 from ..dynamics.model import DynamicModel
-from ..dynamics.payload import Payload
+from ..dynamics.consistency import check_model
+from ..dynamics.payload import Payload, with_payload
 from .release import release_waypoints
 from .safety import GuardState, SafetyGuard
 from .state_check import JointStateMonitor
@@ -63,6 +64,7 @@ class ControlLoop:
                  release_target: str = "", after_cycle: Callable[[float, Array, Array], None] | None = None) -> None:
         self.arm, self.law, self.guard, self.options = arm, law, guard, options
         self.model = model  # the model in use (with the payload): the law's, the guard's, the observer's
+        self.base_model = model  # the model without a payload (a payload's model is built on it)
         self.float_law, self.observer, self.velocity = float_law, observer, velocity
         self._report, self._release_to, self._release_target = report, release, release_target
         self.after_cycle = after_cycle
@@ -224,6 +226,38 @@ class ControlLoop:
                                             "it was planned (resend it)", done)
             else:
                 self.apply(what, install, done)
+
+    def prepare_payload(self, payload: Payload) -> None:
+        """Build and check the model of the arm holding ``payload`` at the tool (~3 ms: call it off the
+        control thread) and queue it: the next cycle installs it (:meth:`command`); a model that fails
+        its check (:class:`~..dynamics.consistency.ModelConsistencyError`) is refused with the reason."""
+        try:
+            model = with_payload(self.base_model, payload, self.arm.tool)
+            check_model(model, self.arm)
+        except ValueError as exc:
+            self.refuse_reference("payload", exc, None)
+            return
+        self.payload_updates.put((payload, model))
+
+    def plan_job(self, what: str, compute: Callable[[], Callable[[], str]], done: Done | None = None
+                 ) -> Callable[[], None] | None:
+        """A reference computed off the control thread (IK, lines, limit checks: 1-40 ms): the job that
+        runs ``compute()`` (no model, no law: it runs concurrently with the loop), which returns the
+        ``install`` function of :meth:`apply` (run by the control thread at its next cycle) or raises
+        ``ValueError`` (refused with the reason); None if refused at once (not enabled). A plan is also
+        refused if the controller was disabled or got another reference while it was computed (resend
+        it then). ``done`` as in :meth:`apply`, from the control thread."""
+        if self.refused_unless_enabled(what, done):
+            return None
+        reference_id, planned = self.reference_id, self.planned
+
+        def job() -> None:
+            try:
+                planned.put((what, reference_id, compute(), None, done))
+            except Exception as exc:  # noqa: BLE001 - ValueError: refused; anything else: reported too
+                planned.put((what, reference_id, None, exc, done))
+
+        return job
 
     def _install_payload(self) -> None:
         """The newest checked payload's model into the law, the float law, the guard and the observer."""

@@ -22,7 +22,7 @@ from ..control import JointTrajectory, cartesian_line
 from ..motion.trajectory_start import drop_start_point
 from .controller_node import QOS_DEPTH, ControllerNode, Done, run
 from .follow_joint_trajectory import FollowJointTrajectory, FollowJointTrajectoryHost
-from .messages import check_serialized_trajectory, pose_to_matrix, read_trajectory
+from .messages import check_frame, check_serialized_trajectory, pose_to_matrix, read_trajectory
 
 __all__ = ["ComputedTorqueControllerNode", "main"]
 
@@ -94,11 +94,11 @@ class ComputedTorqueControllerNode(ControllerNode):
         except ValueError as exc:
             self.refuse("trajectory", exc)
             return
-        if self.refused_unless_enabled("trajectory"):
+        if self.loop.refused_unless_enabled("trajectory"):
             return
         if count == 0:  # stop: hold the desired position
             q0 = self.law.reference(self._start()[0])[0].copy()
-            self.apply("empty trajectory (stop)", lambda: self._hold_description(q0))
+            self.loop.apply("empty trajectory (stop)", lambda: self._hold_description(q0))
             return
         self.follow("trajectory", lambda: read_trajectory(data, names))
 
@@ -107,7 +107,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         """Plan and follow the trajectory whose ``(times, positions, velocities, accelerations)``
         (the arm's joint order) ``read()`` returns in the planning thread, from the reference at its
         start (now, or ``delay`` [s] later; :meth:`_start`); ``done`` as in :meth:`plan`."""
-        if self.refused_unless_enabled(what, done):
+        if self.loop.refused_unless_enabled(what, done):
             return
         start, at_rest = self._start(delay)
         q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
@@ -128,7 +128,7 @@ class ComputedTorqueControllerNode(ControllerNode):
         """Bring the reference from its state now to rest within the acceleration limits and hold
         there (:func:`~youbot_dynamics.motion.commands.braking_waypoints`); where that cannot be planned, hold
         the reference's position now."""
-        if self.refused_unless_enabled(what):
+        if self.loop.refused_unless_enabled(what):
             return
         start = time.perf_counter()
         q0, dq0, ddq0 = (x.copy() for x in self.law.reference(start))
@@ -151,12 +151,12 @@ class ComputedTorqueControllerNode(ControllerNode):
 
     def _on_line(self, msg: PoseStamped) -> None:
         try:
-            self.check_frame(msg.header.frame_id)
+            check_frame(msg.header.frame_id, self.base_frame)
             target = pose_to_matrix(msg.pose)
         except ValueError as exc:
             self.refuse("line", exc)
             return
-        if self.refused_unless_enabled("line"):
+        if self.loop.refused_unless_enabled("line"):
             return
         start, at_rest = self._start()
         if not at_rest:

@@ -13,12 +13,12 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from ..arm.description import ArmDescription
-from ..control import CollisionDetector, MomentumObserver, collision_thresholds
+from ..control import CollisionDetector, FloatController, MomentumObserver, collision_thresholds
 from ..control.observer import STICTION_FACTOR, unfitted_rms
 from ..dynamics.model import DynamicModel
 from ..dynamics.paramfile import identification_block
 
-__all__ = ["ExternalTorqueMonitor", "thresholds_from"]
+__all__ = ["ExternalTorqueMonitor", "create_observer", "thresholds_from"]
 
 Array = NDArray[np.float64]
 
@@ -104,3 +104,23 @@ class ExternalTorqueMonitor:
     def reset_detection(self) -> None:
         if self.detector is not None:
             self.detector.reset()
+
+
+def create_observer(node: Node, arm: ArmDescription, model: DynamicModel, params: Any,
+                    model_file: str) -> tuple[FloatController | None, ExternalTorqueMonitor | None]:
+    """A controller node's ``(float law, observer)`` from its parameters ``params`` (fields of
+    controller_common): the law of the collision reaction 'float' (or None), and the external-torque
+    estimate with collision detection (None: ``observer_gain`` 0); ``ValueError`` for a collision
+    reaction without an observer or thresholds."""
+    reaction = params.collision_reaction
+    float_law = FloatController(model, arm, friction_eps=params.friction_eps) if reaction == 'float' else None
+    if params.observer_gain == 0.0:
+        if reaction != 'none':
+            raise ValueError("collision_reaction needs the observer: observer_gain must be positive")
+        return float_law, None
+    thresholds = thresholds_from(params.collision_thresholds, params.collision_factor, model_file, arm.n_joints)
+    if thresholds is None and reaction != 'none':
+        raise ValueError(f"collision_reaction '{reaction}' needs collision_thresholds: the model file "
+                         f"{model_file} has no joint_rms_errors_nm to derive them from")
+    return float_law, ExternalTorqueMonitor(node, arm, model, float(params.observer_gain), params.friction_eps,
+                                            params.state_timeout, thresholds)

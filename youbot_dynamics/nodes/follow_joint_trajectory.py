@@ -63,15 +63,12 @@ class TrajectoryFollower(Protocol):
     arm: Any  # the arm description
     law: Any  # the control law: ``reference(t)``, ``kp``
     guard: Any  # the safety guard: ``state``
-    last_status: str
+    reports: Any  # its reports: ``submit(job, *args)`` in its reporting thread, ``last_status``
     enabled: bool
     reference_id: int
 
     def locked(self, callback: Callable[..., Any]) -> Callable[..., Any]:
         """``callback`` under the control cycle's lock where the node needs it."""
-
-    def report(self, job: Callable[..., None], *args: Any) -> None:
-        """Run ``job(*args)`` in the node's reporting thread."""
 
     def get_clock(self) -> Any:
         """The node's ROS clock."""
@@ -189,13 +186,13 @@ class FollowJointTrajectoryHost:
         if node.reference_id != running.reference_id or not node.enabled:
             self._running = None
             why = ("another reference replaced it (a newer goal, ~/trajectory, ~/line or a stop)" if node.enabled
-                   else f"the controller is {node.guard.state.value}: {node.last_status}")
+                   else f"the controller is {node.guard.state.value}: {node.reports.last_status}")
             self._end(running.goal, codes.INVALID_GOAL, f"aborted: {why}")
             return
         q_d, dq_d, _ = node.law.reference(now)
         if now >= running.next_feedback:
             running.next_feedback = max(running.next_feedback + self.feedback_period, now)
-            node.report(self._feedback, running.goal, q_d.copy(), dq_d.copy(), q.copy(), dq.copy())
+            node.reports.submit(self._feedback, running.goal, q_d.copy(), dq_d.copy(), q.copy(), dq.copy())
         verdict = running.tolerances.check(now, q, dq, q_d, dq_d)
         if verdict is None:
             return

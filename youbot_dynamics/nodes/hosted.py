@@ -26,7 +26,8 @@ from rclpy.parameter import Parameter, parameter_dict_from_yaml_file
 from ..contract.controller_registry import CONTROLLERS as REGISTRY, ControllerEntry
 from ..files.paths import config_path
 from ..timing import spread
-from .controller_node import ControllerHost, ControllerNode
+from .controller_host import ControllerHost
+from .controller_node import ControllerNode
 
 __all__ = ["CONTROLLERS", "controller_parameters", "create_hosted_controller", "latency_report"]
 

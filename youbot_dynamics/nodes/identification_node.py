@@ -13,53 +13,47 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import math
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Inertia
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
 
 from ..arm.description import ArmDescriptionError, load_arm
 from ..control.laws import PDFeedforward
-from ..control.release import release_waypoints
 from ..files.dataio import DataFileError
-from ..dynamics.consistency import check_model
 from ..dynamics.model import DynamicModel
-from ..dynamics.paramfile import ModelFileError, identification_block, load_model
-from ..identification.estimation.calibration import Calibration, calibrate, consistency_problems, write_calibration
+from ..dynamics.paramfile import ModelFileError
+from ..identification.estimation.calibration import Calibration
 from ..identification.estimation.calibration import summary_lines as calibration_lines
-from ..identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
-from ..identification.estimation.pipeline import (excitation_delay, periodic_cut, processing_options,
-                                                  reference_models, summary_lines, write_results)
-from ..identification.estimation.processing import VELOCITY_SOURCES, ProcessingOptions
-from ..identification.experiment.analysis import experiment_lines, identify_experiment
-from ..identification.experiment.effort import EffortLoop, pilot_model, slowed
+from ..identification.estimation.pipeline import reference_models, summary_lines
+from ..identification.experiment.analysis import experiment_lines
+from ..identification.experiment.effort import EffortLoop
+from ..identification.experiment.jobs import (ExcitationPlan, ModelToUpdate, Settings, calibration_summary,
+                                              identification_summary, identify_pilot, identify_recording,
+                                              new_run_directory, payload_in_tool, plan_excitation,
+                                              recalibrate_recording)
 from ..identification.experiment.recording import JointStateRecorder, RecordingThread
 from ..identification.experiment.session import (ExcitationSession, ExperimentPhase, JointSample, SessionConfig,
                                                  SessionRefused, TooFarFromStart)
-from ..identification.excitation.trajectories import Trajectory
 from ..identification.io.bagio import typestore
 from ..identification.io.dataset import IdentificationError
-from ..identification.io.recordings import load_dataset
 from ..identification.io.trajfile import load_trajectory
 from ..files.paths import config_path
 from .common import (background_priority, background_worker, declare_parameters, freeze_heap, log_outcome,
                      run_node)
+from .experiment_commands import ExperimentCommands
+from .experiment_progress import progress_status
 from .identify_action import Identify, IdentifyActionHost
-from .messages import JointStateReader, trajectory_message
+from .messages import JointStateReader, move_hint
 
 __all__ = ["IdentificationNode", "main"]
 
@@ -75,31 +69,6 @@ STATE_QOS_DEPTH = 1000  # 1 kHz joint states: room for 1 s of scheduling hiccups
 START_STATE_LAG = 0.05
 DEFAULT_EXCITATION = "excitation_default.yaml"
 DEFAULT_VALIDATION = "excitation_validation.yaml"  # the validation trajectory: the held-out motion
-LEVELS = {ExperimentPhase.ABORTED: DiagnosticStatus.WARN, ExperimentPhase.FAILED: DiagnosticStatus.ERROR}
-# ~/progress values when done: identification; recalibration (held-out moving rows, new and old model)
-# relative_error: on the held-out motion when held_out is "different motion" (doc/identification.md)
-DONE_VALUES = ("relative_error", "held_out", "same_motion_relative_error", "nominal_relative_error",
-               "previous_relative_error", "payload_mass_kg", "update")
-
-
-class ExcitationPlan(NamedTuple):
-    """What an identification drives: the excitation file, its trajectory and design, the session
-    settings (its periods), the pilot pass's slowed excitation (effort interface; else None) and
-    how long the arm takes to stop from any instant of the motion without new commands [s]."""
-
-    path: Path
-    trajectory: Trajectory
-    design: dict[str, Any]
-    config: SessionConfig
-    pilot: Trajectory | None
-    stop_time_bound: float
-
-
-class ModelToUpdate(NamedTuple):
-    """The model a recalibration updates: its file and the model checked when it was asked for."""
-
-    path: Path
-    model: DynamicModel
 
 
 def _number(value: Any) -> str:
@@ -123,15 +92,9 @@ class IdentificationNode(Node):
         self.validation_file = Path(p['validation_file'] or config_path(DEFAULT_VALIDATION)).expanduser()
         self.validation = (load_trajectory(self.validation_file, self.arm.joint_names, self.arm).trajectory
                            if p['validation_repeats'] > 0 else None)
-        self.config = SessionConfig(
-            periods=int(p['periods']), validation_periods=int(p['validation_periods']),
-            validation_repeats=int(p['validation_repeats']),
-            max_start_distance=p['max_start_distance'], approach_velocity=p['approach_velocity'],
-            approach_acceleration=p['approach_acceleration'], settle_time=p['settle_time'],
-            hold_time=p['hold_time'], limit_margin=p['limit_margin'], max_tracking_error=p['max_tracking_error'],
-            max_command_delay=p['max_command_delay'], state_timeout=p['state_timeout'],
-            stop_deceleration=p['stop_deceleration'], stream_horizon=p['stream_horizon'],
-            stream_period=p['stream_period'])
+        # the session's settings are the parameters of their names (the others keep SessionConfig's defaults)
+        self.config = SessionConfig(**{f.name: p[f.name] for f in dataclasses.fields(SessionConfig) if f.name in p})
+        self.settings = Settings(**{f.name: p[f.name] for f in dataclasses.fields(Settings)})
         self.calibration_config = dataclasses.replace(self.config, periods=int(p['calibration_periods']),
                                                       validation_periods=0, validation_repeats=0)
         # effort: a pilot pass, the excitation slowed down, identified for the feedforward (effort.py)
@@ -144,9 +107,8 @@ class IdentificationNode(Node):
         nominal, _, baseline_beta, self.baseline_label = reference_models(self.arm, p['structure'],
                                                                           p['nominal_model'] or None)
         self.nominal_feedforward = DynamicModel(nominal.chain, nominal.base, baseline_beta)
-        self.controller = (EffortLoop(PDFeedforward(self.arm, self.nominal_feedforward, p['effort_kp'], p['effort_kd']),
-                                      p['effort_ki'], p['effort_integral_limit'])
-                           if self.interface == 'effort' else None)
+        controller = (EffortLoop(PDFeedforward(self.arm, self.nominal_feedforward, p['effort_kp'], p['effort_kd']),
+                                 p['effort_ki'], p['effort_integral_limit']) if self.interface == 'effort' else None)
         self.output_root = Path(p['output_directory']).expanduser()
         self.run_directory: Path | None = None
         self.result_summary: dict[str, Any] = {}
@@ -156,7 +118,6 @@ class IdentificationNode(Node):
         self._start_requested = 0.0  # [s] when it was
         self._holding: ExcitationSession | None = None  # the session before it, commanding until then
         self._identification: concurrent.futures.Future | None = None
-        self._next_message = 0.0  # node time of the next streamed trajectory message
         self._latest: JointSample | None = None
         self._reader = JointStateReader(self.arm.joint_names, require_velocity=False)
         self._next_log = 0.0  # node time of the next progress line in the log
@@ -164,15 +125,8 @@ class IdentificationNode(Node):
         typestore()  # import rosbags now: 0.15 s at ~/start would stall the node beyond state_timeout
 
         self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, STATE_QOS_DEPTH)
-        self.position_pub = self.effort_pub = self.trajectory_pub = None
-        if self.interface == 'position':
-            self.position_pub = self.create_publisher(Float64MultiArray, p['position_command_topic'], QOS_DEPTH)
-        elif self.interface == 'effort':
-            self.effort_pub = self.create_publisher(Float64MultiArray, p['effort_command_topic'], QOS_DEPTH)
-        # effort: the release to the drives (_release); trajectory: the experiment's waypoints
-        if self.interface in ('effort', 'trajectory'):
-            self.trajectory_pub = self.create_publisher(JointTrajectory, p['trajectory_topic'], QOS_DEPTH)
-        self._released = False  # effort: the arm was handed to the drives (no torque until the next experiment)
+        self.commands = ExperimentCommands(self, self.arm, p, controller, self.config.stream_period, self._fresh_sample,
+                                           lambda: self._latest)
         self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
         self.payload_pub = self.create_publisher(Inertia, '~/payload_estimate', QOS_DEPTH)
         self.create_service(Trigger, '~/start', self._on_start)
@@ -208,14 +162,9 @@ class IdentificationNode(Node):
         ``TrajectoryFileError`` for the file) with the reason otherwise."""
         p = self.p
         path = Path(excitation_file or p['excitation_file'] or config_path(DEFAULT_EXCITATION)).expanduser()
-        loaded = load_trajectory(path, self.arm.joint_names, self.arm)
         config = dataclasses.replace(self.config, periods=int(periods)) if periods else self.config
-        probe = ExcitationSession(self.arm, loaded.trajectory, config, self.validation)
-        pilot = (slowed(loaded.trajectory, p['effort_pilot_slowdown'])
-                 if self.interface == 'effort' and p['effort_pilot_slowdown'] > 0.0 else None)
-        if pilot is not None:
-            ExcitationSession(self.arm, pilot, self.pilot_config)
-        return ExcitationPlan(path, loaded.trajectory, loaded.design, config, pilot, probe.stop_time_bound())
+        slowdown = p['effort_pilot_slowdown'] if self.interface == 'effort' else 0.0
+        return plan_excitation(self.arm, path, config, self.validation, self.pilot_config, slowdown)
 
     @property
     def starting(self) -> bool:
@@ -293,15 +242,12 @@ class IdentificationNode(Node):
             return False, message
         path = Path(source).expanduser()
         try:
-            model = load_model(path, self.arm)
-            check_model(model, self.arm)
-            if model.standard is None:
-                raise IdentificationError("it has no standard parameters (identify it with the consistent method)")
+            target = ModelToUpdate.load(path, self.arm)
         except (ModelFileError, IdentificationError, ValueError, OSError) as exc:
             message = f"recalibrate refused: model {path}: {exc}"
             self.get_logger().error(message)
             return False, message
-        return self.start(calibrate=ModelToUpdate(path, model))
+        return self.start(calibrate=target)
 
     def start(self, calibrate: ModelToUpdate | None = None, directory: Path | None = None,
               plan: ExcitationPlan | None = None) -> tuple[bool, str]:
@@ -328,12 +274,13 @@ class IdentificationNode(Node):
         name = "pilot_recording" if pilot else "recording"
         try:
             session.check_start(now, self._latest)
-            directory = directory or self._new_run_directory()
+            directory = directory or new_run_directory(self.output_root)
             self.recorder = RecordingThread(JointStateRecorder(
                 directory / name, self.arm.joint_names, directory / f"{name}.csv", topic=self.p['joint_states_topic'],
                 flush_period=self.p['flush_period']), f"{self.get_name()}_recorder", background_priority)
         except SessionRefused as exc:
-            message = f"start refused: {exc}" + (self._move_hint(exc) if isinstance(exc, TooFarFromStart) else "")
+            message = f"start refused: {exc}" + (move_hint(self.p['trajectory_topic'], self.arm.joint_names, exc)
+                                                 if isinstance(exc, TooFarFromStart) else "")
             self.get_logger().error(message)
             return False, message
         except OSError as exc:
@@ -349,10 +296,11 @@ class IdentificationNode(Node):
             self.running_plan = plan
         if self.identify_action is not None:
             self.identify_action.started(session)
-        if self.controller is not None:
-            self.controller.reset()
+        controller = self.commands.controller
+        if controller is not None:
+            controller.reset()
             if pilot:
-                self.controller.use_model(self.nominal_feedforward)
+                controller.use_model(self.nominal_feedforward)
         # the heap out of the collector's way before the arm moves, while nothing is commanded: after an
         # identification (the recorded data, the fit, the plots, a loaded model's base parameters) the
         # periodic collection paused the node 0.35-0.5 s mid-recalibration (stop 37)
@@ -372,23 +320,10 @@ class IdentificationNode(Node):
         self.get_logger().info(message)
         return True, message
 
-    def _release(self, why: str) -> None:
-        """Effort interface: hand the arm to the drives instead of leaving it to zero torque (which
-        drops it once their command timeout stops the motors): a braking trajectory from the newest
-        joint state to rest, held by their position control (control/release.py, doc/safety.md); no
-        torque is sent until the next experiment."""
-        if self._released or self._latest is None:
-            return
-        self._released = True
-        waypoints = release_waypoints(self.arm, self._latest.q, self._latest.dq)
-        self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints))
-        self.get_logger().warning(f"{why}: released the arm to the drives on {self.p['trajectory_topic']} (braking "
-                                  f"to rest in {waypoints[0][-1]:.2f} s, held there)")
-
     def _begin(self, now: float) -> None:
         """The start of the experiment :meth:`start` prepared: the approach from the newest state."""
         self._starting, self._holding = False, None
-        self._released = False
+        self.commands.restart()
         self._next_log = now
         try:
             self.session.start(now, self._latest)
@@ -396,15 +331,6 @@ class IdentificationNode(Node):
             self.session.refuse(now, f"start refused: {exc}")
             self._close_recording()
         self._phase_changed(now)
-
-    def _move_hint(self, refused: TooFarFromStart) -> str:
-        """The command that moves the arm to the start pose (the drives' trajectory controller, as
-        slowly as the approach would), for the refusal message."""
-        point = (f"{{positions: {np.round(refused.q_start, 4).tolist()}, time_from_start: "
-                 f"{{sec: {math.ceil(refused.duration)}}}}}")
-        return (f"; to move it there: ros2 topic pub --once {self.p['trajectory_topic']} "
-                f"trajectory_msgs/msg/JointTrajectory \"{{joint_names: {list(self.arm.joint_names)}, "
-                f"points: [{point}]}}\"")
 
     def abort(self, reason: str) -> tuple[bool, str]:
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
@@ -428,17 +354,6 @@ class IdentificationNode(Node):
     def _fresh_sample(self, now: float) -> JointSample | None:
         sample = self._latest
         return sample if sample is not None and now - sample.receive <= self.config.state_timeout else None
-
-    def _new_run_directory(self) -> Path:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        for k in range(100):
-            directory = self.output_root / (stamp if k == 0 else f"{stamp}-{k}")
-            try:
-                directory.mkdir(parents=True)
-                return directory
-            except FileExistsError:
-                continue
-        raise OSError(f"cannot find a free folder name for {stamp} in {self.output_root}")
 
     # -- the cycle ------------------------------------------------------------------------------
 
@@ -464,7 +379,7 @@ class IdentificationNode(Node):
                     or now - self._start_requested > session.config.state_timeout):  # else: refused as stale
                 self._begin(now)
             elif self._holding is not None:
-                self._stream(now, self._holding)
+                self.commands.stream(now, self._holding)
             return
         if session.update(now, self._latest) is not None:
             self._phase_changed(now)
@@ -472,35 +387,22 @@ class IdentificationNode(Node):
                 now, None if self._latest is None else self._latest.stamp):
             self._close_recording()
             if session.phase is ExperimentPhase.IDENTIFY:
+                arguments = (self.run_directory, session, self.arm, self.settings)
                 self._identification = (
-                    self._worker.submit(self._identify_pilot, session, self.run_directory) if self._pilot
-                    else self._worker.submit(self._identify, session, self.run_directory) if self._calibrating is None
-                    else self._worker.submit(self._recalibrate, session, self.run_directory, self._calibrating))
+                    self._worker.submit(identify_pilot, *arguments) if self._pilot
+                    else self._worker.submit(identify_recording, *arguments, self.running_plan,
+                                             self.validation_file, self.interface) if self._calibrating is None
+                    else self._worker.submit(recalibrate_recording, *arguments, self._calibrating,
+                                             self.default_plan.trajectory))  # the parameters' excitation
         if self._identification is not None and self._identification.done():
             self._identification_finished(now)
         if session.commanding:
-            self._stream(now, session)
+            self.commands.stream(now, session)
         if self.p['log_period'] > 0.0 and (session.moving or session.phase is ExperimentPhase.IDENTIFY) \
                 and now >= self._next_log:
             self._next_log = now + self.p['log_period']
             self.get_logger().info(f"{session.phase.value} {session.progress(now):.0f}%: {session.activity(now)}"
                                    + (f"; {session.remaining(now):.0f} s of motion left" if session.moving else ""))
-
-    def _stream(self, now: float, session: ExcitationSession) -> None:
-        """Streamed commands: the next horizon every ``stream_period`` (trajectory), the set-point
-        (position) or the torque (effort) every cycle."""
-        if self.interface == 'trajectory':
-            if session.moving and now >= self._next_message:
-                self._send_waypoints(now, session)
-        elif self.interface == 'position':
-            self.position_pub.publish(Float64MultiArray(data=session.reference(now)[0].tolist()))
-        elif self.interface == 'effort' and not self._released:
-            sample = self._fresh_sample(now)
-            if sample is None:  # no feedback, no torque: the drives take the arm
-                self._release("joint states stale")
-                return
-            tau = self.controller.torque(session.reference(now), sample.q, sample.dq, now)
-            self.effort_pub.publish(Float64MultiArray(data=tau.tolist()))
 
     def _phase_changed(self, now: float) -> None:
         session = self.session
@@ -513,21 +415,8 @@ class IdentificationNode(Node):
             log.error(text)
         else:
             log.info(text)
-        if self.interface == 'trajectory':
-            self._send_waypoints(now, session)
-        if session.commanding:
-            self._stream(now, session)
+        self.commands.phase_changed(now, session)
         self._publish_progress()
-
-    def _send_waypoints(self, now: float, session: ExcitationSession) -> None:
-        """The session's trajectory message for ``now`` (the next horizon, or the stop), if any,
-        stamped ``now``: a trajectory controller that honours the stamp (ros2_control's) times
-        the waypoints from when they were planned, not from when the message arrived."""
-        waypoints = session.waypoints(now)
-        if waypoints is not None:
-            header = Header(stamp=Time(nanoseconds=round(now * 1e9), clock_type=self.get_clock().clock_type).to_msg())
-            self.trajectory_pub.publish(trajectory_message(self.arm.joint_names, *waypoints, header=header))
-            self._next_message = now + self.config.stream_period
 
     def _flush(self) -> None:
         if self.recorder is not None:
@@ -557,34 +446,6 @@ class IdentificationNode(Node):
 
     # -- identification (worker thread) ---------------------------------------------------------
 
-    def _identify(self, session: ExcitationSession, directory: Path) -> Any:
-        """Identify, validate, write; runs in the worker thread (the node keeps holding the arm)."""
-        p = self.p
-        data = load_dataset(directory / "recording.csv", self.arm.n_joints)
-        segments = session.segments()
-        options = ProcessingOptions(cutoff_hz=p['cutoff_hz'])
-        plan = self.running_plan
-        run = identify_experiment(data, segments, self.arm, options=options, excitation=plan.trajectory,
-                                  max_delay=p['max_command_delay'], method=p['method'], structure=p['structure'],
-                                  baseline=p['nominal_model'] or None, progress=session.progress_bar,
-                                  eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES,
-                                  velocity_candidates=VELOCITY_SOURCES)  # as identify's auto
-        write_results(
-            run, directory / "parameters.yaml",
-            f"Identified by the identification node ({run.result.method}) from {directory / 'recording.csv'}",
-            report=directory / "report",
-            summary={"data": [str(directory / "recording.csv")], "excitation_file": str(plan.path),
-                     "validation_file": str(self.validation_file) if session.validation is not None else None,
-                     "command_interface": self.interface},
-            report_extra={"session": session.describe()})
-        return run
-
-    def _identify_pilot(self, session: ExcitationSession, directory: Path) -> tuple[DynamicModel | None, str]:
-        """The pilot pass's model (effort.py); runs in the worker thread (the node holds the arm)."""
-        data = load_dataset(directory / "pilot_recording.csv", self.arm.n_joints)
-        return pilot_model(data, session.segments(), self.arm, self.p['structure'], self.p['method'],
-                           ProcessingOptions(cutoff_hz=self.p['cutoff_hz']))
-
     def _pilot_finished(self, now: float, future: concurrent.futures.Future) -> None:
         """Feed the pilot model forward (if it is usable) and start the identification's experiment."""
         log = self.get_logger()
@@ -595,47 +456,22 @@ class IdentificationNode(Node):
         log_outcome(log, model is not None, line)
         self.session.finish(now)
         if model is not None:
-            self.controller.use_model(model)
+            self.commands.controller.use_model(model)
         started, message = self.start(directory=self.run_directory)
         if not started:
             self.session.fail(now, message)
             self._phase_changed(now)
 
-    def _recalibrate(self, session: ExcitationSession, directory: Path, target: ModelToUpdate) -> Calibration:
-        """Recalibrate ``target`` on the recorded excitation (as ``youbot-dynamics calibrate``:
-        the model file's processing), write the updated model and its report; runs in the worker
-        thread. An update the controllers would refuse is not written (:class:`IdentificationError`)."""
-        source = target.path
-        p = self.p
-        data = load_dataset(directory / "recording.csv", self.arm.n_joints)
-        segments = session.segments()
-        excitation = self.default_plan.trajectory  # the recalibration drives the parameters' excitation
-        start = segments["start"] + excitation_delay(data, excitation, segments["start"], p['max_command_delay'])
-        k = segments["identification_periods"]
-        cut = periodic_cut(data, start, segments["period"], k, f"recalibration: {k} period{'s' if k > 1 else ''}")
-        block = identification_block(source)
-        options = processing_options(block)
-        result = calibrate(target.model, [cut], self.arm, options=options, holdout=p['calibration_holdout'])
-        problems = consistency_problems(result, self.arm)
-        if problems:
-            raise IdentificationError(f"the updated model is physically inconsistent and was not written: "
-                                      f"{'; '.join(problems)}")
-        write_calibration(result, directory / "parameters.yaml",
-                          f"Recalibrated by the identification node from {source} on {directory / 'recording.csv'}",
-                          block, str(source), [str(directory / "recording.csv")], report=directory / "report",
-                          report_extra={"processing": dataclasses.asdict(options), "session": session.describe()})
-        return result
-
     def _publish_payload(self, run: Calibration) -> None:
         """The recalibration's payload change as the ``~/payload`` message of the controllers (a point
         mass; its centre of mass from the last DH frame into the tool frame)."""
-        if not run.payload_mass > 0.0:
+        payload = payload_in_tool(run, self.arm)
+        if payload is None:
             self.get_logger().info(f"payload change {run.payload_mass:+.4g} kg: not published on ~/payload_estimate "
                                    "(a payload is added mass)")
             return
-        tool = self.arm.tool
-        com = tool[:3, :3].T @ (np.asarray(run.payload_com, dtype=float) - tool[:3, 3])
-        msg = Inertia(m=float(run.payload_mass))
+        mass, com = payload
+        msg = Inertia(m=mass)
         msg.com.x, msg.com.y, msg.com.z = (float(v) for v in com)
         self.payload_pub.publish(msg)
         self.get_logger().info(f"published the payload {run.payload_mass:.4g} kg at {np.round(com, 4).tolist()} m "
@@ -666,23 +502,12 @@ class IdentificationNode(Node):
         if isinstance(run, Calibration):
             for line in calibration_lines(run, self.arm.n_joints, self.p['calibration_holdout']):
                 log.info(line)
-            errors = run.held_out if run.held_out is not None else run.all_data
-            self.result_summary = {"relative_error": errors["after"].moving,
-                                   "previous_relative_error": errors["before"].moving,
-                                   "payload_mass_kg": run.payload_mass, "update": run.update,
-                                   "calibrated_model": str(self._calibrating.path), "parameters": str(written)}
+            self.result_summary = calibration_summary(run, written, self._calibrating.path)
             self._publish_payload(run)
         else:
             for line in summary_lines(run) + experiment_lines(run):
                 log.info(line)
-            same = run.summary.get("same_motion")
-            self.result_summary = {"relative_error": run.identified.overall, "held_out": run.summary["held_out"],
-                                   **({"same_motion_relative_error": same["relative_error"]} if same else {}),
-                                   "nominal_relative_error": run.baseline.overall,
-                                   "joint_relative_errors": run.identified.relative_rms.tolist(),
-                                   "nominal_joint_relative_errors": run.baseline.relative_rms.tolist(),
-                                   "condition_number": run.result.condition_number, "n_samples": run.result.n_samples,
-                                   "parameters": str(written)}
+            self.result_summary = identification_summary(run, written)
         self.last_model = written
         log.info(f"wrote {written} and {self.run_directory / 'report'}")
         session.finish(now)
@@ -691,25 +516,12 @@ class IdentificationNode(Node):
     # -- progress -------------------------------------------------------------------------------
 
     def _publish_progress(self) -> None:
-        now = self._now()
-        session = self.session
-        phase = session.phase if session is not None else ExperimentPhase.IDLE
-        percent = session.progress(now) if session is not None else 0.0
-        values = {"phase": phase.value, "percent": f"{percent:.1f}",
-                  "elapsed_s": f"{now - session.start_time:.1f}" if session and session.start_time else "0.0",
-                  "remaining_s": f"{session.remaining(now):.1f}" if session else "0.0",
-                  "reason": session.reason if session else "",
-                  "output": str(self.run_directory) if self.run_directory else ""}
-        if phase is ExperimentPhase.DONE:
-            values.update({k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in self.result_summary.items()
-                           if k in DONE_VALUES})
-        message = f"{phase.value}: {percent:.0f}%" + (f" ({session.reason})" if session and session.reason else "")
+        now, session = self._now(), self.session
         if self.identify_action is not None and session is not None:
-            self.identify_action.feedback(phase.value, percent, session.remaining(now), session.max_tracking)
-        self.progress_pub.publish(DiagnosticStatus(
-            level=LEVELS.get(phase, DiagnosticStatus.OK), name=f"{self.get_name()}: {self._experiment()}",
-            message=message,
-            hardware_id=self.arm.name, values=[KeyValue(key=k, value=v) for k, v in values.items()]))
+            self.identify_action.feedback(session.phase.value, session.progress(now), session.remaining(now),
+                                          session.max_tracking)
+        self.progress_pub.publish(progress_status(f"{self.get_name()}: {self._experiment()}", self.arm.name, now,
+                                                  session, self.run_directory, self.result_summary))
 
     # -- shutdown -------------------------------------------------------------------------------
 
@@ -723,7 +535,7 @@ class IdentificationNode(Node):
                 pass
         if self.interface == 'effort' and self.session is not None and self.session.commanding:
             try:
-                self._release("node shutting down")
+                self.commands.release("node shutting down")
             except Exception:  # noqa: BLE001 - the context may already be shut down
                 pass
         self._close_recording()

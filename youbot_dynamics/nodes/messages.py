@@ -14,13 +14,15 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from geometry_msgs.msg import Point, Pose, Quaternion
+from geometry_msgs.msg import Inertia, Point, Pose, Quaternion
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import ColorRGBA, Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ..arm.description import ArmDescription
 from ..control.trajectory import MAX_TRAJECTORY_POINTS
+from ..dynamics.payload import Payload
 from ..arm.transforms import quaternion_to_rotation, rotation_to_quaternion, transform
 
 __all__ = [
@@ -363,3 +365,26 @@ def trajectory_message(joint_names: Sequence[str], times: Any, positions: Any, v
         point.time_from_start.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
         msg.points.append(point)
     return msg
+
+
+def payload_from_message(msg: Inertia, arm: ArmDescription) -> Payload:
+    """The payload of an ``Inertia`` message: mass [kg], centre of mass in the tool frame [m], inertia
+    about it [kg m^2] (:meth:`~youbot_dynamics.dynamics.payload.Payload.of`: ``ValueError`` if impossible)."""
+    inertia = [[msg.ixx, msg.ixy, msg.ixz], [msg.ixy, msg.iyy, msg.iyz], [msg.ixz, msg.iyz, msg.izz]]
+    return Payload.of(msg.m, [msg.com.x, msg.com.y, msg.com.z], inertia, arm=arm)
+
+
+def check_frame(frame_id: str, base_frame: str) -> None:
+    """``ValueError`` unless ``frame_id`` is empty or ``base_frame`` (a pose in another frame: no tf2 here)."""
+    if frame_id and frame_id != base_frame:
+        raise ValueError(f"frame '{frame_id}' is not the base frame '{base_frame}' (no tf2 here)")
+
+
+def move_hint(topic: str, joint_names: Sequence[str], refused: Any) -> str:
+    """For a refusal ``refused`` too far from the start pose (``q_start``, the approach's ``duration``):
+    the command that moves the arm there on the drives' trajectory ``topic``, as slowly as the approach
+    would."""
+    point = (f"{{positions: {np.round(refused.q_start, 4).tolist()}, time_from_start: "
+             f"{{sec: {math.ceil(refused.duration)}}}}}")
+    return (f"; to move it there: ros2 topic pub --once {topic} trajectory_msgs/msg/JointTrajectory "
+            f"\"{{joint_names: {list(joint_names)}, points: [{point}]}}\"")

@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 
 from ..arm.ik import inverse_kinematics, sort_by_distance
 from .controller_node import QOS_DEPTH, ControllerNode, run
-from .messages import joint_positions_from_state, pose_to_matrix
+from .messages import check_frame, joint_positions_from_state, pose_to_matrix
 
 __all__ = ["PDGravityControllerNode", "main"]
 
@@ -43,18 +43,18 @@ class PDGravityControllerNode(ControllerNode):
         except ValueError as exc:
             self.refuse("goal", exc)
             return
-        self.apply("goal", lambda: self._install_goal(q_goal))
+        self.loop.apply("goal", lambda: self._install_goal(q_goal))
 
     def _install_goal(self, q_goal: np.ndarray, detail: str = "") -> str:
         # TrajectoryError (limits, NaN): refused, the previous goal stays; ~0.2 ms (closed-form profile)
         now = time.perf_counter()
         duration = self.law.set_goal(q_goal, now)
-        self.watch_arrival(self.law.goal, now, duration)  # "goal reached" or "not reached" follows
+        self.loop.watch_arrival(self.law.goal, now, duration)  # "goal reached" or "not reached" follows
         return f"{np.round(self.law.goal, 4).tolist()}{detail}, planned to arrive in {duration:.2f} s"
 
     def _on_goal_pose(self, msg: PoseStamped) -> None:
         try:
-            self.check_frame(msg.header.frame_id)
+            check_frame(msg.header.frame_id, self.base_frame)
             target = pose_to_matrix(msg.pose)
         except ValueError as exc:
             self.refuse("goal pose", exc)

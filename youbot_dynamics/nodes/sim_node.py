@@ -373,7 +373,7 @@ class SimHost:
               effort: Array | None) -> None:
         """One controller cycle in the loop: on the state read at ``read_time``, stamped ``stamp`` [s]
         (None: none fresh), its torque to the simulator, then the rest of the controller's cycle."""
-        tau = self.controller.host_command(read_time, stamp, q, dq, effort)
+        tau = self.controller.cycle.host_command(read_time, stamp, q, dq, effort)
         if tau is not None:
             try:
                 self._node.command_effort(tau)
@@ -382,7 +382,7 @@ class SimHost:
             else:
                 with self._lock:
                     self._latencies.append(time.perf_counter() - read_time)
-        self.controller.host_after_outputs()
+        self.controller.cycle.host_after_outputs()
 
     def take_latencies(self) -> list[float]:
         """Read-to-command latencies [s] of the torques since the previous call (at most

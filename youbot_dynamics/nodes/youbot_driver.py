@@ -364,10 +364,11 @@ class DriverHost:
         # first state and every torque was refused for ~0.4 s), and one that was enabled coasts, then faults
         fresh = inputs.fresh and self._driver.phase is not DriverPhase.STARTING
         stamp = self._node.state_stamp(inputs.time, inputs.read_time) if fresh else None
-        return self.controller.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity, inputs.effort)
+        return self.controller.cycle.host_command(inputs.read_time, stamp, inputs.position, inputs.velocity,
+                                                  inputs.effort)
 
     def after_outputs(self) -> None:
-        self.controller.host_after_outputs()
+        self.controller.cycle.host_after_outputs()
 
     # -- start and stop -------------------------------------------------------------------------
 
