@@ -35,7 +35,9 @@ IFACE_DEPS   := tools/build_interfaces.py requirements-build.txt $(shell find yo
 
 STAMP      := $(VENV)/.setup-stamp
 MODE_FILE  := $(VENV)/.venv-mode
-SETUP_DEPS := setup.py setup.cfg package.xml requirements-test.txt requirements-ros.txt Makefile
+# setup.py reads the controller registry for the console scripts: a new or changed entry reinstalls them
+SETUP_DEPS := setup.py setup.cfg package.xml requirements-test.txt requirements-ros.txt Makefile \
+              youbot_dynamics/contract/controller_registry.py
 
 # Force a rebuild (from scratch) if the venv was made for the other mode
 # (system ROS vs. wheels) or for a different ROS distro.
