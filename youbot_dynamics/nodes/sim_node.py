@@ -346,7 +346,7 @@ class SimNode(Node):
 
 
 class SimHost:
-    """``sim_node``'s physics loop as a :class:`~.controller_node.ControllerHost`: the controller runs
+    """``sim_node``'s physics loop as a :class:`~.controller_host.ControllerHost`: the controller runs
     on each state the loop publishes (and every loop pass while paused: no fresh state, so it
     coasts and faults as over DDS), its torque is the simulator's effort command of that step."""
 

@@ -327,7 +327,7 @@ def fault_message(faults: tuple[str, ...]) -> str:
 
 
 class DriverHost:
-    """``youbot_driver``'s bus cycle as a :class:`~.controller_node.ControllerHost` and the
+    """``youbot_driver``'s bus cycle as a :class:`~.controller_host.ControllerHost` and the
     :class:`~youbot_dynamics.driver.driver.CycleController` of its :class:`ArmDriver`: the controller
     gets each cycle's inputs (stamped as the node stamps its joint states), its torque goes into
     the same cycle's outputs, its release to the driver's trajectory interface."""
