@@ -22,7 +22,7 @@ GENERIC_MODULE = "law_controller"
 class ControllerEntry:
     """One controller. ``name``: the value of the launch argument and of the hosts' ``controller``
     parameter; ``node``: its node name, which is also its executable and its parameter file
-    ``config/<node>.yaml`` (optional: the defaults hold without one); ``law``: the control law it runs
+    ``config/<node>.yaml`` (its deviations from the defaults, ``{}`` for none); ``law``: the control law it runs
     (``module:Class``: its ``Config`` declares the law's parameters); ``summary``: one line for launch
     descriptions and docs; ``module``, ``node_class``: ``youbot_dynamics.nodes.<module>`` with ``main()``
     and the node class, for a controller with topics of its own (goals, trajectories); empty: the
