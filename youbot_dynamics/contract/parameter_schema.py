@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 __all__ = ["CONTROLLER_COMMON", "EXTENDS", "ParameterSpec", "SchemaError", "TYPES", "joint_count", "load_schema",
-           "load_schema_file", "record", "record_type", "resolve", "schema_names"]
+           "dataclass_of", "load_schema_file", "record", "record_type", "resolve", "schema_names"]
 
 SCHEMA_PACKAGE = "youbot_dynamics.nodes"
 SCHEMA_DIRECTORY = "parameters"
@@ -285,12 +285,19 @@ def _law_entries(schema: str) -> dict | None:
     """The parameter entries of the law of the controller node ``schema`` (its ``Config``,
     :mod:`youbot_dynamics.control.law_config`; the registry names the law), None if ``schema`` is not
     a controller node."""
-    from .controller_registry import CONTROLLERS
+    from .controller_registry import controller_of_node
 
-    for entry in CONTROLLERS:
-        if entry.node == schema:
-            return resolve(entry.law).parameter_entries()
-    return None
+    try:
+        entry = controller_of_node(schema)
+    except ValueError:
+        return None
+    return resolve(entry.law).parameter_entries()
+
+
+def dataclass_of(cls: type, values: dict[str, Any]) -> Any:
+    """An instance of the dataclass ``cls`` from the parameter ``values`` of its fields' names (a field
+    without a parameter keeps its default): a core config built from a node's parameters."""
+    return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})
 
 
 def _has_file(schema: str) -> bool:

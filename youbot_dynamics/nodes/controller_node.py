@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import fields
 from typing import Any, Callable
 
 import numpy as np
@@ -24,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..arm.description import ArmDescription, ArmDescriptionError, load_arm
 from ..compiled import warm_up
 from ..contract.controller_registry import controller_of_node
-from ..contract.parameter_schema import record, resolve
+from ..contract.parameter_schema import dataclass_of, record, resolve
 from ..control import SafetyConfig, SafetyGuard
 from ..control.law_config import from_values
 from ..control.laws import ModelLaw
@@ -85,7 +84,7 @@ class ControllerNode(Node):
             raise ValueError(f"state_timeout ({p.state_timeout} s) must exceed the control period "
                              f"1 / rate = {self._period:g} s")
         # the guard's settings are the parameters of their names (the others keep SafetyConfig's defaults)
-        config = SafetyConfig(**{f.name: getattr(p, f.name) for f in fields(SafetyConfig) if hasattr(p, f.name)})
+        config = dataclass_of(SafetyConfig, vars(p))  # arrays as the record has them: unset or empty = None
         law = self._create_law(model)
         self._reader = JointStateReader(self.arm.joint_names, allow_nonfinite=True)
         self._planner = background_worker(f"{node_name}_planner")  # references off the control thread (1-40 ms)

@@ -28,6 +28,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from ..arm.description import ArmDescriptionError, load_arm
+from ..contract.parameter_schema import dataclass_of
 from ..control.laws import PDFeedforward
 from ..files.dataio import DataFileError
 from ..dynamics.model import DynamicModel
@@ -93,8 +94,8 @@ class IdentificationNode(Node):
         self.validation = (load_trajectory(self.validation_file, self.arm.joint_names, self.arm).trajectory
                            if p['validation_repeats'] > 0 else None)
         # the session's settings are the parameters of their names (the others keep SessionConfig's defaults)
-        self.config = SessionConfig(**{f.name: p[f.name] for f in dataclasses.fields(SessionConfig) if f.name in p})
-        self.settings = Settings(**{f.name: p[f.name] for f in dataclasses.fields(Settings)})
+        self.config = dataclass_of(SessionConfig, p)
+        self.settings = dataclass_of(Settings, p)
         self.calibration_config = dataclasses.replace(self.config, periods=int(p['calibration_periods']),
                                                       validation_periods=0, validation_repeats=0)
         # effort: a pilot pass, the excitation slowed down, identified for the feedforward (effort.py)
