@@ -483,7 +483,7 @@ class Harness(RosHarness):
         assert self.spin_until(lambda: self.sim.sim.time > start + 1.0, 20.0)
 
     def phase(self) -> ExperimentPhase | None:
-        return self.node.session.phase if self.node.session is not None else None
+        return self.node.runner.session.phase if self.node.runner.session is not None else None
 
 
 def start_service_ready(h: Harness) -> None:
@@ -505,7 +505,7 @@ harness = shared_harness_fixture("harness", "harnesses")
 
 def finished(h: Harness) -> bool:
     return (h.phase() in (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
-            and h.node.recorder is None and h.node._identification is None)
+            and h.node.runner.recorder is None and not h.node.runner.identifying)
 
 
 @pytest.mark.ros
@@ -523,15 +523,15 @@ def test_end_to_end_identification_in_the_simulator(harness):
     status, result = h.goal_result(goal, 330.0)
     wall = time.monotonic() - wall
     assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
-    assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
-    run = h.node.run_directory
+    assert h.phase() is ExperimentPhase.DONE, h.node.runner.session.reason
+    run = h.node.runner.run_directory
     # the recording: bag and CSV, the whole experiment, readable by the identification readers
     from youbot_dynamics.identification.io.bagio import read_joint_states
     from youbot_dynamics.dynamics.paramfile import load_model
 
     csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
     bag = read_joint_states(run / "recording", ARM.joint_names)
-    session = h.node.session
+    session = h.node.runner.session
     assert bag.n_samples == csv.n_samples
     np.testing.assert_allclose(bag.q, csv.q)
     np.testing.assert_allclose(bag.t, csv.t - csv.t[0], atol=1e-6)
@@ -609,7 +609,7 @@ def test_identify_goals_the_node_cannot_run_end_at_once_with_the_reason(harness,
     assert result.message.startswith("goal refused:") and str(missing) in result.message, result.message
     status, result = h.goal_result(h.send_goal(periods=1), 10.0)  # 1 period, 1 of them left for the check
     assert status == GoalStatus.STATUS_ABORTED and "validation_periods" in result.message, result.message
-    assert result.model_file == "" and h.node.recorder is None
+    assert result.model_file == "" and h.node.runner.recorder is None
 
 
 def test_an_outcome_logs_at_either_severity_from_one_call_site():
@@ -635,7 +635,7 @@ def test_canceling_an_identify_goal_brakes_and_holds_the_arm(harness):
     h.place_arm(Q_START)
     goal = h.send_goal(periods=2)
     assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE
-                        and h.sim.sim.time > h.node.session.excite_start + 2.0, 30.0), h.phase()
+                        and h.sim.sim.time > h.node.runner.session.excite_start + 2.0, 30.0), h.phase()
     assert h.feedback and h.feedback[-1].phase == "excite" and 0.0 < h.feedback[-1].percent < 90.0
     status, result = h.goal_result(h.send_goal(), 10.0)
     assert status == GoalStatus.STATUS_ABORTED and result.message.startswith("busy"), result.message
@@ -651,10 +651,10 @@ def test_canceling_an_identify_goal_brakes_and_holds_the_arm(harness):
     assert h.spin_until(ended, 20.0)
     status, result = result_future.result().status, result_future.result().result
     assert status == GoalStatus.STATUS_CANCELED and not result.success and "canceled" in result.message
-    assert h.phase() is ExperimentPhase.ABORTED and h.node.session.commanding and h.node.recorder is None
+    assert h.phase() is ExperimentPhase.ABORTED and h.node.runner.session.commanding and h.node.runner.recorder is None
     assert np.all(np.max(speeds, axis=0) <= 1.1 * ARM.velocity_max), np.max(speeds, axis=0)
     assert np.max(np.abs(h.sim.sim.measure().velocity)) < 0.05  # at rest when the goal ends
-    np.testing.assert_allclose(h.sim.sim.measure().position, h.node.session.stop.final, atol=0.02)
+    np.testing.assert_allclose(h.sim.sim.measure().position, h.node.runner.session.stop.final, atol=0.02)
 
 
 @pytest.mark.ros
@@ -668,11 +668,12 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
     from youbot_dynamics.dynamics.paramfile import identification_block, load_model
 
     h = harness
-    if h.node.last_model is None:  # run alone: identify first
+    if h.node.runner.last_model is None:  # run alone: identify first
         h.place_arm(Q_START + OFFSET)
         assert h.call("start").success
-        assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is ExperimentPhase.DONE, h.node.session.reason
-    identified = h.node.last_model
+        assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is ExperimentPhase.DONE, \
+            h.node.runner.session.reason
+    identified = h.node.runner.last_model
     mass, position = 0.4, [0.0, 0.0, 0.05]
     with h.sim._lock:
         h.sim.sim.set_payload(mass, position)
@@ -682,12 +683,12 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
         response = h.call("recalibrate")
         assert response.success and f"recalibrating {identified}" in response.message, response.message
         assert h.spin_until(lambda: finished(h), 150.0), f"stuck in {h.phase()}"
-        assert h.phase() is ExperimentPhase.DONE, h.node.session.reason
+        assert h.phase() is ExperimentPhase.DONE, h.node.runner.session.reason
     finally:
         with h.sim._lock:
             h.sim.sim.set_payload(0.0)
-    run, summary = h.node.run_directory, h.node.result_summary
-    assert h.node.session.config.periods == 2 and h.node.last_model == run / "parameters.yaml"
+    run, summary = h.node.runner.run_directory, h.node.runner.result_summary
+    assert h.node.runner.session.config.periods == 2 and h.node.runner.last_model == run / "parameters.yaml"
     print(f"\nrecalibration on a {mass} kg payload: found {summary['payload_mass_kg']:+.3f} kg, update "
           f"'{summary['update']}'; held-out moving rows {100 * summary['previous_relative_error']:.2f} % "
           f"(old model) -> {100 * summary['relative_error']:.2f} % (new)")
@@ -718,10 +719,10 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     h.progress.clear()
     assert h.call("start").success
     assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE
-                        and h.sim.sim.time > h.node.session.excite_start + 2.0, 30.0), h.phase()
+                        and h.sim.sim.time > h.node.runner.session.excite_start + 2.0, 30.0), h.phase()
     response = h.call("abort")  # at full excitation speed (joints 1 and 5 at 1.3-1.4 rad/s)
     assert response.success and "aborted" in response.message, response.message
-    assert h.phase() is ExperimentPhase.ABORTED and "~/abort" in h.node.session.reason
+    assert h.phase() is ExperimentPhase.ABORTED and "~/abort" in h.node.runner.session.reason
     speeds = []  # the simulated arm's joint speeds while it stops
 
     def stopped() -> bool:
@@ -731,7 +732,7 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     assert h.spin_until(stopped, 20.0)
     # the stop brakes from the commanded state within the arm's limits (issue 14: the old stop
     # from a late measured state drove joint 4 at -15 rad/s)
-    stop = h.node.session.stop
+    stop = h.node.runner.session.stop
     commanded = [stop.evaluate(k) for k in np.linspace(0.0, stop.duration, 101)]
     assert max(np.max(np.abs(c[1]) / ARM.velocity_max) for c in commanded) <= 1.0
     assert max(np.max(np.abs(c[2]) / ARM.acceleration_max) for c in commanded) <= 1.0 + 1e-9
@@ -743,9 +744,9 @@ def test_abort_during_the_excitation_holds_and_keeps_the_recording(harness):
     q1, dq1 = h.sim.sim.measure().position, h.sim.sim.measure().velocity
     assert h.sim.sim.mode == "trajectory"  # motors on: the trajectory controller holds the stop point
     assert np.max(np.abs(q1 - q0)) < 2e-3 and np.max(np.abs(dq1)) < 0.02
-    np.testing.assert_allclose(q1, h.node.session.stop.final, atol=0.02)
+    np.testing.assert_allclose(q1, h.node.runner.session.stop.final, atol=0.02)
     assert not np.allclose(q1, Q_START, atol=0.05)  # stopped where it was, not back at the start
-    run = h.node.run_directory
+    run = h.node.runner.run_directory
     from youbot_dynamics.identification.io.bagio import read_joint_states
 
     csv = read_csv_dataset(run / "recording.csv", ARM.n_joints)
@@ -834,10 +835,11 @@ def test_start_is_refused_without_fresh_joint_states_or_far_from_the_start(fake_
     assert trajectory["joint_names"] == list(ARM.joint_names) and len(trajectory["points"]) == 1
     np.testing.assert_allclose(trajectory["points"][0]["positions"], Q_START, atol=1e-4)
     seconds = trajectory["points"][0]["time_from_start"]["sec"]
-    config = arm.node.config
+    config = arm.node.runner.setup.config
     assert 1.875 * 0.5 / seconds <= config.approach_velocity  # the quintic's peak speed
     assert 5.77 * 0.5 / seconds**2 <= config.approach_acceleration
-    assert arm.node.session is None and arm.node.recorder is None and not any(tmp_path.iterdir())  # nothing created
+    runner = arm.node.runner
+    assert runner.session is None and runner.recorder is None and not any(tmp_path.iterdir())  # nothing created
 
 
 @pytest.mark.ros
@@ -864,7 +866,8 @@ def test_effort_interface_hands_the_arm_to_the_drives_without_joint_states(fake_
 
     arm, torques, released = watched("stale")
     arm.spin_until(lambda: bool(released), timeout=2.0)  # the states stopped: stale after 0.2 s
-    assert len(released) == 1 and arm.node.session.phase.value == "aborted", (released, arm.node.session.phase)
+    phase = arm.node.runner.session.phase
+    assert len(released) == 1 and phase.value == "aborted", (released, phase)
     points = released[0].points
     assert list(released[0].joint_names) == list(ARM.joint_names) and len(points) == 1  # at rest: hold here
     np.testing.assert_allclose(points[0].positions, Q_START, atol=1e-9)
@@ -910,7 +913,7 @@ def test_recalibrate_is_refused_without_a_model_it_could_update(fake_arm, tmp_pa
     response = recalibrate(arms[-1])
     assert not response.success and "bad.yaml" in response.message and "definite" in response.message, \
         response.message
-    assert all(a.node.session is None and a.node.recorder is None for a in arms)
+    assert all(a.node.runner.session is None and a.node.runner.recorder is None for a in arms)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "broken.yaml"]  # no run folder
 
 
@@ -926,7 +929,7 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
     arm = fake_arm("simtime", domain_id=CLOCK_DOMAIN_ID, use_sim_time=True)  # /clock is global: the module's
     # simulator (the harness fixture) publishes one in this test's usual domain
     arm.publish(Q_START, seconds=0.3)
-    assert arm.node._latest is None
+    assert arm.node.runner.latest is None
     response = arm.start()
     assert not response.success and "no /clock yet" in response.message, response.message
     assert "publish_clock:=true" in response.message
@@ -938,7 +941,7 @@ def test_on_simulated_time_nothing_is_judged_before_the_first_clock(fake_arm):
         arm.spin_for(0.02)
     assert arm.node.get_clock().now().nanoseconds == 100 * 10**9
     arm.publish(Q_START, seconds=0.1)
-    assert arm.node._latest is not None and arm.node._latest.receive == pytest.approx(100.0)
+    assert arm.node.runner.latest is not None and arm.node.runner.latest.receive == pytest.approx(100.0)
     response = arm.start()
     assert response.success, response.message
     assert arm.node.abort("test over")[0]
@@ -964,14 +967,14 @@ def test_the_node_says_what_input_it_waits_for(fake_arm, capfd):
 def test_start_on_launch(fake_arm, tmp_path):
     far = fake_arm("far", start_on_launch=True)
     far.spin_for(0.3)
-    assert far.node.session is None  # waiting for joint states
+    assert far.node.runner.session is None  # waiting for joint states
     far.publish(Q_START + [0.4, 0.0, 0.0, 0.0, 0.0], seconds=0.3)
-    assert far.node.session.phase is ExperimentPhase.FAILED and "0.400 rad" in far.node.session.reason
-    assert not far.node.session.commanding
+    assert far.node.runner.session.phase is ExperimentPhase.FAILED and "0.400 rad" in far.node.runner.session.reason
+    assert not far.node.runner.session.commanding
     near = fake_arm("near", start_on_launch=True)
     near.publish(Q_START + [0.0, 0.1, 0.0, 0.0, 0.0], seconds=0.3)
-    assert near.node.session.phase is ExperimentPhase.APPROACH and near.node.recorder is not None
-    assert near.node.abort("test over")[0] and near.node.session.phase is ExperimentPhase.ABORTED
+    assert near.node.runner.session.phase is ExperimentPhase.APPROACH and near.node.runner.recorder is not None
+    assert near.node.abort("test over")[0] and near.node.runner.session.phase is ExperimentPhase.ABORTED
 
 
 @pytest.mark.ros

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
+from ..identification.experiment.runner import ExperimentRunner
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
 from .common import goal_label, log_outcome
 
@@ -29,20 +30,10 @@ STARTING = "starting"  # feedback phase before the goal's experiment has begun
 ENDED = (ExperimentPhase.DONE, ExperimentPhase.FAILED, ExperimentPhase.ABORTED)
 
 
-class ExperimentRunner(Protocol):
+class IdentifyHost(Protocol):
     """The node whose experiment the action runs (:class:`~.identification_node.IdentificationNode`)."""
 
-    default_plan: Any  # the identification of the node's parameters (its ``ExcitationPlan``)
-    session: ExcitationSession | None  # the experiment running or last run
-    recorder: Any  # the recording being written (None: none)
-    result_summary: dict[str, Any]  # the last experiment's figures (held-out error, model file)
-
-    @property
-    def starting(self) -> bool:
-        """An experiment was prepared and has not begun yet."""
-
-    def plan(self, excitation_file: str, periods: int) -> Any:
-        """The identification of ``excitation_file`` for ``periods`` periods (checked)."""
+    runner: ExperimentRunner  # the experiment's supervision
 
     def start(self, plan: Any = None) -> tuple[bool, str]:
         """Start an experiment of ``plan`` now; ``(started, message)``."""
@@ -62,7 +53,7 @@ class IdentifyActionHost:
     execute callback that waited for the experiment would be an rclpy task polled by the executor
     all along: with the events executor 35 % of a core more, measured.)"""
 
-    def __init__(self, node: ExperimentRunner) -> None:
+    def __init__(self, node: IdentifyHost) -> None:
         self.node = node
         self._goal: Any = None  # the goal handle whose experiment runs
         self._session: ExcitationSession | None = None  # the experiment's session (the pilot's, then its own)
@@ -82,8 +73,8 @@ class IdentifyActionHost:
             self._end(goal_handle, False, "busy: another identify goal is running")
             return
         try:  # another file is loaded and checked here: 0.2-0.5 s in the executor, like ~/start's own preparation
-            plan = (node.plan(request.excitation_file, request.periods) if request.excitation_file or request.periods
-                    else node.default_plan)
+            plan = (node.runner.plan(request.excitation_file, request.periods)
+                    if request.excitation_file or request.periods else node.runner.default_plan)
         except (ValueError, OSError) as exc:
             self._end(goal_handle, False, f"goal refused: {exc}")
             return
@@ -110,12 +101,13 @@ class IdentifyActionHost:
     def update(self, now: float) -> None:
         """Called by the node's cycle: end the running goal once its experiment has ended, its
         recording is closed and the arm of an aborted one is at rest (the node takes the next goal)."""
-        goal, session = self._goal, self.node.session
+        runner = self.node.runner
+        goal, session = self._goal, runner.session
         if goal is None or self._session is None:
             return
         if session is not self._session:  # aborted before it moved: the session before it holds the arm
             outcome = (False, "aborted before the arm moved")
-        elif self.node.starting or session.phase not in ENDED or self.node.recorder is not None:
+        elif runner.starting or session.phase not in ENDED or runner.recorder is not None:
             return
         elif session.phase is ExperimentPhase.ABORTED and session.stop is not None \
                 and now < session.stop_time + session.stop.duration:
@@ -141,7 +133,7 @@ class IdentifyActionHost:
         goal_handle.execute(lambda handle: self._result(handle, success, reason))
 
     def _result(self, goal_handle: Any, success: bool = False, reason: str = "") -> Any:
-        summary = self.node.result_summary if success else {}
+        summary = self.node.runner.result_summary if success else {}
         result = Identify.Result(success=success, message=reason,
                                  model_file=str(summary.get("parameters", "")),
                                  held_out_relative_error=float(summary.get("relative_error", float("nan"))),
