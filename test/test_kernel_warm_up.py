@@ -3,6 +3,7 @@ numba's own events, not by how long it took (issue 35, case 16: "compiled the mo
 2.0-4.7 s (a first start ...)" was logged on later starts too, loading the cache on a busy machine)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,50 @@ def test_compilations_is_empty_without_work():
     with compilations() as compiled:
         pass
     assert compiled == []
+
+
+CYCLES = textwrap.dedent("""
+    import json
+    import numpy as np
+    from youbot_dynamics.arm.description import default_arm
+    from youbot_dynamics.compiled import compile_kernels
+    from youbot_dynamics.control import ComputedTorqueController, PDGravityController, SafetyGuard
+    from youbot_dynamics.control.safety import SafetyConfig, bound_kernel
+    from youbot_dynamics.dynamics.model import _terms_from_rows
+    from youbot_dynamics.dynamics.nominal import nominal_model
+
+    # what Python calls (the kernels they call are compiled into them: stall_kernel, friction_torque_compiled)
+    kernels = (bound_kernel, _terms_from_rows)
+    arm = default_arm()
+    compile_kernels(arm, batches=False)
+    warm = [len(k.signatures) for k in kernels]
+    model = nominal_model(arm)[0]
+    middle = 0.5 * (arm.position_min + arm.position_max)
+    # states of the loop: at rest, moving fast, near a limit (every zone of the guard), read-only arrays
+    states = [(middle, np.zeros(5)), (middle + 0.1, 0.95 * arm.velocity_max),
+              (arm.position_max - 0.01, -0.5 * arm.velocity_max)]
+    readonly = np.array(middle)
+    readonly.flags.writeable = False
+    states.append((readonly, np.zeros(5)))
+    for law in (ComputedTorqueController(model, arm), PDGravityController(model, arm)):
+        law.hold(middle)
+        for config in (SafetyConfig(), SafetyConfig(stall_time=0.0)):
+            guard = SafetyGuard(arm, model, config)
+            guard.enable(-1.0)
+            for q, dq in states:
+                guard.command(0.0, 0.0, q, dq, law.torque)
+            guard.fault("test")
+            guard.command(0.0, 0.0, middle, np.zeros(5), law.torque)  # the hold
+    print(json.dumps([warm, [len(k.signatures) for k in kernels]]))
+""")
+
+
+def test_the_warm_up_compiles_every_kernel_a_control_cycle_calls():
+    """A kernel first compiled inside the control loop stalls it for seconds (6-25 s measured): after
+    ``compile_kernels`` (a controller node's start) each kernel of the guard and the model has its
+    signature, and cycles of both laws, with and without the stall bound, moving, near a limit, on
+    read-only states and in the hold, add none. In a new process (this one may have called them)."""
+    run = subprocess.run([sys.executable, "-c", CYCLES], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    warm, after = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(count >= 1 for count in warm) and after == warm, run.stdout

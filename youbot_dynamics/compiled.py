@@ -18,7 +18,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from .arm.description import ArmDescription
-from .control.safety import stall_kernel
+from .control.laws import ComputedTorqueController
+from .control.safety import SafetyGuard
 from .control.trajectory import cartesian_line
 from .dynamics.model import PARALLEL_SAMPLES
 from .dynamics.nominal import nominal_model
@@ -84,9 +85,12 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
         model = nominal_model(arm)[0]
         zero = np.zeros(arm.n_joints)
         model.inverse_dynamics_single(q, zero, zero)
-        m = model.dynamics_terms(q, zero)[0]
-        n = arm.n_joints
-        stall_kernel(np.zeros((6, n)), np.ascontiguousarray(m), np.zeros((2, n)), np.ones(n), 10.0)
+        # a computed-torque cycle inside the safety guard: the law's and the guard's kernels
+        law = ComputedTorqueController(model, arm)
+        law.hold(q)
+        guard = SafetyGuard(arm, model)
+        guard.enable(-1.0)
+        guard.command(0.0, 0.0, q, zero, law.torque)
         if batches:
             many = np.tile(q, (PARALLEL_SAMPLES, 1))
             model.inverse_dynamics(many, np.zeros_like(many), np.zeros_like(many))

@@ -222,6 +222,59 @@ def stall_kernel(work: Array, m: Array, drive: Array, reach: Array, rate_scale: 
     return out
 
 
+# rows of SafetyGuard's constant per-joint bounds (bound_kernel's ``rows``)
+(_LIMIT, _DAMPING, _GUARD_VELOCITY, _GUARD_WIDTH, _UPPER_ZONE, _LOWER_ZONE, _UPPER_BRAKING, _LOWER_BRAKING,
+ _POSITION_MAX, _POSITION_MIN, _BRAKING) = range(11)
+# rows of its per-cycle buffer (bound_kernel's ``work``; the first six are stall_kernel's)
+_TAU, _CORIOLIS, _GRAVITY, _LEVEL_UP, _LEVEL_DOWN, _DQ, _Q = range(7)
+
+
+@numba.njit(cache=True, nogil=True)
+def bound_kernel(work: Array, m: Array, rows: Array, drive: Array, reach: Array, margin: float, slowest_guard: float,
+                 rate_scale: float, stall: bool) -> tuple[Array, Array]:
+    """Steps 5-7 of the module docstring, compiled: the joint-limit zones (only where a joint is
+    inside its braking zone), the velocity guard (only where one moves faster than the slowest guard
+    speed), the stall bound (:func:`stall_kernel`, if ``stall``) and the saturation. ``work`` rows
+    ``tau``, ``C q'``, ``G``, the kinetic Coulomb levels up and down, ``q'``, ``q`` (``C q'``, the
+    levels and ``m`` are read with ``stall`` only, ``G`` only inside a zone); ``rows`` the guard's
+    bounds (torque limit, limit damping, guard speed and width, zones, braking zones, position limits,
+    ``2 a_b``). Returns ``(tau, saturated)``; ``work``'s ``tau`` row ends as the zones' result."""
+    n = work.shape[1]
+    tau, g, dq, q = work[_TAU], work[_GRAVITY], work[_DQ], work[_Q]
+    limit, d = rows[_LIMIT], rows[_DAMPING]
+    near = False
+    fast = False
+    for j in range(n):
+        near = near or q[j] > rows[_UPPER_BRAKING, j] or q[j] < rows[_LOWER_BRAKING, j]
+        fast = fast or abs(dq[j]) > slowest_guard
+    if near or fast:
+        for j in range(n):
+            t = tau[j]
+            v_up = v_low = rows[_GUARD_VELOCITY, j]
+            if near:
+                up = min(max((q[j] - rows[_UPPER_ZONE, j]) / margin, 0.0), 1.0)
+                low = min(max((rows[_LOWER_ZONE, j] - q[j]) / margin, 0.0), 1.0)
+                t = min(t, (1.0 - up) * limit[j] + up * g[j] - up * d[j] * max(dq[j], 0.0))
+                t = max(t, -(1.0 - low) * limit[j] + low * g[j] - low * d[j] * min(dq[j], 0.0))
+                v_up = min(v_up, math.sqrt(rows[_BRAKING, j] * max(rows[_POSITION_MAX, j] - q[j], 0.0)))
+                v_low = min(v_low, math.sqrt(rows[_BRAKING, j] * max(q[j] - rows[_POSITION_MIN, j], 0.0)))
+            width = rows[_GUARD_WIDTH, j]
+            up = min(max((dq[j] - v_up) / width, 0.0), 2.0)  # depth w + overshoot u
+            low = min(max((-dq[j] - v_low) / width, 0.0), 2.0)
+            w_up, w_low = min(up, 1.0), min(low, 1.0)
+            t = min(t, (1.0 - w_up) * limit[j] + w_up * g[j] - w_up * d[j] * max(dq[j] - v_up, 0.0)
+                    - (up - w_up) * limit[j])
+            t = max(t, -(1.0 - w_low) * limit[j] + w_low * g[j] - w_low * d[j] * min(dq[j] + v_low, 0.0)
+                    + (low - w_low) * limit[j])
+            tau[j] = t
+    out = stall_kernel(work, m, drive, reach, rate_scale) if stall else tau.copy()
+    saturated = np.zeros(n, dtype=np.bool_)
+    for j in range(n):
+        saturated[j] = abs(out[j]) > limit[j]
+        out[j] = min(max(out[j], -limit[j]), limit[j])
+    return out, saturated
+
+
 class SafetyGuard:
     """Filters every torque command of a control law; see the module docstring."""
 
@@ -255,10 +308,16 @@ class SafetyGuard:
         braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
-        if config.stall_time > 0.0:  # the stall bound's buffers (stall_kernel)
-            self._stall_work, self._stall_m, self._stall_drive = np.zeros((6, n)), np.zeros((n, n)), np.zeros((2, n))
-            self._stall_reach = STALL_VELOCITY * arm.velocity_max / config.stall_time
-            self._stall_rate = 1.0 / config.stall_time
+        # bound_kernel's arguments: fixed-type buffers (C-ordered, writable: no compilation for a new argument
+        # type inside the control loop)
+        self._rows = np.ascontiguousarray(np.stack([
+            self.torque_limit, self.limit_damping, self._guard_velocity, np.broadcast_to(self._guard_width, (n,)),
+            self._upper_zone, self._lower_zone, self._upper_braking, self._lower_braking, arm.position_max,
+            arm.position_min, self._braking]), dtype=float)
+        self._work, self._stall_m, self._stall_drive = np.zeros((7, n)), np.zeros((n, n)), np.zeros((2, n))
+        self._stall = config.stall_time > 0.0
+        self._stall_reach = STALL_VELOCITY * arm.velocity_max / config.stall_time if self._stall else np.zeros(n)
+        self._stall_rate = 1.0 / config.stall_time if self._stall else 0.0
         self._set_terms(model)
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
@@ -363,8 +422,7 @@ class SafetyGuard:
 
     def _set_terms(self, model: DynamicModel) -> None:
         self._terms = ModelTerms(model)
-        if self.config.stall_time > 0.0:
-            self._stall_drive[0], self._stall_drive[1] = self._terms.viscous, self._terms.offset
+        self._stall_drive[0], self._stall_drive[1] = self._terms.viscous, self._terms.offset
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
@@ -388,41 +446,20 @@ class SafetyGuard:
         return self._bounded(q, dq, self._terms.gravity(q) + self.hold_kp * (q_h - q) - self.hold_kd * dq)
 
     def _bounded(self, q: Array, dq: Array, tau: Array) -> Array:
-        """Joint-limit and velocity guards (only evaluated inside a zone), then saturation."""
-        limit = self.torque_limit
-        near = (q > self._upper_braking).any() or (q < self._lower_braking).any()
-        if near or np.abs(dq).max() > self._slowest_guard:
-            g = self._terms.gravity(q)
-            d = self.limit_damping
-            v_up = v_low = self._guard_velocity
-            if near:
-                margin = self.config.limit_margin
-                up = np.clip((q - self._upper_zone) / margin, 0.0, 1.0)
-                low = np.clip((self._lower_zone - q) / margin, 0.0, 1.0)
-                tau = np.minimum(tau, (1.0 - up) * limit + up * g - up * d * np.maximum(dq, 0.0))
-                tau = np.maximum(tau, -(1.0 - low) * limit + low * g - low * d * np.minimum(dq, 0.0))
-                v_up = np.minimum(v_up, np.sqrt(self._braking * np.maximum(self.arm.position_max - q, 0.0)))
-                v_low = np.minimum(v_low, np.sqrt(self._braking * np.maximum(q - self.arm.position_min, 0.0)))
-            width = self._guard_width
-            up = np.clip((dq - v_up) / width, 0.0, 2.0)  # depth w + overshoot u
-            low = np.clip((-dq - v_low) / width, 0.0, 2.0)
-            w_up, w_low = np.minimum(up, 1.0), np.minimum(low, 1.0)
-            tau = np.minimum(tau, (1.0 - w_up) * limit + w_up * g - w_up * d * np.maximum(dq - v_up, 0.0)
-                             - (up - w_up) * limit)
-            tau = np.maximum(tau, -(1.0 - w_low) * limit + w_low * g - w_low * d * np.minimum(dq + v_low, 0.0)
-                             + (low - w_low) * limit)
-        if self.config.stall_time > 0.0:
-            tau = self._stall_bounded(q, dq, tau)
-        self.saturated = np.abs(tau) > limit
-        return np.minimum(np.maximum(tau, self._negative_limit), limit)
-
-    def _stall_bounded(self, q: Array, dq: Array, tau: Array) -> Array:
-        """The stall bound of the module docstring (item 6): ``tau`` less ``M (a - a_b)``; one compiled
-        model call (``M``, ``C q'``, ``G``) and :func:`stall_kernel` on fixed-type buffers (C-ordered,
-        writable: no compilation for a new argument type inside the control loop)."""
-        m, coriolis, gravity = self._terms.model.dynamics_terms(q, dq)
-        work = self._stall_work
-        work[0], work[1], work[2], work[5] = tau, coriolis, gravity, dq
-        work[3], work[4] = self._terms.kinetic_levels(gravity)  # the Coulomb-like part moving up, down
-        self._stall_m[:] = m
-        return stall_kernel(work, self._stall_m, self._stall_drive, self._stall_reach, self._stall_rate)
+        """Joint-limit and velocity guards (only evaluated inside a zone), the stall bound, then
+        saturation (:func:`bound_kernel`). The stall bound needs ``M``, ``C q'``, ``G`` at the state:
+        one compiled model call, which a computed-torque law has just made (the model keeps them);
+        without it ``G`` is evaluated only inside a zone."""
+        work = self._work
+        work[_TAU], work[_DQ], work[_Q] = tau, dq, q
+        if self._stall:
+            m, work[_CORIOLIS], work[_GRAVITY] = self._terms.model.dynamics_terms(q, dq)
+            work[_LEVEL_UP], work[_LEVEL_DOWN] = self._terms.kinetic_levels(work[_GRAVITY])
+            self._stall_m[:] = m
+        elif (q > self._upper_braking).any() or (q < self._lower_braking).any() or \
+                np.abs(dq).max() > self._slowest_guard:  # the kernel's zone test: G is read
+            work[_GRAVITY] = self._terms.gravity(q)
+        tau, self.saturated = bound_kernel(work, self._stall_m, self._rows, self._stall_drive, self._stall_reach,
+                                           self.config.limit_margin, self._slowest_guard, self._stall_rate,
+                                           self._stall)
+        return tau

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -79,6 +80,10 @@ def term_feature(term: str, dq: Array, shape: Array, stribeck_velocity: Any = No
 def friction_torque(viscous: Any, coulomb: Any, offset: Any, dq: Array, shape: Array, extra: Any = 0.0) -> Array:
     """``t_f = fv q' + fc s + f0`` plus the extra terms' torque ``extra``."""
     return viscous * dq + coulomb * shape + offset + extra
+
+
+# the same formula for compiled kernels (numba functions call numba functions); compiled at their first call
+friction_torque_compiled = numba.njit(cache=True, nogil=True)(friction_torque)
 
 
 class FrictionError(ValueError):
@@ -142,6 +147,7 @@ class FrictionModel:
         # parameter in :meth:`extra_names` order (derived once: :meth:`extra_torque` runs every control cycle)
         active = tuple(tuple(self.terms.index(t) for t in terms) for terms in joint_terms)
         object.__setattr__(self, "_active", active)
+        object.__setattr__(self, "_smooth", np.array(self.eps) if all(e > 0 for e in self.eps) else None)
         object.__setattr__(self, "_cells", (np.array([j for j, a in enumerate(active) for _ in a], dtype=int),
                                             np.array([k for a in active for k in a], dtype=int)))
 
@@ -225,6 +231,8 @@ class FrictionModel:
 
     def shape(self, dq: Any) -> Array:
         """The Coulomb shape ``s = tanh(q' / eps)`` per joint (``sign`` where ``eps = 0``), (..., n)."""
+        if self._smooth is not None:  # every joint smooth (a controller's friction): one ufunc, each control cycle
+            return np.tanh(np.asarray(dq, dtype=float) / self._smooth)
         return coulomb_shape(dq, self.eps)
 
     def _features(self, dq: Array, load: Array | None) -> Array:

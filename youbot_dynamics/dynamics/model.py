@@ -19,17 +19,19 @@ add ``F(q, q') f_e``, zero at rest). Everything is evaluated from the base regre
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
-from .friction import FrictionModel, friction_torque
+from .friction import FrictionModel, friction_torque, friction_torque_compiled
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
 from .shipped import shipped_module
 
@@ -63,6 +65,27 @@ def _numeric_regressor(chain: DHChain) -> RegressorFn:
 def _drive_index(n: int, name: str) -> NDArray[np.int64]:
     offset = len(LINK_PARAMETERS) + ("Ia", "fv", "fc", "f0").index(name)
     return np.arange(n) * PARAMETERS_PER_JOINT + offset
+
+
+@numba.njit(cache=True, nogil=True)
+def _terms_from_rows(rows: Array, beta: Array, fv: Array, fc: Array, f0: Array,
+                     dq: Array) -> tuple[Array, Array, Array]:
+    """``(M, C q', G)`` from the base regressor rows (n + 2, n, p) of the states ``(q, 0, 0)``,
+    ``(q, 0, e_j)``, ``(q, q', 0)`` (:meth:`DynamicModel.dynamics_terms`): ``tau_s = Y_s beta``;
+    ``G + f0`` the first, ``M``'s column j the next less it, ``C q' + t_f(q')`` the last less it
+    (the regressor's Coulomb columns are ``sign(q')``)."""
+    k, n = rows.shape[0], rows.shape[1]
+    tau = np.zeros((k, n))
+    for s in range(k):
+        for i in range(n):
+            for c in range(beta.shape[0]):
+                tau[s, i] += rows[s, i, c] * beta[c]
+    m = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            m[i, j] = tau[1 + j, i] - tau[0, i]
+    coriolis = tau[n + 1] - tau[0] - friction_torque_compiled(fv, fc, 0.0, dq, np.sign(dq))
+    return m, coriolis, tau[0] - f0
 
 
 @dataclass
@@ -138,6 +161,7 @@ class DynamicModel:
         self._module = shipped_module(self.chain)  # compiled generated code (the youBot) or None
         self._regressor = _numeric_regressor(self.chain)  # used when there is no generated module
         self._workspaces = threading.local()  # one ModelWorkspace per thread (workspace())
+        self._single_shape = (n,)
         friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
@@ -297,10 +321,11 @@ class DynamicModel:
     # -- single sample (what a 1 kHz controller calls each cycle) --------------------------------
 
     def _vector(self, name: str, x: Any) -> Array:
-        arr = np.asarray(x, dtype=float)
-        if arr.shape != (self.n_joints,):
+        arr = x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=float)
+        if arr.shape != self._single_shape:
             raise ValueError(f"{name} must have shape ({self.n_joints},), got {arr.shape}")
-        if not np.isfinite(arr).all():
+        # x . x is finite for every joint value (cheaper than isfinite().all() each control cycle)
+        if not math.isfinite(arr @ arr) and not np.isfinite(arr).all():
             raise ValueError(f"{name} contains NaN or infinite values")
         return arr
 
@@ -333,12 +358,13 @@ class DynamicModel:
         ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``; read-only arrays, kept for the next call on
         the same state (a control cycle's law and safety guard both need them), per thread
         (:meth:`workspace`)."""
-        q, dq = self._vector("q", q), self._vector("dq", dq)
-        key = q.tobytes() + dq.tobytes()
         workspace = self.workspace()
         kept_key, kept = workspace.kept_terms
-        if key == kept_key:
-            return kept
+        if type(q) is np.ndarray and type(dq) is np.ndarray and q.dtype == dq.dtype == np.float64 \
+                and q.tobytes() + dq.tobytes() == kept_key:
+            return kept  # the same bytes as a state checked before (the safety guard after its law)
+        q, dq = self._vector("q", q), self._vector("dq", dq)
+        key = q.tobytes() + dq.tobytes()
         terms = self._dynamics_terms(q, dq, workspace)
         for array in terms:
             array.flags.writeable = False
@@ -352,11 +378,7 @@ class DynamicModel:
         w.q_many[:] = q
         w.dq_many[n + 1] = dq
         self._module.regressor_many(w.q_many, w.dq_many, w.ddq_many, self.base.independent, w.out_many)
-        tau = w.out_many @ self.beta  # (n + 2, n)
-        rest = tau[0]  # G + f0
-        m = (tau[1 : n + 1] - rest).T
-        c = tau[n + 1] - rest - friction_torque(self._fv, self._fc, 0.0, dq, np.sign(dq))  # the compiled sign columns
-        return m, c, rest - self._f0
+        return _terms_from_rows(w.out_many, self.beta, self._fv, self._fc, self._f0, w.dq_many[n + 1])
 
     def momentum_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
         """``(M(q), C(q, q')^T q', G(q))`` of one state (what the momentum observer needs: ``M' = C + C^T``),
