@@ -183,18 +183,23 @@ class IdentificationNode(Node):
         return response
 
     def _on_recalibrate(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        response.success, response.message = self.runner.recalibrate(self._now(), self.p['calibration_model'])
+        response.success, response.message = self._clock_refusal("recalibrate") or self.runner.recalibrate(
+            self._now(), self.p['calibration_model'])
         return response
 
     def start(self, plan: ExcitationPlan | None = None) -> tuple[bool, str]:
         """Start the identification of ``plan`` (default: the parameters') now, unless the node's
         clock does not run yet; ``(started, message)`` (:meth:`ExperimentRunner.start`)."""
-        if self._clock_missing():
-            message = ("start refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
-                       "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
-            self.get_logger().error(message)
-            return False, message
-        return self.runner.start(self._now(), plan=plan)
+        return self._clock_refusal("start") or self.runner.start(self._now(), plan=plan)
+
+    def _clock_refusal(self, what: str) -> tuple[bool, str] | None:
+        """``(False, why)`` while the node's time does not run (``use_sim_time``, no ``/clock``), else None."""
+        if not self._clock_missing():
+            return None
+        message = (f"{what} refused: no /clock yet (use_sim_time is true): this node's time does not run; start "
+                   "the simulator with publish_clock:=true or run this node with use_sim_time:=false")
+        self.get_logger().error(message)
+        return False, message
 
     def abort(self, reason: str) -> tuple[bool, str]:
         """Stop and hold the arm if an experiment is moving; ``(aborted, message)``."""
