@@ -662,6 +662,16 @@ class Follow:
         return future.result().status, future.result().result
 
 
+def check_feedback(f: Follow, arm, motion: float, load: str) -> None:
+    """At least 10 Hz of feedback over the ``motion`` [s] (20 Hz by default), in the arm's joint order, its
+    error the desired less the actual position."""
+    assert len(f.feedback) >= 10 * motion, f"{len(f.feedback)} feedback messages over the {motion:g} s motion {load}"
+    last = f.feedback[-1][1]
+    assert list(last.joint_names) == list(arm.joint_names)
+    np.testing.assert_allclose(np.array(last.error.positions),
+                               np.array(last.desired.positions) - np.array(last.actual.positions), atol=1e-12)
+
+
 @pytest.fixture
 def follow(ct):
     # the client stays on the tester node until the harness closes: destroyed after a failed test with
@@ -693,11 +703,7 @@ def test_follow_joint_trajectory_succeeds_with_joints_in_any_order_and_feedback(
     times = np.array([t for t, _ in f.feedback])
     print(f"\nFollowJointTrajectory: succeeded {ended - sent:.2f} s after sending; {len(times)} feedback messages, "
           f"largest gap {np.diff(times).max():.3f} s")
-    assert len(times) >= 10 * 2.0  # at least 10 Hz over the 2 s motion (20 Hz by default)
-    last = f.feedback[-1][1]
-    assert list(last.joint_names) == list(h.arm.joint_names)
-    np.testing.assert_allclose(np.array(last.error.positions),
-                               np.array(last.desired.positions) - np.array(last.actual.positions), atol=1e-12)
+    check_feedback(f, h.arm, 2.0, c.load())
     assert c.node.guard.state is GuardState.ENABLED, c.node.guard.fault_reason
 
 

@@ -23,8 +23,8 @@ from youbot_dynamics.control import GuardState  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
 from conftest import ros_domain_id  # noqa: E402
 from ros_harness import shared_harness_fixture  # noqa: E402
-from test_controller_nodes import STROKE, Follow  # noqa: E402
-from test_hosted_controller import (CT, DRIVER_TOPICS, Q_START, Harness, enable_at, load, shared,  # noqa: E402
+from test_controller_nodes import STROKE, Follow, check_feedback  # noqa: E402
+from test_hosted_controller import (CT, Q_START, Harness, driver_harnesses, enable_at, load,  # noqa: E402
                                     true_model_file, true_q, write_params)
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
@@ -65,13 +65,7 @@ def drivers(tmp_path_factory):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
-    def make_harness() -> Harness:
-        h = Harness(make, DRIVER_TOPICS)
-        h.arm = h.node.arm
-        h.started = lambda: h.node.driver.state() is not None and h.node.driver.state().phase.value == "running"
-        return h
-
-    harnesses = shared(make_harness, ros_domain_id(__file__))
+    harnesses = driver_harnesses(make, ros_domain_id(__file__))
     yield harnesses
     harnesses.close()
 
@@ -107,11 +101,7 @@ def test_follow_joint_trajectory_in_the_bus_cycle_succeeds_with_feedback(follow)
     assert "goal reached" in result.error_string
     np.testing.assert_allclose(h.controller.law.trajectory.sample(1.0)[0], held + STROKE, atol=1e-9)
     assert np.all(np.abs(true_q(h) - held) < 0.005), (true_q(h) - held, load(h))  # the virtual arm is there
-    assert len(f.feedback) >= 10 * 2.0, f"{len(f.feedback)} feedback messages over the 2 s motion {load(h)}"
-    last = f.feedback[-1][1]
-    assert list(last.joint_names) == list(h.arm.joint_names)
-    np.testing.assert_allclose(np.array(last.error.positions),
-                               np.array(last.desired.positions) - np.array(last.actual.positions), atol=1e-12)
+    check_feedback(f, h.arm, 2.0, load(h))
     assert h.controller.guard.state is GuardState.ENABLED, h.controller.guard.fault_reason
 
 

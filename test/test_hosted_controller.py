@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -120,6 +121,10 @@ class Harness(RosHarness):
     def controller(self):
         return self.node.controller
 
+    @property
+    def arm(self):
+        return self.node.arm
+
     def set_enabled(self, value: bool) -> SetBool.Response:
         return self.request(self.enable_client, SetBool.Request(data=value), timeout=20.0)
 
@@ -190,6 +195,14 @@ def drivers(tmp_path_factory):
         return YoubotDriverNode(context=context, parameter_overrides=[Parameter(k, value=v)
                                                                       for k, v in overrides.items()])
 
+    harnesses = driver_harnesses(make, ros_domain_id(__file__))
+    yield harnesses
+    harnesses.close()
+
+
+def driver_harnesses(make: Callable[[Any], YoubotDriverNode], domain: int) -> Any:
+    """The shared harnesses of the driver nodes ``make(context)`` builds on ``domain``: each started once its
+    bus runs, its controller's cycles recorded (``h.recorder``)."""
     def make_harness() -> Harness:
         h = Harness(make, DRIVER_TOPICS)
         h.recorder = Recorder(h.node)
@@ -197,9 +210,7 @@ def drivers(tmp_path_factory):
         h.started = lambda: h.node.driver.state() is not None and h.node.driver.state().phase.value == "running"
         return h
 
-    harnesses = shared(make_harness, ros_domain_id(__file__))
-    yield harnesses
-    harnesses.close()
+    return shared(make_harness, domain)
 
 
 driver = shared_harness_fixture("driver", "drivers")

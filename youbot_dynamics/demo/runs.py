@@ -218,7 +218,13 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
             client.spin_for(duration)
             end = time.perf_counter()
             # the rows carry the controller's times: a late client waits for those up to the end
-            client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
+            try:
+                client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
+            except RuntimeError as exc:  # what the controller did meanwhile
+                newest = f"the newest {end - run.rows[-1][-1]:.3f} s before the end" if run.rows else "none"
+                status = "exited" if node.process.poll() is not None else "still running"
+                raise RuntimeError(f"{exc}: /{run.executable}/state has {len(run.rows)} rows, {newest}; the node is "
+                                   f"{status}; its output ends:\n{node.output()[-2000:]}") from None
             client.run = None
             client.call(enable, SetBool.Request(data=False))
             if node.process.poll() is not None:
