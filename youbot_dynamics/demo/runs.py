@@ -207,28 +207,12 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
         Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append(list(m.data)), 1000)
     try:
         with NodeProcess(run.executable, *args) as node:
-            client.wait_for(enable.service_is_ready, 60.0, f"{run.executable}", hold)
-            client.spin_for(0.2, hold)
-            answer = client.call_when_ready(enable, SetBool.Request(data=True), hold)
-            if not answer.success:
-                raise RuntimeError(f"enable refused: {answer.message}")
-            client.spin_for(0.7)  # the torque ramp (0.5 s) and a moment of holding
-            client.run = run
-            start = action(client, hold)
-            client.spin_for(duration)
-            end = time.perf_counter()
-            # the rows carry the controller's times: a late client waits for those up to the end
             try:
-                client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
-            except RuntimeError as exc:  # what the controller did meanwhile
-                newest = f"the newest {end - run.rows[-1][-1]:.3f} s before the end" if run.rows else "none"
+                start, end = _controlled(client, run, node, enable, hold, action, duration)
+            except RuntimeError as exc:  # what the controller said meanwhile
                 status = "exited" if node.process.poll() is not None else "still running"
-                raise RuntimeError(f"{exc}: /{run.executable}/state has {len(run.rows)} rows, {newest}; the node is "
-                                   f"{status}; its output ends:\n{node.output()[-2000:]}") from None
-            client.run = None
-            client.call(enable, SetBool.Request(data=False))
-            if node.process.poll() is not None:
-                raise RuntimeError(f"{run.executable} exited:\n{node.output()[-2000:]}")
+                raise RuntimeError(f"{exc} (/{run.executable}/state: {len(run.rows)} rows; the node is {status}; "
+                                   f"its output ends:\n{node.output()[-2000:]})") from None
     finally:
         client.run = None
         client.node.destroy_subscription(subscription)
@@ -306,3 +290,25 @@ def run_tracking(client: Client, runs: list[ControlRun], before: Callable[[Clien
         metrics = tracking_metrics(t, error, tau, t0, t0 + duration + SETTLE_AFTER)
         results.append({"label": run.label, **metrics, **_timing(run), "t": t - t0, "error": error, "tau": tau})
     return results
+
+
+def _controlled(client: Client, run: ControlRun, node: NodeProcess, enable: Any, hold: np.ndarray,
+                action: Callable[[Client, np.ndarray], float], duration: float) -> tuple[float, float]:
+    """:func:`control_run`'s part with the controller up: enable, ``action``, record, disable."""
+    client.wait_for(enable.service_is_ready, 60.0, f"{run.executable}", hold)
+    client.spin_for(0.2, hold)
+    answer = client.call_when_ready(enable, SetBool.Request(data=True), hold)
+    if not answer.success:
+        raise RuntimeError(f"enable refused: {answer.message}")
+    client.spin_for(0.7)  # the torque ramp (0.5 s) and a moment of holding
+    client.run = run
+    start = action(client, hold)
+    client.spin_for(duration)
+    end = time.perf_counter()
+    # the rows carry the controller's times: a late client waits for those up to the end
+    client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
+    client.run = None
+    client.call(enable, SetBool.Request(data=False))
+    if node.process.poll() is not None:
+        raise RuntimeError(f"{run.executable} exited")
+    return start, end
