@@ -210,8 +210,9 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
             try:
                 start, end = _controlled(client, run, node, enable, hold, action, duration)
             except RuntimeError as exc:  # what the controller said meanwhile
-                status = "exited" if node.process.poll() is not None else "still running"
-                raise RuntimeError(f"{exc} (/{run.executable}/state: {len(run.rows)} rows; the node is {status}; "
+                status = "had exited" if node.process.poll() is not None else "was running (stopped now)"
+                node.stop()
+                raise RuntimeError(f"{exc} (/{run.executable}/state: {len(run.rows)} rows; the node {status}; "
                                    f"its output ends:\n{node.output()[-2000:]})") from None
     finally:
         client.run = None

@@ -56,6 +56,10 @@ class NodeProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL after 10 s; at once if it has ended (then :meth:`output` can be read)."""
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(2)  # SIGINT, like Ctrl-C

@@ -99,7 +99,7 @@ class IdentificationNode(Node):
         self.progress_pub = self.create_publisher(DiagnosticStatus, '~/progress', QOS_DEPTH)
         self.payload_pub = self.create_publisher(Inertia, '~/payload_estimate', QOS_DEPTH)
         # the parameters' excitation is checked now (the runner's default plan), not at ~/start
-        self.runner = ExperimentRunner(setup, self.commands, self, self.get_logger(), worker)
+        self.runner = ExperimentRunner(setup, self.commands, self, self.get_logger(), worker, self._now)
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/abort', self._on_abort)
         self.create_service(Trigger, '~/recalibrate', self._on_recalibrate)
@@ -183,8 +183,8 @@ class IdentificationNode(Node):
         return response
 
     def _on_recalibrate(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        response.success, response.message = self._clock_refusal("recalibrate") or self.runner.recalibrate(
-            self._now(), self.p['calibration_model'])
+        response.success, response.message = (self._clock_refusal("recalibrate")
+                                              or self.runner.recalibrate(self.p['calibration_model']))
         return response
 
     def start(self, plan: ExcitationPlan | None = None) -> tuple[bool, str]:

@@ -11,7 +11,7 @@ import concurrent.futures
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ...arm.description import ArmDescription
 from ...dynamics.model import DynamicModel
@@ -130,8 +130,9 @@ class ExperimentRunner:
     own (:class:`ExperimentHost`)."""
 
     def __init__(self, setup: ExperimentSetup, commands: CommandStream, host: ExperimentHost, log: Log,
-                 worker: concurrent.futures.Executor) -> None:
+                 worker: concurrent.futures.Executor, clock: Callable[[], float]) -> None:
         self.setup, self.commands, self.host, self.log, self._worker = setup, commands, host, log, worker
+        self.clock = clock  # [s] the host's time, read where preparing took time (a model loaded, a bag opened)
         self.default_plan = self.plan("", 0)  # checked now, not at the start; a goal may name another
         self.running_plan = self.default_plan  # what the identification started last drives
         self.session: ExcitationSession | None = None
@@ -184,10 +185,10 @@ class ExperimentRunner:
         self.log.error(message)
         return False, message
 
-    def recalibrate(self, now: float, source: str | Path | None) -> tuple[bool, str]:
+    def recalibrate(self, source: str | Path | None) -> tuple[bool, str]:
         """Start the short recalibration of the model file ``source`` (None or empty: the one written
-        last) now; ``(started, message)``. Refused, before the arm moves, without a model to update or
-        with one the controllers would refuse."""
+        last) once it is loaded; ``(started, message)``. Refused, before the arm moves, without a model
+        to update or with one the controllers would refuse."""
         source = source or self.last_model
         if not source:
             return self._refused("recalibrate refused: no model to update: set calibration_model to an identified "
@@ -197,7 +198,9 @@ class ExperimentRunner:
             target = ModelToUpdate.load(path, self.setup.arm)
         except (ModelFileError, IdentificationError, ValueError, OSError) as exc:
             return self._refused(f"recalibrate refused: model {path}: {exc}")
-        return self.start(now, calibrate=target)
+        # the time after loading (0.5-1.8 s of it measured): with the time before it the start counted the
+        # load as waiting for a fresh state and began on the states of before (commands late, below)
+        return self.start(self.clock(), calibrate=target)
 
     def start(self, now: float, calibrate: ModelToUpdate | None = None, directory: Path | None = None,
               plan: ExcitationPlan | None = None) -> tuple[bool, str]:
@@ -239,7 +242,12 @@ class ExperimentRunner:
                 controller.use_model(s.nominal_feedforward)
         self.host.started(session)
         self.host.quiet_moment()
-        self._starting, self._start_requested = True, now
+        # when the request was, after its preparation (the bag, the heap: 0.2-0.4 s): the start's wait for a
+        # fresh state (cycle) gives up after state_timeout from then. Counted from before it, a preparation
+        # longer than state_timeout began the motion at once, on the node's time and states of before the
+        # preparation, whose backlog then moved the time on by the preparation's length: "commands late:
+        # the last trajectory message was sent 1.2-2.3 s ago" (the main job's recalibration, stops 41-43)
+        self._starting, self._start_requested = True, self.clock()
         approach = session.approach_time(session.q_start - self.latest.q)
         what = (f" recalibrating {calibrate.path}" if calibrate is not None else
                 f" the pilot pass (the excitation {s.pilot_slowdown:g} x slower)" if pilot else "")
