@@ -294,7 +294,6 @@ class SafetyGuard:
             raise ValueError(f"torque_limit of {arm.joint_names[j]} = {self.torque_limit[j]:g} N m exceeds the drives' "
                              f"limit min(effort_max, drive_torque_limit) = {drives[j]:.4g} N m of the arm "
                              f"description {arm.source}: give at most that, or leave torque_limit unset")
-        self._negative_limit = -self.torque_limit
         damping = self.torque_limit / arm.velocity_max if config.limit_damping is None else config.limit_damping
         self.limit_damping = per_joint(damping, n, "limit_damping")
         self.hold_kp, self.hold_kd = bandwidth_gains(config.hold_bandwidth, 1.0, reference_inertia(model, arm))

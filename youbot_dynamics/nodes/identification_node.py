@@ -1,9 +1,10 @@
 """ROS 2 node: the identification experiment on the arm (simulated, Gazebo or real), end to end.
 
-Executable ``identification_node``: a thin shell (parameters, topics, timers, the safety wiring) around
-:class:`youbot_dynamics.identification.experiment.session.ExcitationSession`, the recorder
-:class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder` and
-:mod:`youbot_dynamics.identification.estimation.pipeline` (as ``youbot-dynamics identify``).
+Executable ``identification_node``: the ROS face (parameters, topics, services, timers, the clock checks)
+of :class:`youbot_dynamics.identification.experiment.runner.ExperimentRunner`, which supervises the
+experiment (:class:`~youbot_dynamics.identification.experiment.session.ExcitationSession`, the recorder
+:class:`~youbot_dynamics.identification.experiment.recording.JointStateRecorder`, the identification of
+:mod:`youbot_dynamics.identification.estimation.pipeline` as ``youbot-dynamics identify``).
 
 The same experiment is the action ``~/identify`` (:mod:`.identify_action`). Interface, behaviour
 and figures: doc/identification.md; parameters:
