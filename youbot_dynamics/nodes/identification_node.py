@@ -191,7 +191,7 @@ class IdentificationNode(Node):
     def start(self, plan: ExcitationPlan | None = None) -> tuple[bool, str]:
         """Start the identification of ``plan`` (default: the parameters') now, unless the node's
         clock does not run yet; ``(started, message)`` (:meth:`ExperimentRunner.start`)."""
-        return self._clock_refusal("start") or self.runner.start(self._now(), plan=plan)
+        return self._clock_refusal("start") or self.runner.start(plan=plan)
 
     def _clock_refusal(self, what: str) -> tuple[bool, str] | None:
         """``(False, why)`` while the node's time does not run (``use_sim_time``, no ``/clock``), else None."""

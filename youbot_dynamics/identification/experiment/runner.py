@@ -198,17 +198,17 @@ class ExperimentRunner:
             target = ModelToUpdate.load(path, self.setup.arm)
         except (ModelFileError, IdentificationError, ValueError, OSError) as exc:
             return self._refused(f"recalibrate refused: model {path}: {exc}")
-        # the time after loading (0.5-1.8 s of it measured): with the time before it the start counted the
-        # load as waiting for a fresh state and began on the states of before (commands late, below)
-        return self.start(self.clock(), calibrate=target)
+        return self.start(calibrate=target)
 
-    def start(self, now: float, calibrate: ModelToUpdate | None = None, directory: Path | None = None,
+    def start(self, calibrate: ModelToUpdate | None = None, directory: Path | None = None,
               plan: ExcitationPlan | None = None) -> tuple[bool, str]:
         """Start an experiment now: the identification of ``plan`` (default: the setup's; first its
         pilot pass, if any), or with ``calibrate`` the recalibration of that model; ``(started,
         message)``. ``directory``: the identification after its pilot pass, in the pilot's folder.
-        The motion begins in a later :meth:`cycle`, on a fresh joint state (:data:`START_STATE_LAG`)."""
-        s = self.setup
+        The motion begins in a later :meth:`cycle`, on a fresh joint state (:data:`START_STATE_LAG`).
+        The host's time is read here, after what the caller prepared (a recalibration's model: 0.5-1.8 s
+        measured), and again at the end."""
+        s, now = self.setup, self.clock()
         if self._starting:
             return False, "busy: starting"
         if self.session is not None and (self.session.moving or self.session.phase is ExperimentPhase.IDENTIFY
@@ -404,7 +404,7 @@ class ExperimentRunner:
         self.session.finish(now)
         if model is not None:
             self.commands.controller.use_model(model)
-        started, message = self.start(now, directory=self.run_directory)
+        started, message = self.start(directory=self.run_directory)
         if not started:
             self.session.fail(now, message)
             self._phase_changed(now)
