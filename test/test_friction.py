@@ -12,7 +12,8 @@ from youbot_dynamics.control.laws import ComputedTorqueController, PDGravityCont
 from youbot_dynamics.control.terms import ModelTerms
 from youbot_dynamics.dynamics.chain import DHChain
 from youbot_dynamics.dynamics.consistency import ModelConsistencyError, assess_model, check_model
-from youbot_dynamics.dynamics.friction import FrictionError, FrictionModel
+from youbot_dynamics.control.trajectory import JointTrajectory
+from youbot_dynamics.dynamics.friction import FrictionError, FrictionModel, smooth_friction_torque
 from youbot_dynamics.dynamics.model import DynamicModel
 from youbot_dynamics.dynamics.paramfile import ModelFileError, load_model, save_model
 from youbot_dynamics.dynamics.parameters import standard_parameters
@@ -77,7 +78,9 @@ def test_inverse_dynamics_is_pinocchio_plus_the_friction_equation():
     np.testing.assert_allclose(mm @ ddq[0] + c + gg + m.friction(dq[0], q[0]), want[0], rtol=0, atol=1e-9)
     # kept for the next call on the same state (the law's and the guard's), read-only; another state
     # (the same arrays changed in place too) is evaluated anew
-    assert m.dynamics_terms(q[0].copy(), dq[0].copy())[0] is mm and not mm.flags.writeable
+    packed = m.packed_dynamics_terms(q[0], dq[0])
+    assert m.packed_dynamics_terms(q[0].copy(), dq[0].copy()) is packed and np.shares_memory(packed, mm)
+    assert not mm.flags.writeable
     with pytest.raises(ValueError):
         c[0] = 0.0
     state = dq[0].copy()
@@ -233,13 +236,27 @@ def test_control_laws_compensate_the_models_friction():
         np.testing.assert_allclose(terms.friction(dq[k]), smooth, atol=1e-12)
     # computed torque at zero tracking error: the model's inverse dynamics along the reference
     law = ComputedTorqueController(model(), ARM)
-
-    class Fixed:
-        duration = 1.0
-
-        def sample(self, t):
-            return q[0], dq[0], ddq[0]
-
-    law.trajectory, law.start_time = Fixed(), 0.0
+    law.trajectory = JointTrajectory.through(q[0], [1.0], q[:1], start_velocity=dq[0], start_acceleration=ddq[0])
+    law.start_time = 0.5  # the reference at 0.5 s: the trajectory's start state (not checked against the limits)
     want = pinocchio_rigid(q[:1], dq[:1], ddq[:1])[0][0] + expected_friction(dq[0], g[0])
     np.testing.assert_allclose(law.torque(0.5, q[0], dq[0]), want, atol=1e-8)
+
+
+@pytest.mark.parametrize("terms", [(), ("asymmetric",), ("stribeck",), ("load",), ("load", "asymmetric", "stribeck")])
+def test_the_compiled_friction_of_the_control_kernels_is_the_equation(terms):
+    """``smooth_friction_torque`` on ``FrictionModel.rows`` (the friction of the compiled control cycle):
+    the module docstring's equation written out here, per term and all together; a term a joint does
+    not carry counts zero."""
+    q, dq, _ = states(30, 5)
+    _, g = pinocchio_rigid(q, dq, np.zeros_like(dq))
+    fm = FrictionModel(5, EPS, terms, VS)
+    values = dict(zip(("asymmetric", "stribeck", "load"), EXTRA.T))
+    parameters = np.stack([values[t] for t in fm.terms], axis=1).ravel() if fm.terms else np.zeros(0)
+    rows = fm.rows(FV, FC, F0, parameters)
+    s = np.tanh(dq / np.array(EPS))
+    features = {"asymmetric": np.abs(s), "stribeck": np.exp(-(dq / np.array(VS)) ** 2) * s, "load": np.abs(g) * s}
+    want = FV * dq + FC * s + F0 + sum(values[t] * features[t] for t in terms)
+    for k in range(len(q)):
+        np.testing.assert_allclose(smooth_friction_torque(rows, dq[k], g[k]), want[k], rtol=0, atol=1e-12)
+    with pytest.raises(FrictionError, match="smooth Coulomb shape"):
+        FrictionModel(5).rows(FV, FC, F0, np.zeros(0))

@@ -94,6 +94,11 @@ def test_against_pinocchio(arm, nominal, rotor_model, which):
         c_pin = pin.computeCoriolisMatrix(pm, data, q[k], dq[k])
         np.testing.assert_allclose(cm[k], c_pin, rtol=0, atol=1e-9)
         np.testing.assert_allclose(cv[k], c_pin @ dq[k], rtol=0, atol=1e-9)
+        # the control cycle's compiled Newton-Euler terms (joint_space_terms)
+        m_single, c_single, g_single = model.dynamics_terms(q[k], dq[k])
+        np.testing.assert_allclose(m_single, m_pin, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(c_single, c_pin @ dq[k], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(g_single, pin.computeGeneralizedGravity(pm, data, q[k]), rtol=0, atol=1e-9)
 
 
 # -- physical identities on the model from base parameters -------------------------------------
@@ -105,6 +110,18 @@ def friction_model(arm):
     chi = standard_parameters(arm, rotor_inertia=ROTOR, viscous=[0.5, 0.4, 0.3, 0.2, 0.1],
                               coulomb=[0.8, 0.7, 0.6, 0.5, 0.4], offset=[0.05, -0.04, 0.03, -0.02, 0.01])
     return DynamicModel.from_standard(chain, chi, "full")
+
+
+def test_single_state_terms_of_regrouped_base_parameters_match_the_regressor(friction_model):
+    """``dynamics_terms`` runs Newton-Euler on the equivalent standard parameters (regrouped columns
+    zero, link masses without their moments): the same ``M``, ``C q'``, ``G`` as the base regressor's
+    stacked states, friction excluded."""
+    q, dq, _ = states(5, 20, seed=4)
+    for k in range(len(q)):
+        m, c, g = friction_model.dynamics_terms(q[k], dq[k])
+        np.testing.assert_allclose(m, friction_model.mass_matrix(q[k]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(c, friction_model.coriolis_vector(q[k], dq[k]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(g, friction_model.gravity(q[k]), rtol=0, atol=1e-12)
 
 
 def test_mass_matrix_symmetric_positive_definite(friction_model):

@@ -85,12 +85,16 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
         model = nominal_model(arm)[0]
         zero = np.zeros(arm.n_joints)
         model.inverse_dynamics_single(q, zero, zero)
-        # a computed-torque cycle inside the safety guard: the law's and the guard's kernels
+        # a computed-torque cycle inside the safety guard: the law's and the guard's kernels, the reference a
+        # node publishes, the observer's friction levels
         law = ComputedTorqueController(model, arm)
         law.hold(q)
         guard = SafetyGuard(arm, model)
         guard.enable(-1.0)
         guard.command(0.0, 0.0, q, zero, law.torque)
+        law.reference(0.0)
+        law.terms.kinetic_levels(zero)
+        model.momentum_terms(q, zero)  # the external-torque observer's (the generated regressor of stacked states)
         if batches:
             many = np.tile(q, (PARALLEL_SAMPLES, 1))
             model.inverse_dynamics(many, np.zeros_like(many), np.zeros_like(many))

@@ -86,28 +86,31 @@ from the bandwidth alone: goals within 1 mrad in the simulator (``test_control.p
 
 Each cycle a node calls ``torque(t, q, dq)`` with the time ``t`` [s] of its clock and the measured
 joint state; the controllers keep their reference (goal or trajectory). Both are single-threaded
-(the model's buffers). Cost per cycle: see ``test/test_control.py`` (median well below 60 us).
+(the model's buffers). Computed torque's cycle is one compiled call after the model's terms
+(:func:`computed_torque_kernel`); its cost inside the safety guard: ``make bench`` (doc/performance.md).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Callable
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import ArmDescription
 from ..dynamics.consistency import check_model
+from ..dynamics.friction import smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from .law_config import parameter, schema_entries
 from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
-from .trajectory import JointTrajectory, TrajectoryError, check_goal
+from .trajectory import JointTrajectory, TrajectoryError, check_goal, segment_state
 
 __all__ = ["PDFeedforward", "PD_BANDWIDTH", "ModelLaw", "PDGravityConfig", "ComputedTorqueConfig", "FloatConfig",
            "GainsConfig", "FrictionConfig", "CT_BANDWIDTH", "CT_INTEGRAL_RATE", "FLOAT_DAMPING", "FloatController",
            "FLOAT_REST_MAX_FRACTION",
            "STATIC_ACCURACY", "GOAL_VELOCITY_FRACTION", "PDGravityController", "ComputedTorqueController",
-           "GoalProfile", "goal_profile", "speed_limited"]
+           "GoalProfile", "computed_torque_kernel", "goal_profile", "speed_limited"]
 
 Array = NDArray[np.float64]
 
@@ -365,6 +368,44 @@ class PDGravityController(ModelLaw):
         return tau + self.terms.friction(dq, gravity=gravity) if self.friction_compensation else tau
 
 
+# rows of ComputedTorqueController's per-joint constants (computed_torque_kernel's ``gains``)
+_KP, _KD, _KI, _COULOMB = range(4)
+
+
+@numba.njit(cache=True, nogil=True)
+def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Array, friction: Array, integral: Array,
+                           step: float, integrating: bool, compensate: bool) -> Array:
+    """(4.8) with the integral action (module docstring), compiled: ``terms`` the model's ``M``, ``C q'``,
+    ``G`` with their state ``q``, ``q'`` (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
+    the reference of the trajectory's segment ``block`` at ``local`` (:func:`~.trajectory.segment_state`),
+    ``gains`` rows ``Kp``, ``Kd``, ``Ki``, ``fc``, ``friction`` the laws' friction rows
+    (:attr:`~.terms.ModelTerms.friction_rows`, at ``q'_d`` if ``compensate``). With ``integrating``
+    the integral ``integral`` (rad s, in place) advances by ``e step`` and is bounded by
+    ``|M_jj Ki_j integral_j| <= fc_j`` (a joint without ``Ki`` has none)."""
+    n = terms.shape[1]
+    q, dq = terms[n + 2], terms[n + 3]
+    reference = segment_state(block, local)
+    v = np.empty(n)
+    for j in range(n):
+        error = reference[0, j] - q[j]
+        v[j] = reference[2, j] + gains[_KD, j] * (reference[1, j] - dq[j]) + gains[_KP, j] * error
+        ki = gains[_KI, j]
+        if integrating and ki > 0.0:
+            integral[j] += error * step
+            bound = gains[_COULOMB, j] / (terms[j, j] * ki)  # M_jj > 0
+            integral[j] = min(max(integral[j], -bound), bound)
+            v[j] += ki * integral[j]
+    tau = np.empty(n)
+    for i in range(n):
+        total = terms[n, i] + terms[n + 1, i]
+        for j in range(n):
+            total += terms[i, j] * v[j]
+        tau[i] = total
+    if compensate:
+        tau += smooth_friction_torque(friction, reference[1], terms[n + 1])
+    return tau
+
+
 @dataclasses.dataclass(frozen=True)
 class ComputedTorqueConfig(FrictionConfig, GainsConfig):
     """Parameters of :class:`ComputedTorqueController`."""
@@ -413,9 +454,10 @@ class ComputedTorqueController(ModelLaw):
     def reset_integral(self) -> None:
         """Restart the integral action at zero."""
         self._integral[:] = 0.0
-        self._integral_time = None
+        self._integral_time: float | None = None
         # bounded by the model's Coulomb level: none without one (e.g. the nominal model)
         self._integrating = bool(self.ki.any() and self.terms.coulomb.any())
+        self._gains = np.ascontiguousarray(np.stack([self.kp, self.kd, self.ki, self.terms.coulomb]))
 
     def follow(self, trajectory: JointTrajectory, start_time: float) -> None:
         """Follow ``trajectory`` from ``start_time`` [s, the clock of :meth:`torque`]: its times are
@@ -441,28 +483,22 @@ class ComputedTorqueController(ModelLaw):
         return self.trajectory.sample(t - self.start_time)
 
     def torque(self, t: float, q: Array, dq: Array) -> Array:
-        """``tau`` (n,) [N m] of (4.8) at time ``t`` and the measured ``q``, ``dq``."""
-        q_d, dq_d, ddq_d = self.reference(t)
+        """``tau`` (n,) [N m] of (4.8) at time ``t`` and the measured ``q``, ``dq``
+        (:func:`computed_torque_kernel`; the integral advanced to ``t``, a repeated ``t``: not again)."""
+        if self.trajectory is None:
+            raise RuntimeError("ComputedTorqueController: no trajectory to follow")
         if self.inertia is not None:  # the PD baseline
+            q_d, dq_d, _ = self.reference(t)
             return self.inertia * (self.kd * (dq_d - dq) + self.kp * (q_d - q))
-        m, c, g = self.terms.model.dynamics_terms(q, dq)
-        error = q_d - q
-        v = ddq_d + self.kd * (dq_d - dq) + self.kp * error
+        terms = self.terms.model.packed_dynamics_terms(q, dq)
+        step = 0.0
         if self._integrating:
-            v = v + self._integral_action(t, error, np.diagonal(m))
-        tau = m @ v + c + g
-        return tau + self.terms.friction(dq_d, gravity=g) if self.friction_compensation else tau
-
-    def _integral_action(self, t: float, error: Array, inertia: Array) -> Array:
-        """``Ki integral(e)`` [rad/s^2], the integral advanced to ``t`` (a repeated ``t``: not again) and
-        bounded so that ``M_jj Ki_j integral(e_j) <= fc_j`` (module docstring)."""
-        if self._integral_time is not None and t > self._integral_time:
-            self._integral += error * (t - self._integral_time)
-        self._integral_time = t
-        bound = self.terms.coulomb / (inertia * self.ki)  # Kp > 0 and M_jj > 0
-        np.minimum(self._integral, bound, out=self._integral)
-        np.maximum(self._integral, -bound, out=self._integral)
-        return self.ki * self._integral
+            if self._integral_time is not None and t > self._integral_time:
+                step = t - self._integral_time
+            self._integral_time = t
+        block, local = self.trajectory.segment(t - self.start_time)
+        return computed_torque_kernel(terms, block, local, self._gains, self.terms.friction_rows, self._integral, step,
+                                      self._integrating, self.friction_compensation)
 
 
 @dataclasses.dataclass(frozen=True)

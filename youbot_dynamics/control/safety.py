@@ -123,6 +123,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import ArmDescription, check_joint_values
+from ..dynamics.friction import FRICTION_ROWS, kinetic_levels
 from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
 
@@ -192,22 +193,29 @@ def smoothstep(x: float) -> float:
     return x * x * (3.0 - 2.0 * x)
 
 
+# rows of the friction rows the stall bound reads (FRICTION_ROWS of dynamics.friction)
+_FV, _F0 = FRICTION_ROWS.index("fv"), FRICTION_ROWS.index("f0")
+
+
 @numba.njit(cache=True, nogil=True)
-def stall_kernel(work: Array, m: Array, drive: Array, reach: Array, rate_scale: float) -> Array:
-    """The stall bound's arithmetic (module docstring, item 6), compiled: ``work`` rows ``tau``,
-    ``C q'``, ``G``, the kinetic Coulomb levels up and down, ``q'``; ``m`` = ``M(q)``; ``drive`` rows
-    ``fv``, ``f0``; ``reach`` = ``s velocity_max / T``, ``rate_scale`` = ``1 / T``. Returns ``tau``
-    less ``M (a - a_b)``."""
-    n = work.shape[1]
-    tau, up, down, dq = work[0], work[3], work[4], work[5]
-    base = work[1] + work[2] + drive[0] * dq + drive[1]  # p without its Coulomb-like part
+def stall_kernel(tau: Array, dq: Array, terms: Array, friction: Array, reach: Array, rate_scale: float) -> Array:
+    """The stall bound's arithmetic (module docstring, item 6), compiled: ``terms`` the model's ``M``,
+    ``C q'``, ``G`` packed (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
+    ``friction`` its friction rows (:data:`~..dynamics.friction.FRICTION_ROWS`: ``fv``, ``f0`` in
+    ``p``, the kinetic Coulomb levels of :func:`~..dynamics.friction.kinetic_levels`), ``reach`` =
+    ``s velocity_max / T``, ``rate_scale`` = ``1 / T``. Returns ``tau`` less ``M (a - a_b)``."""
+    n = tau.shape[0]
+    m, coriolis, gravity = terms[:n], terms[n], terms[n + 1]
+    levels = kinetic_levels(friction, gravity)
     excess = np.zeros(n)
     for j in range(n):
-        if tau[j] > base[j] + up[j]:
-            excess[j] = tau[j] - base[j] - up[j]
-        elif tau[j] < base[j] - down[j]:
-            excess[j] = tau[j] - base[j] + down[j]
-    a = np.linalg.solve(m, excess)
+        base = coriolis[j] + gravity[j] + friction[_FV, j] * dq[j] + friction[_F0, j]  # p without its Coulomb part
+        up, down = levels[0, j], levels[1, j]
+        if tau[j] > base + up:
+            excess[j] = tau[j] - base - up
+        elif tau[j] < base - down:
+            excess[j] = tau[j] - base + down
+    a = np.linalg.solve(np.ascontiguousarray(m), excess)
     beyond = np.zeros(n)
     for j in range(n):
         rate = dq[j] * rate_scale
@@ -225,22 +233,23 @@ def stall_kernel(work: Array, m: Array, drive: Array, reach: Array, rate_scale: 
 # rows of SafetyGuard's constant per-joint bounds (bound_kernel's ``rows``)
 (_LIMIT, _DAMPING, _GUARD_VELOCITY, _GUARD_WIDTH, _UPPER_ZONE, _LOWER_ZONE, _UPPER_BRAKING, _LOWER_BRAKING,
  _POSITION_MAX, _POSITION_MIN, _BRAKING) = range(11)
-# rows of its per-cycle buffer (bound_kernel's ``work``; the first six are stall_kernel's)
-_TAU, _CORIOLIS, _GRAVITY, _LEVEL_UP, _LEVEL_DOWN, _DQ, _Q = range(7)
+# rows of its per-cycle buffer (bound_kernel's ``work``)
+_TAU, _DQ, _Q = range(3)
 
 
 @numba.njit(cache=True, nogil=True)
-def bound_kernel(work: Array, m: Array, rows: Array, drive: Array, reach: Array, margin: float, slowest_guard: float,
-                 rate_scale: float, stall: bool) -> tuple[Array, Array]:
+def bound_kernel(work: Array, terms: Array, rows: Array, friction: Array, reach: Array, margin: float,
+                 slowest_guard: float, rate_scale: float, stall: bool) -> tuple[Array, Array]:
     """Steps 5-7 of the module docstring, compiled: the joint-limit zones (only where a joint is
     inside its braking zone), the velocity guard (only where one moves faster than the slowest guard
     speed), the stall bound (:func:`stall_kernel`, if ``stall``) and the saturation. ``work`` rows
-    ``tau``, ``C q'``, ``G``, the kinetic Coulomb levels up and down, ``q'``, ``q`` (``C q'``, the
-    levels and ``m`` are read with ``stall`` only, ``G`` only inside a zone); ``rows`` the guard's
-    bounds (torque limit, limit damping, guard speed and width, zones, braking zones, position limits,
-    ``2 a_b``). Returns ``(tau, saturated)``; ``work``'s ``tau`` row ends as the zones' result."""
+    ``tau``, ``q'``, ``q``; ``terms`` the model's packed ``M``, ``C q'``, ``G`` (read with ``stall``,
+    and ``G`` inside a zone); ``rows`` the guard's bounds (torque limit, limit damping, guard speed and
+    width, zones, braking zones, position limits, ``2 a_b``). Returns ``(tau, saturated)``;
+    ``work``'s ``tau`` row ends as the zones' result."""
     n = work.shape[1]
-    tau, g, dq, q = work[_TAU], work[_GRAVITY], work[_DQ], work[_Q]
+    tau, dq, q = work[_TAU], work[_DQ], work[_Q]
+    g = terms[n + 1]
     limit, d = rows[_LIMIT], rows[_DAMPING]
     near = False
     fast = False
@@ -267,7 +276,7 @@ def bound_kernel(work: Array, m: Array, rows: Array, drive: Array, reach: Array,
             t = max(t, -(1.0 - w_low) * limit[j] + w_low * g[j] - w_low * d[j] * min(dq[j] + v_low, 0.0)
                     + (low - w_low) * limit[j])
             tau[j] = t
-    out = stall_kernel(work, m, drive, reach, rate_scale) if stall else tau.copy()
+    out = stall_kernel(tau, dq, terms, friction, reach, rate_scale) if stall else tau.copy()
     saturated = np.zeros(n, dtype=np.bool_)
     for j in range(n):
         saturated[j] = abs(out[j]) > limit[j]
@@ -313,7 +322,9 @@ class SafetyGuard:
             self.torque_limit, self.limit_damping, self._guard_velocity, np.broadcast_to(self._guard_width, (n,)),
             self._upper_zone, self._lower_zone, self._upper_braking, self._lower_braking, arm.position_max,
             arm.position_min, self._braking]), dtype=float)
-        self._work, self._stall_m, self._stall_drive = np.zeros((7, n)), np.zeros((n, n)), np.zeros((2, n))
+        self._work = np.zeros((3, n))
+        self._no_terms = np.zeros((n + 4, n))  # bound_kernel's terms where it reads none (no stall bound, no zone)
+        self._no_terms.flags.writeable = False  # the model's are read-only: one argument type
         self._stall = config.stall_time > 0.0
         self._stall_reach = STALL_VELOCITY * arm.velocity_max / config.stall_time if self._stall else np.zeros(n)
         self._stall_rate = 1.0 / config.stall_time if self._stall else 0.0
@@ -324,7 +335,7 @@ class SafetyGuard:
         self._enable_time = 0.0
         self._initial = np.zeros(n)
         self._last_q: Array | None = None
-        self._last_speed = 0.0  # max |q'| of the last good state
+        self._last_dq = np.zeros(n)  # q' of the last good state
         self._hold_q: Array | None = None
         self._states_trusted = True
         self._loss_timeout = max(config.state_loss_timeout, config.state_timeout)
@@ -372,13 +383,12 @@ class SafetyGuard:
             if valid:
                 tau = law(stamp, q, dq)
                 if _finite(tau):
-                    self._last_q = q.copy()
-                    self._last_speed = float(np.abs(dq).max())
+                    self._last_q, self._last_dq = q.copy(), dq.copy()
                     return self._ramped(now, q, dq, tau)
                 problem = "the control law returned NaN or infinite torques"
             elif problem == _LATE and self._last_q is not None:
                 age = now - stamp
-                if age <= self._loss_timeout and self._last_speed * age <= COAST_DISTANCE:
+                if age <= self._loss_timeout and self._last_speed() * age <= COAST_DISTANCE:
                     self.coasting = True
                     self.coast_cycles += 1
                     return self._ramped(now, self._last_q, np.zeros_like(self._last_q),
@@ -390,8 +400,10 @@ class SafetyGuard:
 
     def _ramped(self, now: float, q: Array, dq: Array, tau: Array) -> Array:
         """``tau`` through the enable ramp (step 4) and the guards (steps 5-7) at the state ``(q, dq)``."""
+        if now - self._enable_time >= self.config.ramp_time:  # the ramp is over (or there is none)
+            return self._bounded(q, dq, tau)
         s = self.ramp_fraction(now)
-        return self._bounded(q, dq, tau if s == 1.0 else self._initial + s * (tau - self._initial))
+        return self._bounded(q, dq, self._initial + s * (tau - self._initial))
 
     def _state_problem(self, now: float, stamp: float | None, q: Array | None, dq: Array | None) -> str | None:
         if stamp is None:
@@ -402,13 +414,17 @@ class SafetyGuard:
             return "joint state contains NaN or infinite values"
         return None
 
+    def _last_speed(self) -> float:
+        """max ``|q'|`` of the last good state (asked only when a state is late)."""
+        return float(np.abs(self._last_dq).max())
+
     def _stale_reason(self, age: float) -> str:
         timeout, loss = self.config.state_timeout, self._loss_timeout
         if age > loss or self._last_q is None:
             why = f"no coasting beyond state_loss_timeout {1e3 * loss:.0f} ms" if self._last_q is not None else \
                 "no good state since enable to coast on"
         else:
-            why = (f"arm moving at {self._last_speed:.2f} rad/s: no coasting beyond "
+            why = (f"arm moving at {self._last_speed():.2f} rad/s: no coasting beyond "
                    f"{1e3 * COAST_DISTANCE:.0f} mrad of motion")
         return f"joint state stale: {1e3 * age:.1f} ms old (timeout {1e3 * timeout:.0f} ms; {why})"
 
@@ -421,7 +437,6 @@ class SafetyGuard:
 
     def _set_terms(self, model: DynamicModel) -> None:
         self._terms = ModelTerms(model)
-        self._stall_drive[0], self._stall_drive[1] = self._terms.viscous, self._terms.offset
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
@@ -448,17 +463,15 @@ class SafetyGuard:
         """Joint-limit and velocity guards (only evaluated inside a zone), the stall bound, then
         saturation (:func:`bound_kernel`). The stall bound needs ``M``, ``C q'``, ``G`` at the state:
         one compiled model call, which a computed-torque law has just made (the model keeps them);
-        without it ``G`` is evaluated only inside a zone."""
+        without it they are evaluated only inside a zone (``G``)."""
         work = self._work
         work[_TAU], work[_DQ], work[_Q] = tau, dq, q
-        if self._stall:
-            m, work[_CORIOLIS], work[_GRAVITY] = self._terms.model.dynamics_terms(q, dq)
-            work[_LEVEL_UP], work[_LEVEL_DOWN] = self._terms.kinetic_levels(work[_GRAVITY])
-            self._stall_m[:] = m
-        elif (q > self._upper_braking).any() or (q < self._lower_braking).any() or \
+        if self._stall or (q > self._upper_braking).any() or (q < self._lower_braking).any() or \
                 np.abs(dq).max() > self._slowest_guard:  # the kernel's zone test: G is read
-            work[_GRAVITY] = self._terms.gravity(q)
-        tau, self.saturated = bound_kernel(work, self._stall_m, self._rows, self._stall_drive, self._stall_reach,
+            terms = self._terms.model.packed_dynamics_terms(q, dq)
+        else:
+            terms = self._no_terms
+        tau, self.saturated = bound_kernel(work, terms, self._rows, self._terms.friction_rows, self._stall_reach,
                                            self.config.limit_margin, self._slowest_guard, self._stall_rate,
                                            self._stall)
         return tau

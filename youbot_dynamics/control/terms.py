@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import ArmDescription
-from ..dynamics.friction import friction_torque
+from ..dynamics.friction import friction_torque, kinetic_levels
 from ..dynamics.model import DynamicModel
 from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
@@ -54,7 +54,10 @@ class ModelTerms:
         # the friction model the laws use: the model's, its sign Coulomb joints smoothed with friction_eps
         self.friction_model = dataclasses.replace(own, eps=tuple(e if e > 0 else self.friction_eps for e in own.eps))
         self._parameters = model.friction_parameters
+        #: the same friction for compiled kernels (:func:`~..dynamics.friction.smooth_friction_torque`)
+        self.friction_rows = self.friction_model.rows(self.viscous, self.coulomb, self.offset, self._parameters)
         self._zero = np.zeros(n)
+        self._gravity = np.zeros(n)
 
     @property
     def n_joints(self) -> int:
@@ -66,21 +69,14 @@ class ModelTerms:
 
     def kinetic_levels(self, gravity: Array | None) -> tuple[Array, Array]:
         """``(up, down)``: the kinetic Coulomb level of ``t_f`` moving up and down, ``fc + fl |G| +- fa``
-        (>= 0; without the Stribeck excess, which decays, and the viscous term, which grows with the
-        speed); ``gravity`` = ``G(q)``, needed only by load-dependent friction."""
-        fm = self.friction_model
-        if not fm.terms:
-            return self.coulomb, self.coulomb
-        level = self.coulomb.copy()
-        asym = np.zeros_like(level)
-        per_joint = fm.joint_values(self._parameters)  # 0 where a joint does not carry a term
-        if fm.uses_load:
-            if gravity is None:
-                raise ValueError("load-dependent friction needs G(q)")
-            level = level + per_joint[:, fm.terms.index("load")] * np.abs(gravity)
-        if "asymmetric" in fm.terms:
-            asym = per_joint[:, fm.terms.index("asymmetric")]
-        return np.maximum(level + asym, 0.0), np.maximum(level - asym, 0.0)
+        (:func:`~..dynamics.friction.kinetic_levels`); ``gravity`` = ``G(q)``, needed only by
+        load-dependent friction."""
+        if gravity is None and self.friction_model.uses_load:
+            raise ValueError("load-dependent friction needs G(q)")
+        buffer = self._gravity  # one argument type (a read-only G would compile the kernel again)
+        buffer[:] = 0.0 if gravity is None else gravity
+        levels = kinetic_levels(self.friction_rows, buffer)
+        return levels[0], levels[1]
 
     def friction(self, v: Array, q: Array | None = None, gravity: Array | None = None) -> Array:
         """``t_f(q, v)`` with the smoothed Coulomb shape (module docstring); load-dependent friction

@@ -46,6 +46,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -68,7 +69,8 @@ LIMIT_TOLERANCE = 1e-9  # absolute slack of every limit check [rad, rad/s, rad/s
 MAX_TRAJECTORY_POINTS = 5_000
 LINE_IK_RATE = 100.0  # [1/s] default IK samples per second of a Cartesian line
 MAX_LINE_DURATION = MAX_TRAJECTORY_POINTS / LINE_IK_RATE  # [s] longest line at LINE_IK_RATE samples per second
-_EXPONENTS = np.arange(6)  # of a quintic's monomials
+# rows of a JointTrajectory's segment block: the monomial coefficients of q, q', q'' in local time
+_POSITION, _VELOCITY, _ACCELERATION = slice(0, 6), slice(6, 11), slice(11, 15)
 GOAL_TOLERANCE = 0.01  # [rad] a goal is reached with every joint this close to it ...
 GOAL_REST_SPEED = 0.05  # [rad/s] ... and slower than this
 GOAL_SETTLE_TIME = 1.0  # [s] after the planned arrival, a goal not reached is reported as such
@@ -76,6 +78,25 @@ GOAL_SETTLE_TIME = 1.0  # [s] after the planned arrival, a goal not reached is r
 
 class TrajectoryError(ValueError):
     """A goal or trajectory was refused; the message gives the reason."""
+
+
+@numba.njit(cache=True, nogil=True)
+def segment_state(block: Array, local: float) -> Array:
+    """``(q, q', q'')`` (3, n) of one quintic segment at ``local`` seconds from its start: ``block``
+    (15, n) holds the monomial coefficients of ``q`` (6 rows), ``q'`` (5) and ``q''`` (4)
+    (:meth:`JointTrajectory.segment`)."""
+    n = block.shape[1]
+    out = np.zeros((3, n))
+    power = 1.0
+    for k in range(6):
+        for j in range(n):
+            out[0, j] += block[k, j] * power
+            if k < 5:
+                out[1, j] += block[6 + k, j] * power
+            if k < 4:
+                out[2, j] += block[11 + k, j] * power
+        power *= local
+    return out
 
 
 @dataclass(frozen=True)
@@ -186,12 +207,18 @@ class JointTrajectory:
     spline: HermiteSpline
     acceleration: Array  # (K-1, 4, n) coefficients of q''(tau) per segment, in local time
     breaks: tuple[float, ...]  # the waypoint times as floats (fast segment search)
+    blocks: Array  # (K, 15, n) each segment's coefficients of q, q', q'' (segment_state), then the rest at the end
 
     @classmethod
     def _of(cls, spline: HermiteSpline) -> "JointTrajectory":
         degree = spline.derivative.shape[1]
-        return cls(spline, spline.derivative[:, 1:] * np.arange(1, degree)[None, :, None],
-                   tuple(spline.breaks.tolist()))
+        acceleration = spline.derivative[:, 1:] * np.arange(1, degree)[None, :, None]
+        segments = spline.coefficients.shape[0]
+        blocks = np.zeros((segments + 1, 15, spline.final.size))
+        blocks[:segments, _POSITION], blocks[:segments, _VELOCITY] = spline.coefficients, spline.derivative
+        blocks[:segments, _ACCELERATION] = acceleration
+        blocks[segments, 0] = spline.final
+        return cls(spline, acceleration, tuple(spline.breaks.tolist()), blocks)
 
     @classmethod
     def through(cls, start_position: Any, times: Any, positions: Any, velocities: Any = None,
@@ -249,16 +276,21 @@ class JointTrajectory:
     def n_joints(self) -> int:
         return self.spline.final.size
 
+    def segment(self, t: float) -> tuple[Array, float]:
+        """``(block, local)``: the coefficients (15, n) of the segment that holds ``t`` seconds from the
+        start and the time into it (:func:`segment_state`); before 0 the first segment at its start,
+        after :attr:`duration` the last point at rest."""
+        breaks = self.breaks
+        if t >= breaks[-1]:
+            return self.blocks[-1], 0.0
+        k = max(bisect_right(breaks, t) - 1, 0)
+        return self.blocks[k], max(t - breaks[k], 0.0)
+
     def sample(self, t: float) -> tuple[Array, Array, Array]:
         """``(q, q', q'')`` at ``t`` seconds from the start: the start state before 0, the last point
-        at rest after :attr:`duration` (the returned position is then shared: do not modify it)."""
-        s, breaks = self.spline, self.breaks
-        if t >= breaks[-1]:
-            zero = np.zeros_like(s.final)
-            return s.final, zero, zero
-        k = max(bisect_right(breaks, t) - 1, 0)
-        powers = max(t - breaks[k], 0.0) ** _EXPONENTS
-        return powers @ s.coefficients[k], powers[:-1] @ s.derivative[k], powers[:-2] @ self.acceleration[k]
+        at rest after :attr:`duration` (views of one new array)."""
+        state = segment_state(*self.segment(t))
+        return state[0], state[1], state[2]
 
     def check_limits(self, arm: ArmDescription) -> None:
         """Raise :class:`TrajectoryError` if a joint leaves its position range or exceeds

@@ -35,6 +35,7 @@ the independent second formulation the tests check the model against.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -43,7 +44,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["EXTRA_TERMS", "EXTRA_SYMBOLS", "NON_NEGATIVE_EXTRAS", "DEFAULT_EPS", "DEFAULT_STRIBECK_VELOCITY",
-           "FrictionError", "FrictionModel", "coulomb_shape", "friction_torque", "term_feature"]
+           "FRICTION_ROWS", "FrictionError", "FrictionModel", "coulomb_shape", "friction_torque", "kinetic_levels",
+           "smooth_friction_torque", "term_feature"]
 
 Array = NDArray[np.float64]
 
@@ -52,6 +54,8 @@ EXTRA_SYMBOLS = {"asymmetric": "fa", "stribeck": "fs", "load": "fl"}
 NON_NEGATIVE_EXTRAS = ("fs", "fl")
 DEFAULT_EPS = 0.05  # [rad/s] smooth Coulomb velocity scale (real youBot: 0.02-0.2 all within 0.2 points)
 DEFAULT_STRIBECK_VELOCITY = 0.1  # [rad/s]
+#: rows of :meth:`FrictionModel.rows`: what a compiled kernel needs of a smooth friction model, per joint
+FRICTION_ROWS = ("fv", "fc", "f0", "fa", "fs", "fl", "eps", "vs")
 
 
 def coulomb_shape(dq: Any, eps: Any) -> Array:
@@ -84,6 +88,36 @@ def friction_torque(viscous: Any, coulomb: Any, offset: Any, dq: Array, shape: A
 
 # the same formula for compiled kernels (numba functions call numba functions); compiled at their first call
 friction_torque_compiled = numba.njit(cache=True, nogil=True)(friction_torque)
+
+
+@numba.njit(cache=True, nogil=True)
+def smooth_friction_torque(rows: Array, dq: Array, gravity: Array) -> Array:
+    """The whole ``t_f`` (module docstring) of one state (n,), compiled, for a model whose Coulomb
+    shape is smooth on every joint (a controller's): ``rows`` of :meth:`FrictionModel.rows`, ``gravity``
+    ``G(q)`` (read by the load term only). The terms are those of :func:`term_feature` (a test holds
+    the two equal)."""
+    n = dq.shape[0]
+    out = np.empty(n)
+    for j in range(n):
+        s = math.tanh(dq[j] / rows[6, j])
+        extra = rows[3, j] * abs(s) + rows[4, j] * math.exp(-(dq[j] / rows[7, j]) ** 2) * s \
+            + rows[5, j] * abs(gravity[j]) * s
+        out[j] = friction_torque_compiled(rows[0, j], rows[1, j], rows[2, j], dq[j], s, extra)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def kinetic_levels(rows: Array, gravity: Array) -> Array:
+    """(2, n): the kinetic Coulomb level of ``t_f`` moving up and down, ``fc + fl |G| +- fa`` (at
+    least 0; without the Stribeck excess, which decays, and the viscous term, which grows with the
+    speed), of ``rows`` (:meth:`FrictionModel.rows`) and ``gravity`` ``G(q)`` (read by the load term)."""
+    n = gravity.shape[0]
+    out = np.empty((2, n))
+    for j in range(n):
+        level = rows[1, j] + rows[5, j] * abs(gravity[j])
+        out[0, j] = max(level + rows[3, j], 0.0)
+        out[1, j] = max(level - rows[3, j], 0.0)
+    return out
 
 
 class FrictionError(ValueError):
@@ -274,6 +308,16 @@ class FrictionModel:
         """The whole ``t_f`` (module docstring), (..., n)."""
         dq = np.asarray(dq, dtype=float)
         return friction_torque(viscous, coulomb, offset, dq, self.shape(dq), self.extra_torque(parameters, dq, gravity))
+
+    def rows(self, viscous: Array, coulomb: Array, offset: Array, parameters: Array) -> Array:
+        """The (8, n) values of :data:`FRICTION_ROWS` (an extra term a joint does not carry: 0) for
+        :func:`smooth_friction_torque`; :class:`FrictionError` unless every joint's shape is smooth."""
+        if self._smooth is None:
+            raise FrictionError("compiled friction needs a smooth Coulomb shape (eps > 0) on every joint")
+        values = self.joint_values(parameters)
+        extra = [values[:, self.terms.index(t)] if t in self.terms else np.zeros(self.n_joints) for t in EXTRA_TERMS]
+        return np.ascontiguousarray(np.stack([viscous, coulomb, offset, *extra, self._smooth,
+                                              np.array(self.stribeck_velocity)]), dtype=float)
 
     def check_parameters(self, parameters: Sequence[float]) -> Array:
         """``parameters`` as an (n k,) finite array; :class:`FrictionError` otherwise."""

@@ -16,6 +16,10 @@ add ``F(q, q') f_e``, zero at rest). Everything is evaluated from the base regre
   so that ``M' - 2C`` is skew-symmetric;
 * forward dynamics ``q'' = M^-1 (tau - C q' - G - t_f)`` by Cholesky; a mass matrix that is not
   positive definite (physically inconsistent parameters) raises :class:`PhysicalConsistencyError`.
+
+The single-state ``M``, ``C q'``, ``G`` of a control cycle (:meth:`DynamicModel.dynamics_terms`) come
+instead from a compiled Newton-Euler pass on the equivalent standard parameters
+(:mod:`.joint_space_terms`): the same numbers (``Y chi = Y_b beta``) at a few microseconds.
 """
 from __future__ import annotations
 
@@ -24,17 +28,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
-from .friction import FrictionModel, friction_torque, friction_torque_compiled
+from .friction import FrictionModel, friction_torque
+from .joint_space_terms import chain_geometry, link_parameters, mass_coriolis_gravity
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
 from .shipped import shipped_module
 
+_FLOAT = np.dtype(np.float64)
 # batches of at least this many samples use the multi-core regressor loop
 PARALLEL_SAMPLES = 2048
 
@@ -67,40 +72,17 @@ def _drive_index(n: int, name: str) -> NDArray[np.int64]:
     return np.arange(n) * PARAMETERS_PER_JOINT + offset
 
 
-@numba.njit(cache=True, nogil=True)
-def _terms_from_rows(rows: Array, beta: Array, fv: Array, fc: Array, f0: Array,
-                     dq: Array) -> tuple[Array, Array, Array]:
-    """``(M, C q', G)`` from the base regressor rows (n + 2, n, p) of the states ``(q, 0, 0)``,
-    ``(q, 0, e_j)``, ``(q, q', 0)`` (:meth:`DynamicModel.dynamics_terms`): ``tau_s = Y_s beta``;
-    ``G + f0`` the first, ``M``'s column j the next less it, ``C q' + t_f(q')`` the last less it
-    (the regressor's Coulomb columns are ``sign(q')``)."""
-    k, n = rows.shape[0], rows.shape[1]
-    tau = np.zeros((k, n))
-    for s in range(k):
-        for i in range(n):
-            for c in range(beta.shape[0]):
-                tau[s, i] += rows[s, i, c] * beta[c]
-    m = np.empty((n, n))
-    for i in range(n):
-        for j in range(n):
-            m[i, j] = tau[1 + j, i] - tau[0, i]
-    coriolis = tau[n + 1] - tau[0] - friction_torque_compiled(fv, fc, 0.0, dq, np.sign(dq))
-    return m, coriolis, tau[0] - f0
-
-
 @dataclass
 class ModelWorkspace:
     """The buffers of one thread's single-state calls of a :class:`DynamicModel` (Pinocchio's ``Data``
     beside its ``Model``): one regressor row block (zeroed once: the generated code always writes the
-    same entries), the n + 2 stacked states of :meth:`DynamicModel.dynamics_terms` with the terms of
-    the last state, the 3 n + 1 stacked states of :meth:`DynamicModel.momentum_terms`
+    same entries), the state ``(q, q')`` and the terms of the last call of
+    :meth:`DynamicModel.dynamics_terms`, the 3 n + 1
+    stacked states of :meth:`DynamicModel.momentum_terms`
     ``(q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)``."""
 
     out1: Array
-    q_many: Array
-    dq_many: Array
-    ddq_many: Array
-    out_many: Array
+    state: Array
     mt_q: Array
     mt_dq: Array
     mt_ddq: Array
@@ -112,9 +94,7 @@ class ModelWorkspace:
         """Buffers for ``n`` joints, ``standard`` standard and ``base`` base parameters."""
         mt_ddq = np.zeros((3 * n + 1, n))
         mt_ddq[1 : n + 1] = np.eye(n)
-        return cls(out1=np.zeros((n, standard)), q_many=np.zeros((n + 2, n)), dq_many=np.zeros((n + 2, n)),
-                   ddq_many=np.concatenate([np.zeros((1, n)), np.eye(n), np.zeros((1, n))]),
-                   out_many=np.zeros((n + 2, n, base)), mt_q=np.zeros((3 * n + 1, n)),
+        return cls(out1=np.zeros((n, standard)), state=np.zeros((2, n)), mt_q=np.zeros((3 * n + 1, n)),
                    mt_dq=np.zeros((3 * n + 1, n)), mt_ddq=mt_ddq, mt_out=np.zeros((3 * n + 1, n, base)))
 
 
@@ -166,6 +146,9 @@ class DynamicModel:
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
         self._mt_inertial = self.beta * self._inertial_mask
+        self._geometry = chain_geometry(self.chain)
+        self._gravity = np.ascontiguousarray(self.chain.gravity, dtype=float)
+        self._links, self._rotor = link_parameters(self._chi)
 
     def workspace(self) -> ModelWorkspace:
         """The calling thread's buffers of the single-state algorithms (made at its first call): the
@@ -321,7 +304,9 @@ class DynamicModel:
     # -- single sample (what a 1 kHz controller calls each cycle) --------------------------------
 
     def _vector(self, name: str, x: Any) -> Array:
-        arr = x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=float)
+        # a C-contiguous writable float array as it is, anything else copied into one: one argument type for
+        # the compiled code (a read-only or strided state would compile it again, inside a control loop)
+        arr = x if type(x) is np.ndarray and x.dtype is _FLOAT and x.flags.carray else np.array(x, dtype=float)
         if arr.shape != self._single_shape:
             raise ValueError(f"{name} must have shape ({self.n_joints},), got {arr.shape}")
         # x . x is finite for every joint value (cheaper than isfinite().all() each control cycle)
@@ -354,31 +339,34 @@ class DynamicModel:
         return tau
 
     def dynamics_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
-        """``(M(q), C(q, q') q', G(q))`` of one state in one compiled call of n + 2 stacked states:
-        ``(q, 0, 0)``, ``(q, 0, e_j)`` and ``(q, q', 0)``; read-only arrays, kept for the next call on
-        the same state (a control cycle's law and safety guard both need them), per thread
-        (:meth:`workspace`)."""
-        workspace = self.workspace()
-        kept_key, kept = workspace.kept_terms
-        if type(q) is np.ndarray and type(dq) is np.ndarray and q.dtype == dq.dtype == np.float64 \
-                and q.tobytes() + dq.tobytes() == kept_key:
-            return kept  # the same bytes as a state checked before (the safety guard after its law)
-        q, dq = self._vector("q", q), self._vector("dq", dq)
-        key = q.tobytes() + dq.tobytes()
-        terms = self._dynamics_terms(q, dq, workspace)
-        for array in terms:
-            array.flags.writeable = False
-        workspace.kept_terms = (key, terms)
-        return terms
+        """``(M(q), C(q, q') q', G(q))`` of one state in one compiled Newton-Euler call on the equivalent
+        standard parameters (:func:`~.joint_space_terms.mass_coriolis_gravity`); read-only views of
+        :meth:`packed_dynamics_terms`, kept for the next call on the same state (a control cycle's law
+        and safety guard both need them), per thread (:meth:`workspace`)."""
+        packed = self.packed_dynamics_terms(q, dq)
+        n = self.n_joints
+        return packed[:n], packed[n], packed[n + 1]
 
-    def _dynamics_terms(self, q: Array, dq: Array, workspace: ModelWorkspace) -> tuple[Array, Array, Array]:
-        if self._module is None:
-            return self.mass_matrix(q), self.coriolis_vector(q, dq), self.gravity(q)
-        n, w = self.n_joints, workspace
-        w.q_many[:] = q
-        w.dq_many[n + 1] = dq
-        self._module.regressor_many(w.q_many, w.dq_many, w.ddq_many, self.base.independent, w.out_many)
-        return _terms_from_rows(w.out_many, self.beta, self._fv, self._fc, self._f0, w.dq_many[n + 1])
+    def packed_dynamics_terms(self, q: Any, dq: Any) -> Array:
+        """:meth:`dynamics_terms` packed in one read-only (n + 4, n) array, rows ``M``, ``C q'``, ``G``,
+        ``q``, ``q'`` (what a compiled control kernel takes: the terms with their state), kept for the
+        next call on the same state."""
+        workspace = self.workspace()
+        state = workspace.state
+        if type(q) is np.ndarray and type(dq) is np.ndarray and q.dtype is _FLOAT and dq.dtype is _FLOAT \
+                and q.shape == dq.shape == self._single_shape:
+            key = q.tobytes() + dq.tobytes()
+            kept_key, kept = workspace.kept_terms
+            if key == kept_key:
+                return kept  # the same bytes as the state before (the safety guard after its law)
+        else:  # anything else is checked and converted first
+            q, dq = self._vector("q", q), self._vector("dq", dq)
+            key = q.tobytes() + dq.tobytes()
+        state[0], state[1] = q, dq
+        packed = mass_coriolis_gravity(self._geometry, self._links, self._rotor, self._gravity, state)  # checks finite
+        packed.flags.writeable = False
+        workspace.kept_terms = (key, packed)
+        return packed
 
     def momentum_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
         """``(M(q), C(q, q')^T q', G(q))`` of one state (what the momentum observer needs: ``M' = C + C^T``),
