@@ -374,14 +374,14 @@ _KP, _KD, _KI, _COULOMB = range(4)
 
 @numba.njit(cache=True, nogil=True)
 def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Array, friction: Array, integral: Array,
-                           step: float, integrating: bool, compensate: bool) -> Array:
+                           step: float, compensate: bool) -> Array:
     """(4.8) with the integral action (module docstring), compiled: ``terms`` the model's ``M``, ``C q'``,
     ``G`` with their state ``q``, ``q'`` (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
     the reference of the trajectory's segment ``block`` at ``local`` (:func:`~.trajectory.segment_state`),
     ``gains`` rows ``Kp``, ``Kd``, ``Ki``, ``fc``, ``friction`` the laws' friction rows
-    (:attr:`~.terms.ModelTerms.friction_rows`, at ``q'_d`` if ``compensate``). With ``integrating``
-    the integral ``integral`` (rad s, in place) advances by ``e step`` and is bounded by
-    ``|M_jj Ki_j integral_j| <= fc_j`` (a joint without ``Ki`` has none)."""
+    (:attr:`~.terms.ModelTerms.friction_rows`, at ``q'_d`` if ``compensate``). The integral ``integral``
+    (rad s, in place) advances by ``e step`` and is bounded by ``|M_jj Ki_j integral_j| <= fc_j`` (a
+    joint without ``Ki`` or without Coulomb friction has none)."""
     n = terms.shape[1]
     q, dq = terms[n + 2], terms[n + 3]
     reference = segment_state(block, local)
@@ -390,7 +390,7 @@ def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Arra
         error = reference[0, j] - q[j]
         v[j] = reference[2, j] + gains[_KD, j] * (reference[1, j] - dq[j]) + gains[_KP, j] * error
         ki = gains[_KI, j]
-        if integrating and ki > 0.0:
+        if ki > 0.0:
             integral[j] += error * step
             bound = gains[_COULOMB, j] / (terms[j, j] * ki)  # M_jj > 0
             integral[j] = min(max(integral[j], -bound), bound)
@@ -498,7 +498,7 @@ class ComputedTorqueController(ModelLaw):
             self._integral_time = t
         block, local = self.trajectory.segment(t - self.start_time)
         return computed_torque_kernel(terms, block, local, self._gains, self.terms.friction_rows, self._integral, step,
-                                      self._integrating, self.friction_compensation)
+                                      self.friction_compensation)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -184,7 +184,7 @@ _LATE = "late"  # a joint state older than state_timeout: coast or fault (Safety
 
 def _finite(x: Array) -> bool:
     """All entries finite: ``x . x`` is NaN or infinite otherwise (and for |x| > 1e154, no joint value)."""
-    return math.isfinite(x @ x)
+    return math.isfinite(x.dot(x))  # ndarray.dot: half the cost of @ on a few entries
 
 
 def smoothstep(x: float) -> float:
@@ -232,24 +232,24 @@ def stall_kernel(tau: Array, dq: Array, terms: Array, friction: Array, reach: Ar
 
 # rows of SafetyGuard's constant per-joint bounds (bound_kernel's ``rows``)
 (_LIMIT, _DAMPING, _GUARD_VELOCITY, _GUARD_WIDTH, _UPPER_ZONE, _LOWER_ZONE, _UPPER_BRAKING, _LOWER_BRAKING,
- _POSITION_MAX, _POSITION_MIN, _BRAKING) = range(11)
-# rows of its per-cycle buffer (bound_kernel's ``work``)
-_TAU, _DQ, _Q = range(3)
+ _POSITION_MAX, _POSITION_MIN, _BRAKING, _REACH) = range(12)
+# and its scalars (bound_kernel's ``constants``)
+_MARGIN, _SLOWEST_GUARD, _RATE_SCALE, _STALL = range(4)
 
 
 @numba.njit(cache=True, nogil=True)
-def bound_kernel(work: Array, terms: Array, rows: Array, friction: Array, reach: Array, margin: float,
-                 slowest_guard: float, rate_scale: float, stall: bool) -> tuple[Array, Array]:
+def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constants: Array) -> tuple[Array, Array]:
     """Steps 5-7 of the module docstring, compiled: the joint-limit zones (only where a joint is
     inside its braking zone), the velocity guard (only where one moves faster than the slowest guard
-    speed), the stall bound (:func:`stall_kernel`, if ``stall``) and the saturation. ``work`` rows
-    ``tau``, ``q'``, ``q``; ``terms`` the model's packed ``M``, ``C q'``, ``G`` (read with ``stall``,
-    and ``G`` inside a zone); ``rows`` the guard's bounds (torque limit, limit damping, guard speed and
-    width, zones, braking zones, position limits, ``2 a_b``). Returns ``(tau, saturated)``;
-    ``work``'s ``tau`` row ends as the zones' result."""
-    n = work.shape[1]
-    tau, dq, q = work[_TAU], work[_DQ], work[_Q]
-    g = terms[n + 1]
+    speed), the stall bound (:func:`stall_kernel`, if on) and the saturation of ``tau`` (a buffer: it
+    ends as the zones' result). ``terms`` the model's packed ``M``, ``C q'``, ``G`` and the state ``q``,
+    ``q'``; ``rows`` the guard's bounds (torque limit, limit damping, guard speed and width, zones,
+    braking zones, position limits, ``2 a_b``, the stall bound's reach ``s velocity_max / T``);
+    ``constants`` the zone width ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the
+    stall bound on. Returns ``(tau, saturated)``."""
+    n = tau.shape[0]
+    g, q, dq = terms[n + 1], terms[n + 2], terms[n + 3]
+    margin, slowest_guard = constants[_MARGIN], constants[_SLOWEST_GUARD]
     limit, d = rows[_LIMIT], rows[_DAMPING]
     near = False
     fast = False
@@ -276,7 +276,8 @@ def bound_kernel(work: Array, terms: Array, rows: Array, friction: Array, reach:
             t = max(t, -(1.0 - w_low) * limit[j] + w_low * g[j] - w_low * d[j] * min(dq[j] + v_low, 0.0)
                     + (low - w_low) * limit[j])
             tau[j] = t
-    out = stall_kernel(tau, dq, terms, friction, reach, rate_scale) if stall else tau.copy()
+    out = stall_kernel(tau, dq, terms, friction, rows[_REACH], constants[_RATE_SCALE]) if constants[_STALL] > 0.0 \
+        else tau.copy()
     saturated = np.zeros(n, dtype=np.bool_)
     for j in range(n):
         saturated[j] = abs(out[j]) > limit[j]
@@ -316,18 +317,17 @@ class SafetyGuard:
         braking_zone = np.maximum(np.square(self._guard_velocity) / self._braking, config.limit_margin)
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
+        self._stall = config.stall_time > 0.0
+        reach = STALL_VELOCITY * arm.velocity_max / config.stall_time if self._stall else np.zeros(n)
         # bound_kernel's arguments: fixed-type buffers (C-ordered, writable: no compilation for a new argument
         # type inside the control loop)
         self._rows = np.ascontiguousarray(np.stack([
             self.torque_limit, self.limit_damping, self._guard_velocity, np.broadcast_to(self._guard_width, (n,)),
             self._upper_zone, self._lower_zone, self._upper_braking, self._lower_braking, arm.position_max,
-            arm.position_min, self._braking]), dtype=float)
-        self._work = np.zeros((3, n))
-        self._no_terms = np.zeros((n + 4, n))  # bound_kernel's terms where it reads none (no stall bound, no zone)
-        self._no_terms.flags.writeable = False  # the model's are read-only: one argument type
-        self._stall = config.stall_time > 0.0
-        self._stall_reach = STALL_VELOCITY * arm.velocity_max / config.stall_time if self._stall else np.zeros(n)
-        self._stall_rate = 1.0 / config.stall_time if self._stall else 0.0
+            arm.position_min, self._braking, reach]), dtype=float)
+        self._constants = np.array([config.limit_margin, self._slowest_guard,
+                                    1.0 / config.stall_time if self._stall else 0.0, float(self._stall)])
+        self._tau = np.zeros(n)
         self._set_terms(model)
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
@@ -463,15 +463,13 @@ class SafetyGuard:
         """Joint-limit and velocity guards (only evaluated inside a zone), the stall bound, then
         saturation (:func:`bound_kernel`). The stall bound needs ``M``, ``C q'``, ``G`` at the state:
         one compiled model call, which a computed-torque law has just made (the model keeps them);
-        without it they are evaluated only inside a zone (``G``)."""
-        work = self._work
-        work[_TAU], work[_DQ], work[_Q] = tau, dq, q
-        if self._stall or (q > self._upper_braking).any() or (q < self._lower_braking).any() or \
-                np.abs(dq).max() > self._slowest_guard:  # the kernel's zone test: G is read
-            terms = self._terms.model.packed_dynamics_terms(q, dq)
-        else:
-            terms = self._no_terms
-        tau, self.saturated = bound_kernel(work, terms, self._rows, self._terms.friction_rows, self._stall_reach,
-                                           self.config.limit_margin, self._slowest_guard, self._stall_rate,
-                                           self._stall)
+        without it they are evaluated only inside a zone (for ``G``), and outside every zone the
+        torque is only saturated."""
+        if not self._stall and not ((q > self._upper_braking).any() or (q < self._lower_braking).any()
+                                    or np.abs(dq).max() > self._slowest_guard):  # the kernel's zone test
+            self.saturated = np.abs(tau) > self.torque_limit
+            return np.clip(tau, -self.torque_limit, self.torque_limit)
+        terms = self._terms.model.packed_dynamics_terms(q, dq)
+        self._tau[:] = tau  # one argument type, whatever array the law returned
+        tau, self.saturated = bound_kernel(self._tau, terms, self._rows, self._terms.friction_rows, self._constants)
         return tau

@@ -306,11 +306,11 @@ class DynamicModel:
     def _vector(self, name: str, x: Any) -> Array:
         # a C-contiguous writable float array as it is, anything else copied into one: one argument type for
         # the compiled code (a read-only or strided state would compile it again, inside a control loop)
-        arr = x if type(x) is np.ndarray and x.dtype is _FLOAT and x.flags.carray else np.array(x, dtype=float)
+        arr = x if type(x) is np.ndarray and x.dtype == _FLOAT and x.flags.carray else np.array(x, dtype=float)
         if arr.shape != self._single_shape:
             raise ValueError(f"{name} must have shape ({self.n_joints},), got {arr.shape}")
         # x . x is finite for every joint value (cheaper than isfinite().all() each control cycle)
-        if not math.isfinite(arr @ arr) and not np.isfinite(arr).all():
+        if not math.isfinite(arr.dot(arr)) and not np.isfinite(arr).all():
             raise ValueError(f"{name} contains NaN or infinite values")
         return arr
 
@@ -353,7 +353,7 @@ class DynamicModel:
         next call on the same state."""
         workspace = self.workspace()
         state = workspace.state
-        if type(q) is np.ndarray and type(dq) is np.ndarray and q.dtype is _FLOAT and dq.dtype is _FLOAT \
+        if type(q) is np.ndarray and type(dq) is np.ndarray and q.dtype == _FLOAT and dq.dtype == _FLOAT \
                 and q.shape == dq.shape == self._single_shape:
             key = q.tobytes() + dq.tobytes()
             kept_key, kept = workspace.kept_terms
