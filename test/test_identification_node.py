@@ -674,6 +674,30 @@ def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
         assert h.spin_until(lambda: finished(h), 150.0) and h.phase() is ExperimentPhase.DONE, \
             h.node.runner.session.reason
     identified = h.node.runner.last_model
+    # the model the node wrote is loaded as the target in its worker (a load of 0.5-1.8 s in the service
+    # made the recalibration's first commands late): the service loads nothing, unless the file changed since
+    from youbot_dynamics.identification.experiment import runner as runner_module
+    loads = []
+
+    def counted(path, arm):
+        loads.append(path)
+        return original(path, arm)
+
+    original = runner_module.ModelToUpdate.load
+    runner_module.ModelToUpdate.load = counted
+    try:
+        target = h.node.runner.calibration_target(identified)
+        assert loads == [] and np.array_equal(target.model.beta, load_model(identified).beta)
+        changed = identified.with_name("copy.yaml")
+        changed.write_bytes(identified.read_bytes())
+        h.node.runner.calibration_target(changed)
+        stamp = identified.stat().st_mtime_ns
+        os.utime(identified, ns=(stamp + 10**9, stamp + 10**9))
+        h.node.runner.calibration_target(identified)
+        assert loads == [changed, identified]
+        changed.unlink()
+    finally:
+        runner_module.ModelToUpdate.load = original
     mass, position = 0.4, [0.0, 0.0, 0.05]
     with h.sim._lock:
         h.sim.sim.set_payload(mass, position)
