@@ -56,6 +56,7 @@ DEFAULT_EPS = 0.05  # [rad/s] smooth Coulomb velocity scale (real youBot: 0.02-0
 DEFAULT_STRIBECK_VELOCITY = 0.1  # [rad/s]
 #: rows of :meth:`FrictionModel.rows`: what a compiled kernel needs of a smooth friction model, per joint
 FRICTION_ROWS = ("fv", "fc", "f0", "fa", "fs", "fl", "eps", "vs")
+_FV, _FC, _F0, _FA, _FS, _FL, _EPS, _VS = (FRICTION_ROWS.index(k) for k in FRICTION_ROWS)
 
 
 def coulomb_shape(dq: Any, eps: Any) -> Array:
@@ -99,10 +100,10 @@ def smooth_friction_torque(rows: Array, dq: Array, gravity: Array) -> Array:
     n = dq.shape[0]
     out = np.empty(n)
     for j in range(n):
-        s = math.tanh(dq[j] / rows[6, j])
-        extra = rows[3, j] * abs(s) + rows[4, j] * math.exp(-(dq[j] / rows[7, j]) ** 2) * s \
-            + rows[5, j] * abs(gravity[j]) * s
-        out[j] = friction_torque_compiled(rows[0, j], rows[1, j], rows[2, j], dq[j], s, extra)
+        s = math.tanh(dq[j] / rows[_EPS, j])
+        extra = rows[_FA, j] * abs(s) + rows[_FS, j] * math.exp(-(dq[j] / rows[_VS, j]) ** 2) * s \
+            + rows[_FL, j] * abs(gravity[j]) * s
+        out[j] = friction_torque_compiled(rows[_FV, j], rows[_FC, j], rows[_F0, j], dq[j], s, extra)
     return out
 
 
@@ -114,9 +115,9 @@ def kinetic_levels(rows: Array, gravity: Array) -> Array:
     n = gravity.shape[0]
     out = np.empty((2, n))
     for j in range(n):
-        level = rows[1, j] + rows[5, j] * abs(gravity[j])
-        out[0, j] = max(level + rows[3, j], 0.0)
-        out[1, j] = max(level - rows[3, j], 0.0)
+        level = rows[_FC, j] + rows[_FL, j] * abs(gravity[j])
+        out[0, j] = max(level + rows[_FA, j], 0.0)
+        out[1, j] = max(level - rows[_FA, j], 0.0)
     return out
 
 

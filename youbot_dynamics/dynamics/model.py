@@ -77,9 +77,8 @@ class ModelWorkspace:
     """The buffers of one thread's single-state calls of a :class:`DynamicModel` (Pinocchio's ``Data``
     beside its ``Model``): one regressor row block (zeroed once: the generated code always writes the
     same entries), the state ``(q, q')`` and the terms of the last call of
-    :meth:`DynamicModel.dynamics_terms`, the 3 n + 1
-    stacked states of :meth:`DynamicModel.momentum_terms`
-    ``(q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)``."""
+    :meth:`DynamicModel.dynamics_terms`, the 3 n + 1 stacked states of
+    :meth:`DynamicModel.momentum_terms` ``(q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)``."""
 
     out1: Array
     state: Array
