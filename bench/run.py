@@ -132,6 +132,7 @@ def bench_dynamics() -> dict:
     pin_rnea_us = median_call_us(lambda: pin.rnea(pmodel, pdata, q1, dq1, ddq1))
     cycle_mean_us, cycle_median_us = control_cycle_us(arm, model)
     pin_terms_us = pinocchio_rnea_crba_us(arm)
+    observer_us, pin_momentum_us = observer_update_us(arm, model), pinocchio_momentum_terms_us(arm)
     derive_s = fresh_process_s("from youbot_dynamics.dynamics import symbolic; symbolic.youbot_regressor_source()")
     load_s = fresh_process_s("from youbot_dynamics.dynamics.nominal import nominal_model; "
                              "from youbot_dynamics.arm.description import default_arm; import numpy as np; "
@@ -151,6 +152,9 @@ def bench_dynamics() -> dict:
         "pinocchio_rnea_crba_median_us": pin_terms_us,
         "control_cycle_ratio_to_pinocchio_rnea_crba": cycle_median_us / pin_terms_us,
         "guard_cycle_cost_ratio_to_law": guard_cost_ratio(arm, model),
+        "observer_update_median_us": observer_us,
+        "pinocchio_crba_coriolis_gravity_median_us": pin_momentum_us,
+        "observer_update_ratio_to_pinocchio_terms": observer_us / pin_momentum_us,
         **bench_generated_regressor(arm, chain),
     }
 
@@ -236,6 +240,41 @@ def pinocchio_rnea_crba_us(arm) -> float:
     q = 0.5 * (arm.position_min + arm.position_max)
     dq = np.full(arm.n_joints, 0.3)
     return median_call_us(lambda: (pin.rnea(pmodel, pdata, q, dq, dq), pin.crba(pmodel, pdata, q)))
+
+
+def observer_update_us(arm, model) -> float:
+    """Median cost [us] of one external-torque update with collision detection (the observer's share of
+    a controller's cycle: ``M q'``, ``C^T q'``, ``G``, friction, the residual, the stiction-widened
+    thresholds) on the states of :func:`tracking_cycle`, each new, 1 ms apart."""
+    from youbot_dynamics.control.observer import STICTION_FACTOR, CollisionDetector, MomentumObserver
+
+    _, _, states = tracking_cycle(arm, model)
+    observer, detector = MomentumObserver(model), CollisionDetector(np.full(arm.n_joints, 0.5))
+    tau = np.zeros(arm.n_joints)
+    times = np.empty((REPEATS, len(states)))
+    for row in range(REPEATS):
+        for k, (tk, q, dq) in enumerate(states):
+            t = row + tk
+            start = time.perf_counter()
+            r = observer.update_measured(t, q, dq, tau)
+            detector.update(t, r, dq, STICTION_FACTOR * np.maximum(*observer.terms.kinetic_levels(observer.gravity)))
+            times[row, k] = time.perf_counter() - start
+    return float(np.median(times) * 1e6)
+
+
+def pinocchio_momentum_terms_us(arm) -> float:
+    """Median cost [us] of Pinocchio's CRBA, Coriolis matrix and generalized gravity of one state (the
+    terms the observer needs: ``M``, ``C``, ``G``), its update's anchor in the same run."""
+    import pinocchio as pin
+
+    from youbot_dynamics.arm.urdf import generate_urdf
+
+    pmodel = pin.buildModelFromXML(generate_urdf(arm))
+    pdata = pmodel.createData()
+    q = 0.5 * (arm.position_min + arm.position_max)
+    dq = np.full(arm.n_joints, 0.3)
+    return median_call_us(lambda: (pin.crba(pmodel, pdata, q), pin.computeCoriolisMatrix(pmodel, pdata, q, dq),
+                                   pin.computeGeneralizedGravity(pmodel, pdata, q)))
 
 
 def guard_cost_ratio(arm, model) -> float:

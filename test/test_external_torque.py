@@ -455,14 +455,15 @@ def test_float_takes_energy_out_of_the_frictionless_arm(arm):
 
 
 def test_momentum_terms_against_finite_differences(true_model):
-    """``DynamicModel.momentum_terms``: ``M`` and ``G`` as the model's own, and ``C^T q'`` from the
-    skew symmetry ``M' = C + C^T`` with ``M'`` by central finite differences along ``q'`` (physics,
-    independent of the polarisation the method uses): ``C^T q' = M' q' - C q'``."""
+    """``DynamicModel.momentum_terms``: ``p = M q'`` and ``G`` as the model's own (the generated
+    regressor's), and ``C^T q'`` from the skew symmetry ``M' = C + C^T`` with ``M'`` by central finite
+    differences along ``q'`` (physics, independent of the polarisation the method uses):
+    ``C^T q' = M' q' - C q'``."""
     rng = np.random.default_rng(7)
     for _ in range(5):
         q, dq = rng.uniform(-2.0, 2.0, 5), rng.uniform(-1.5, 1.5, 5)
-        m, coriolis_t, g = true_model.momentum_terms(q, dq)
-        np.testing.assert_allclose(m, true_model.mass_matrix(q), atol=1e-12)
+        p, coriolis_t, g = true_model.momentum_terms(q, dq)
+        np.testing.assert_allclose(p, true_model.mass_matrix(q) @ dq, atol=1e-12)
         np.testing.assert_allclose(g, true_model.gravity(q), atol=1e-12)
         h = 1e-6
         m_dot = (true_model.mass_matrix(q + h * dq) - true_model.mass_matrix(q - h * dq)) / (2 * h)

@@ -84,8 +84,8 @@ CYCLES = textwrap.dedent("""
     from youbot_dynamics.control.laws import computed_torque_kernel
     from youbot_dynamics.control.safety import SafetyConfig, bound_kernel
     from youbot_dynamics.control.trajectory import segment_state
-    from youbot_dynamics.dynamics.friction import kinetic_levels
-    from youbot_dynamics.dynamics.joint_space_terms import mass_coriolis_gravity
+    from youbot_dynamics.dynamics.friction import kinetic_levels, smooth_friction_torque
+    from youbot_dynamics.dynamics.joint_space_terms import mass_coriolis_gravity, momentum_coriolis_gravity
     from youbot_dynamics.dynamics.shipped import shipped_module
     from youbot_dynamics.dynamics.chain import DHChain
     from youbot_dynamics.dynamics.nominal import nominal_model
@@ -93,8 +93,8 @@ CYCLES = textwrap.dedent("""
     # what Python calls (the kernels they call are compiled into them: stall_kernel, _newton_euler, the friction)
     arm = default_arm()
     generated = shipped_module(DHChain.from_arm(arm))
-    kernels = (bound_kernel, mass_coriolis_gravity, computed_torque_kernel, segment_state, kinetic_levels,
-               generated.regressor_single, generated.regressor_many)
+    kernels = (bound_kernel, mass_coriolis_gravity, momentum_coriolis_gravity, computed_torque_kernel, segment_state,
+               kinetic_levels, smooth_friction_torque, generated.regressor_single, generated.regressor_many)
     compile_kernels(arm, batches=False)
     warm = [len(k.signatures) for k in kernels]
     model = nominal_model(arm)[0]
@@ -113,7 +113,9 @@ CYCLES = textwrap.dedent("""
             for q, dq in states:
                 guard.command(0.0, 0.0, q, dq, law.torque)
                 law.desired_position(0.0)  # a node's ~/state
-                law.terms.kinetic_levels(law.terms.gravity(q))  # the observer's
+                gravity = law.terms.gravity(q)
+                law.terms.kinetic_levels(gravity)  # the observer's
+                law.terms.friction(dq, gravity=gravity)
                 model.momentum_terms(q, dq)
             guard.fault("test")
             guard.command(0.0, 0.0, middle, np.zeros(5), law.torque)  # the hold

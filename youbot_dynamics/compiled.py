@@ -86,7 +86,7 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
         zero = np.zeros(arm.n_joints)
         model.inverse_dynamics_single(q, zero, zero)
         # a computed-torque cycle inside the safety guard: the law's and the guard's kernels, the reference a
-        # node publishes, the observer's friction levels
+        # node publishes, the observer's terms and friction (levels and torque)
         law = ComputedTorqueController(model, arm)
         law.hold(q)
         guard = SafetyGuard(arm, model)
@@ -94,7 +94,8 @@ def compile_kernels(arm: ArmDescription, batches: bool = True) -> dict[str, floa
         guard.command(0.0, 0.0, q, zero, law.torque)
         law.reference(0.0)
         law.terms.kinetic_levels(zero)
-        model.momentum_terms(q, zero)  # the external-torque observer's (the generated regressor of stacked states)
+        law.terms.friction(zero, gravity=zero)
+        model.momentum_terms(q, zero)
         if batches:
             many = np.tile(q, (PARALLEL_SAMPLES, 1))
             model.inverse_dynamics(many, np.zeros_like(many), np.zeros_like(many))

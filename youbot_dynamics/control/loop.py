@@ -28,6 +28,7 @@ from ..dynamics.payload import Payload, with_payload
 from .release import release_waypoints
 from .safety import GuardState, SafetyGuard
 from .state_check import JointStateMonitor
+from .terms import all_finite
 from .trajectory import GoalArrival, TrajectoryError
 from .velocity import VelocityFromPositions
 
@@ -107,7 +108,7 @@ class ControlLoop:
             self.guard.fault(problem, trust_states=False)  # only while enabled; reported by the next cycle
             if self.velocity is not None:  # nothing differentiated against a state that is not the arm's
                 self.velocity.reset()
-        elif self.velocity is not None and np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
+        elif self.velocity is not None and all_finite(q) and all_finite(dq):
             dq = self.velocity.update(self.stamp, q, dq)
         self.state = (arrival, q, dq, effort)
         if problem is None:

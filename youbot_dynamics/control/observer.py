@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..dynamics.model import DynamicModel
-from .terms import FRICTION_EPS, ModelTerms, per_joint
+from .terms import FRICTION_EPS, ModelTerms, all_finite, per_joint
 
 __all__ = ["OBSERVER_GAIN", "COLLISION_FACTOR", "THRESHOLD_FLOOR", "STICTION_FACTOR", "STICTION_VELOCITY",
            "STICTION_HOLD_TIME", "MomentumObserver", "CollisionDetector", "collision_thresholds", "unfitted_rms"]
@@ -103,11 +103,11 @@ class MomentumObserver:
 
     def momentum_terms(self, q: Array, dq: Array) -> tuple[Array, Array]:
         """``(p, C^T q' - G - t_f)`` at ``(q, q')``: the momentum ``M(q) q'`` and the model's part of ``p'``
-        (:meth:`~..dynamics.model.DynamicModel.momentum_terms`: one compiled call); keeps ``G`` in
-        :attr:`gravity`."""
-        m, coriolis_t, g = self.model.momentum_terms(q, dq)
+        (:meth:`~..dynamics.model.DynamicModel.momentum_terms` and the compiled friction of
+        :meth:`~.terms.ModelTerms.friction`); keeps ``G`` in :attr:`gravity`."""
+        p, coriolis_t, g = self.model.momentum_terms(q, dq)
         self.gravity = g
-        return m @ dq, coriolis_t - g - self.terms.friction(dq, gravity=g)
+        return p, coriolis_t - g - self.terms.friction(dq, gravity=g)
 
     def update(self, t: float, q: Any, dq: Any, tau: Any) -> Array:
         """The residual ``r`` (n,) [N m] (the external torque estimate) at the joint state ``(q, q')`` of
@@ -145,7 +145,7 @@ class MomentumObserver:
 
 def _finite_vector(name: str, x: Any, n: int) -> Array:
     arr = np.asarray(x, dtype=float)
-    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+    if arr.shape != (n,) or not all_finite(arr):
         raise ValueError(f"{name} must be {n} finite values, got {np.asarray(x).tolist()}")
     return arr
 

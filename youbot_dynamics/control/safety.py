@@ -125,7 +125,7 @@ from numpy.typing import NDArray
 from ..arm.description import ArmDescription, check_joint_values
 from ..dynamics.friction import FRICTION_ROWS, kinetic_levels
 from ..dynamics.model import DynamicModel
-from .terms import ModelTerms, bandwidth_gains, per_joint, reference_inertia
+from .terms import ModelTerms, all_finite, bandwidth_gains, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig",
            "SafetyGuard", "smoothstep", "stall_kernel"]
@@ -180,11 +180,6 @@ class SafetyConfig:
 
 
 _LATE = "late"  # a joint state older than state_timeout: coast or fault (SafetyGuard.command)
-
-
-def _finite(x: Array) -> bool:
-    """All entries finite: ``x . x`` is NaN or infinite otherwise (and for |x| > 1e154, no joint value)."""
-    return math.isfinite(x.dot(x))  # ndarray.dot: half the cost of @ on a few entries
 
 
 def smoothstep(x: float) -> float:
@@ -382,7 +377,7 @@ class SafetyGuard:
         if self.state is GuardState.ENABLED:
             if valid:
                 tau = law(stamp, q, dq)
-                if _finite(tau):
+                if all_finite(tau):
                     self._last_q, self._last_dq = q.copy(), dq.copy()
                     return self._ramped(now, q, dq, tau)
                 problem = "the control law returned NaN or infinite torques"
@@ -410,7 +405,7 @@ class SafetyGuard:
             return "no joint state received"
         if now - stamp > self.config.state_timeout:
             return _LATE
-        if not (_finite(q) and _finite(dq)):
+        if not (all_finite(q) and all_finite(dq)):
             return "joint state contains NaN or infinite values"
         return None
 

@@ -31,6 +31,7 @@ import numpy as np
 from geometry_msgs.msg import Inertia, WrenchStamped
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -75,13 +76,15 @@ class _Recorder:
 
     def __init__(self, client: Client, executable: str) -> None:
         self.client = client
-        self.estimates: list[JointState] = []
-        self.truth: list[JointState] = []
+        # serialized, decoded by pairs(): two 1 kHz streams beside the joint states and ~/state
+        self.estimates: list[bytes] = []
+        self.truth: list[bytes] = []
         self.status: list[str] = []
         node = client.node
         self._subscriptions = [
-            node.create_subscription(JointState, f"/{executable}/external_torque", self.estimates.append, 5000),
-            node.create_subscription(JointState, "/sim_node/external_torque_true", self.truth.append, 5000),
+            node.create_subscription(JointState, f"/{executable}/external_torque", self.estimates.append, 5000,
+                                     raw=True),
+            node.create_subscription(JointState, "/sim_node/external_torque_true", self.truth.append, 5000, raw=True),
             node.create_subscription(String, f"/{executable}/status", lambda m: self.status.append(m.data), 100)]
 
     def close(self) -> None:
@@ -90,11 +93,12 @@ class _Recorder:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(stamps, estimates, truth)`` matched by joint-state stamp (within 0.2 ms)."""
-        truth_t = np.array([stamp_seconds(m.header.stamp) for m in self.truth])
+        truths = [deserialize_message(data, JointState) for data in self.truth]
+        truth_t = np.array([stamp_seconds(m.header.stamp) for m in truths])
         order = np.argsort(truth_t)
-        truth_t, truth = truth_t[order], np.array([self.truth[k].effort for k in order])
+        truth_t, truth = truth_t[order], np.array([truths[k].effort for k in order])
         t, r, true = [], [], []
-        for m in self.estimates:
+        for m in (deserialize_message(data, JointState) for data in self.estimates):
             s = stamp_seconds(m.header.stamp)
             k = int(np.searchsorted(truth_t, s))
             near = [j for j in (k - 1, k) if 0 <= j < truth_t.size]

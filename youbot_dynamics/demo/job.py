@@ -272,7 +272,7 @@ def run_job(arm: ArmDescription, out: Path, arm_kind: str = "sim", timeout: floa
                                                recalibrate_payload if arm_process.external else None)
                 # control on the wall clock: a fresh arm process without /clock
                 with NodeProcess(executable, *arm_args):
-                    client.q = None
+                    client.forget_state()
                     client.wait_for(lambda: client.q is not None, 60.0, f"/joint_states from {executable}")
                     model = identification["parameters"]
                     regulation = run_regulation(client, [

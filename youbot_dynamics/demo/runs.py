@@ -14,6 +14,7 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
@@ -71,14 +72,28 @@ def format_vector(v: Any) -> str:
 
 @dataclass
 class ControlRun:
-    """One closed-loop run: a label, the executable and its parameters."""
+    """One closed-loop run: a label, the executable and its parameters, what it recorded."""
 
     label: str
     executable: str
     parameters: dict[str, Any]
-    rows: list[list[float]] = field(default_factory=list)  # ~/state: [q_d, q, e, tau, t]
+    #: the ~/state messages as they came, serialized (decoded when read: the job takes them at 500 Hz
+    #: beside the joint states, on a machine whose two cores the arm and the controller nearly fill)
+    messages: list[bytes] = field(default_factory=list)
     reports: list[dict[str, float]] = field(default_factory=list)
     arm_reports: list[dict[str, float]] = field(default_factory=list)  # the arm node's loop
+    _rows: list[list[float]] = field(default_factory=list, repr=False)
+
+    @property
+    def rows(self) -> list[list[float]]:
+        """~/state, one row per message: ``[q_d, q, e, tau, t]``."""
+        for data in self.messages[len(self._rows):]:
+            self._rows.append(list(deserialize_message(data, Float64MultiArray).data))
+        return self._rows
+
+    def last_time(self) -> float:
+        """The time [s] of the newest ~/state (its cycle's, on the controller's clock), -inf before the first."""
+        return deserialize_message(self.messages[-1], Float64MultiArray).data[-1] if self.messages else -np.inf
 
 
 class Client:
@@ -94,21 +109,43 @@ class Client:
         # lacked (it fell 1 s behind its joint states in a recalibration, stop 37)
         self.executor = create_executor(events=True, context=context)
         self.executor.add_node(self.node)
-        self.q: np.ndarray | None = None
-        self.dq: np.ndarray | None = None
+        self._q: np.ndarray | None = None
+        self._dq: np.ndarray | None = None
+        self._newest: bytes | None = None  # the newest joint state, serialized (decoded when read)
         self._reader = JointStateReader(arm.joint_names, require_velocity=False)
-        self.node.create_subscription(JointState, JOINT_STATES, self._on_joint_state, 1)
+        self.node.create_subscription(JointState, JOINT_STATES, self._on_joint_state, 1, raw=True)
         self.position = self.node.create_publisher(Float64MultiArray, POSITION_COMMANDS, 10)
         self.reset_client = self.node.create_client(Trigger, f"/{arm_node}/reset")
         self.run: ControlRun | None = None
         self.progress: DiagnosticStatus | None = None
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
-    def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            self.q, self.dq, _ = self._reader.read(msg)
-        except ValueError:  # not the arm's joints, NaN: wait for a good one
-            pass
+    def _on_joint_state(self, data: bytes) -> None:
+        self._newest = data  # 1 kHz: decoding each cost the job a tenth of a core it did not have
+
+    @property
+    def q(self) -> np.ndarray | None:
+        """The newest good joint state's positions (None before the first, or after :meth:`forget_state`)."""
+        self._decode_newest()
+        return self._q
+
+    @property
+    def dq(self) -> np.ndarray | None:
+        """Its velocities (None if it has none)."""
+        self._decode_newest()
+        return self._dq
+
+    def forget_state(self) -> None:
+        """Forget the joint state: :attr:`q` is None until a new one arrives."""
+        self._newest = self._q = self._dq = None
+
+    def _decode_newest(self) -> None:
+        data, self._newest = self._newest, None
+        if data is not None:
+            try:
+                self._q, self._dq, _ = self._reader.read(deserialize_message(data, JointState))
+            except ValueError:  # not the arm's joints, NaN: wait for a good one
+                pass
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         run = self.run
@@ -172,7 +209,7 @@ class Client:
             if not answer.success:
                 raise RuntimeError(f"reset failed: {answer.message}")
             self.spin_for(0.05)  # a joint state from before the reset may still be on its way
-            self.q = None
+            self.forget_state()
             self.wait_for(lambda: self.q is not None, 5.0, "a joint state after the reset")
         elif q is not None:
             self.wait_for(lambda: self.q is not None and np.max(np.abs(self.q - q)) < 2e-3, 20.0,
@@ -204,7 +241,7 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
             for a in ("-p", f"{k}:={json.dumps(v) if isinstance(v, bool) else v}")]
     enable = client.node.create_client(SetBool, f"/{run.executable}/enable")
     subscription = client.node.create_subscription(
-        Float64MultiArray, f"/{run.executable}/state", lambda m: run.rows.append(list(m.data)), 1000)
+        Float64MultiArray, f"/{run.executable}/state", run.messages.append, 1000, raw=True)
     try:
         with NodeProcess(run.executable, *args) as node:
             try:
@@ -212,7 +249,7 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
             except RuntimeError as exc:  # what the controller said meanwhile
                 status = "had exited" if node.process.poll() is not None else "was running (stopped now)"
                 node.stop()
-                raise RuntimeError(f"{exc} (/{run.executable}/state: {len(run.rows)} rows; the node {status}; "
+                raise RuntimeError(f"{exc} (/{run.executable}/state: {len(run.messages)} rows; the node {status}; "
                                    f"its output ends:\n{node.output()[-2000:]})") from None
     finally:
         client.run = None
@@ -307,7 +344,7 @@ def _controlled(client: Client, run: ControlRun, node: NodeProcess, enable: Any,
     client.spin_for(duration)
     end = time.perf_counter()
     # the rows carry the controller's times: a late client waits for those up to the end
-    client.wait_for(lambda: bool(run.rows) and run.rows[-1][-1] >= end, 10.0, "the ~/state of the run")
+    client.wait_for(lambda: run.last_time() >= end, 10.0, "the ~/state of the run")
     client.run = None
     client.call(enable, SetBool.Request(data=False))
     if node.process.poll() is not None:

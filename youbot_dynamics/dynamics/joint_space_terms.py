@@ -17,7 +17,8 @@ with gravity, ``C q'`` the pass at ``(q, q', 0)`` without it, column j of ``M`` 
 model's *equivalent standard* parameters (:meth:`~.base_parameters.BaseParameters.equivalent_standard`:
 ``Y chi = Y_b beta``, the recursion being linear in the parameters) it gives the base model's
 terms exactly; friction is not part of them. Checked against Pinocchio's CRBA / RNEA and the
-regressor formulation in ``test/test_model.py``.
+regressor formulation in ``test/test_model.py``. :func:`momentum_coriolis_gravity` gives a momentum
+observer's ``M q'``, ``C^T q'`` and ``G`` the same way.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from numpy.typing import NDArray
 from .chain import DHChain
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
-__all__ = ["chain_geometry", "link_parameters", "mass_coriolis_gravity"]
+__all__ = ["chain_geometry", "link_parameters", "mass_coriolis_gravity", "momentum_coriolis_gravity"]
 
 Array = NDArray[np.float64]
 
@@ -114,6 +115,25 @@ def _newton_euler(ct: Array, st: Array, geometry: Array, links: Array, dth: Arra
 
 
 @numba.njit(cache=True, nogil=True)
+def _joint_angles(geometry: Array, state: Array) -> tuple[Array, Array, Array]:
+    """``(cos theta, sin theta, theta')`` of the state rows ``q``, ``q'``; ``ValueError`` naming ``q``
+    or ``dq`` for a NaN or infinite value."""
+    q, dq = state[0], state[1]
+    n = q.shape[0]
+    for i in range(n):
+        if not math.isfinite(q[i]):
+            raise ValueError("q contains NaN or infinite values")
+        if not math.isfinite(dq[i]):
+            raise ValueError("dq contains NaN or infinite values")
+    ct, st, dth = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        theta = geometry[_OFFSET, i] + geometry[_DIRECTION, i] * q[i]
+        ct[i], st[i] = math.cos(theta), math.sin(theta)
+        dth[i] = geometry[_DIRECTION, i] * dq[i]
+    return ct, st, dth
+
+
+@numba.njit(cache=True, nogil=True)
 def mass_coriolis_gravity(geometry: Array, links: Array, rotor: Array, gravity: Array, state: Array) -> Array:
     """``M(q)``, ``C(q, q') q'``, ``G(q)`` of one state (module docstring) packed in one (n + 4, n)
     array with the state they are of: rows ``0..n-1`` ``M``, row ``n`` ``C q'``, row ``n + 1`` ``G``,
@@ -123,21 +143,11 @@ def mass_coriolis_gravity(geometry: Array, links: Array, rotor: Array, gravity: 
     the base frame's gravity acceleration, ``state`` rows ``q``, ``q'`` (a caller's buffer: one
     argument type, so no compilation for a read-only array inside a control loop). A state with NaN
     or infinite values raises ``ValueError`` naming ``q`` or ``dq``."""
-    q, dq = state[0], state[1]
-    n = q.shape[0]
-    for i in range(n):
-        if not math.isfinite(q[i]):
-            raise ValueError("q contains NaN or infinite values")
-        if not math.isfinite(dq[i]):
-            raise ValueError("dq contains NaN or infinite values")
-    ct, st = np.empty(n), np.empty(n)
-    zero, dth, unit = np.zeros(n), np.empty(n), np.zeros(n)
-    for i in range(n):
-        theta = geometry[_OFFSET, i] + geometry[_DIRECTION, i] * q[i]
-        ct[i], st[i] = math.cos(theta), math.sin(theta)
-        dth[i] = geometry[_DIRECTION, i] * dq[i]
+    ct, st, dth = _joint_angles(geometry, state)
+    n = ct.shape[0]
+    zero, unit = np.zeros(n), np.zeros(n)
     out = np.empty((n + 4, n))
-    out[n + 2], out[n + 3] = q, dq
+    out[n + 2], out[n + 3] = state[0], state[1]
     kin = np.empty((n, 9))
     _newton_euler(ct, st, geometry, links, zero, zero, -gravity, kin, out[n + 1])
     at_rest = np.zeros(3)
@@ -150,4 +160,38 @@ def mass_coriolis_gravity(geometry: Array, links: Array, rotor: Array, gravity: 
         for i in range(n):
             out[i, j] = column[i]
         out[j, j] += rotor[j]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def momentum_coriolis_gravity(geometry: Array, links: Array, rotor: Array, gravity: Array, state: Array) -> Array:
+    """What a momentum observer needs of one state, in one (3, n) array: rows ``p = M(q) q'``,
+    ``C(q, q')^T q'`` and ``G(q)`` (arguments as :func:`mass_coriolis_gravity`'s). ``p`` is the pass
+    at ``(q, 0, q')`` without gravity plus ``Ia q'``; column j of ``C`` is ``c(q', e_j)`` of the
+    symmetric bilinear form ``c(v, v) = C(q, v) v`` (the pass at ``(q, v, 0)`` without gravity: the
+    Christoffel form of ``C``, for which ``M' = C + C^T``), by polarisation
+    ``c(q', e_j) = (c(q' + e_j, q' + e_j) - c(q' - e_j, q' - e_j)) / 4``, and ``(C^T q')_j`` its dot
+    product with ``q'``: 2 n + 2 passes."""
+    ct, st, dth = _joint_angles(geometry, state)
+    dq = state[1]
+    n = ct.shape[0]
+    zero = np.zeros(n)
+    out = np.empty((3, n))
+    kin = np.empty((n, 9))
+    _newton_euler(ct, st, geometry, links, zero, zero, -gravity, kin, out[2])
+    at_rest = np.zeros(3)
+    _newton_euler(ct, st, geometry, links, zero, dth, at_rest, kin, out[0])
+    for i in range(n):
+        out[0, i] += rotor[i] * dq[i]
+    velocity, plus, minus = np.empty(n), np.empty(n), np.empty(n)
+    for j in range(n):
+        velocity[:] = dth
+        velocity[j] += geometry[_DIRECTION, j]
+        _newton_euler(ct, st, geometry, links, velocity, zero, at_rest, kin, plus)
+        velocity[j] -= 2.0 * geometry[_DIRECTION, j]
+        _newton_euler(ct, st, geometry, links, velocity, zero, at_rest, kin, minus)
+        total = 0.0
+        for i in range(n):
+            total += (plus[i] - minus[i]) * dq[i]
+        out[1, j] = 0.25 * total
     return out

@@ -35,7 +35,7 @@ from ..arm.description import check_joint_values
 from .base_parameters import BaseParameters, compute_base_parameters
 from .chain import DHChain
 from .friction import FrictionModel, friction_torque
-from .joint_space_terms import chain_geometry, link_parameters, mass_coriolis_gravity
+from .joint_space_terms import chain_geometry, link_parameters, mass_coriolis_gravity, momentum_coriolis_gravity
 from .parameters import LINK_PARAMETERS, PARAMETERS_PER_JOINT, ModelStructure
 from .shipped import shipped_module
 
@@ -76,25 +76,17 @@ def _drive_index(n: int, name: str) -> NDArray[np.int64]:
 class ModelWorkspace:
     """The buffers of one thread's single-state calls of a :class:`DynamicModel` (Pinocchio's ``Data``
     beside its ``Model``): one regressor row block (zeroed once: the generated code always writes the
-    same entries), the state ``(q, q')`` and the terms of the last call of
-    :meth:`DynamicModel.dynamics_terms`, the 3 n + 1 stacked states of
-    :meth:`DynamicModel.momentum_terms` ``(q, 0, 0), (q, 0, e_j), (q, q' + e_j, 0), (q, q' - e_j, 0)``."""
+    same entries), the state ``(q, q')`` of the compiled Newton-Euler calls and the terms of the last
+    call of :meth:`DynamicModel.dynamics_terms`."""
 
     out1: Array
     state: Array
-    mt_q: Array
-    mt_dq: Array
-    mt_ddq: Array
-    mt_out: Array
     kept_terms: tuple[bytes, Any] = (b"", None)
 
     @classmethod
-    def of(cls, n: int, standard: int, base: int) -> "ModelWorkspace":
-        """Buffers for ``n`` joints, ``standard`` standard and ``base`` base parameters."""
-        mt_ddq = np.zeros((3 * n + 1, n))
-        mt_ddq[1 : n + 1] = np.eye(n)
-        return cls(out1=np.zeros((n, standard)), state=np.zeros((2, n)), mt_q=np.zeros((3 * n + 1, n)),
-                   mt_dq=np.zeros((3 * n + 1, n)), mt_ddq=mt_ddq, mt_out=np.zeros((3 * n + 1, n, base)))
+    def of(cls, n: int, standard: int) -> "ModelWorkspace":
+        """Buffers for ``n`` joints and ``standard`` standard parameters."""
+        return cls(out1=np.zeros((n, standard)), state=np.zeros((2, n)))
 
 
 @dataclass
@@ -144,7 +136,6 @@ class DynamicModel:
         friction = np.concatenate([_drive_index(n, k) for k in ("fv", "fc", "f0")])
         self._inertial_mask = ~np.isin(self.base.independent, friction)  # beta entries of M, C and G
         self._fv, self._fc, self._f0 = (self._chi[_drive_index(n, k)] for k in ("fv", "fc", "f0"))
-        self._mt_inertial = self.beta * self._inertial_mask
         self._geometry = chain_geometry(self.chain)
         self._gravity = np.ascontiguousarray(self.chain.gravity, dtype=float)
         self._links, self._rotor = link_parameters(self._chi)
@@ -154,7 +145,7 @@ class DynamicModel:
         model itself holds no mutable buffer, so any thread may use it."""
         workspace = getattr(self._workspaces, "workspace", None)
         if workspace is None:
-            workspace = self._workspaces.workspace = ModelWorkspace.of(self.n_joints, self._chi.size, self.base.count)
+            workspace = self._workspaces.workspace = ModelWorkspace.of(self.n_joints, self._chi.size)
         return workspace
 
     @classmethod
@@ -368,23 +359,14 @@ class DynamicModel:
         return packed
 
     def momentum_terms(self, q: Any, dq: Any) -> tuple[Array, Array, Array]:
-        """``(M(q), C(q, q')^T q', G(q))`` of one state (what the momentum observer needs: ``M' = C + C^T``),
-        in one compiled call of 3 n + 1 stacked states: ``(q, 0, 0)``, ``(q, 0, e_j)`` and
-        ``(q, q' +- e_j, 0)``, whose inertial torques polarise ``C``'s columns as in
-        :meth:`coriolis_matrix`. Per-thread buffers (:meth:`workspace`)."""
-        q, dq = self._vector("q", q), self._vector("dq", dq)
-        if self._module is None:
-            return self.mass_matrix(q), self.coriolis_matrix(q, dq).T @ dq, self.gravity(q)
-        n, w = self.n_joints, self.workspace()
-        w.mt_q[:] = q
-        w.mt_dq[n + 1 : 2 * n + 1] = dq + np.eye(n)
-        w.mt_dq[2 * n + 1 :] = dq - np.eye(n)
-        self._module.regressor_many(w.mt_q, w.mt_dq, w.mt_ddq, self.base.independent, w.mt_out)
-        rest = w.mt_out[: n + 1] @ self.beta  # G + f0, then its sum with each column of M
-        m = (rest[1:] - rest[0]).T
-        c = w.mt_out[n + 1 :] @ self._mt_inertial
-        columns = (c[:n] - c[n:]) / 4.0  # row j: column j of C
-        return m, columns @ dq, rest[0] - self._f0
+        """``(M(q) q', C(q, q')^T q', G(q))`` of one state (the momentum and what a momentum observer
+        needs of ``p' = tau + C^T q' - G - t_f + tau_ext``: ``M' = C + C^T``) in one compiled
+        Newton-Euler call (:func:`~.joint_space_terms.momentum_coriolis_gravity`); friction is not part
+        of them. Per-thread buffers (:meth:`workspace`)."""
+        state = self.workspace().state
+        state[0], state[1] = self._vector("q", q), self._vector("dq", dq)
+        terms = momentum_coriolis_gravity(self._geometry, self._links, self._rotor, self._gravity, state)
+        return terms[0], terms[1], terms[2]
 
     def forward_dynamics(self, q: Any, dq: Any, tau: Any) -> Array:
         """``q'' = M^-1 (tau - C q' - G - t_f)``; raises :class:`PhysicalConsistencyError` if M is not PD."""
