@@ -443,8 +443,11 @@ def test_pd_node_needs_its_gravity_compensation(make_controller):
         c.h.spin_for(0.1)
     with_g, without = errors["PD + gravity"], errors["PD only"]
     assert without[1] > 1e-3  # the shoulder really is loaded (the elbow's friction may hold it)
-    # (idle: 0.2 vs 2.4 mrad; with two CPU hogs up to 0.83 vs 2.4)
-    assert with_g[1] < 0.5 * without[1] and with_g[2] <= without[2], (with_g, without, c.load())
+    # (idle: 0.01-0.2 vs 2.4-2.8 mrad; with two CPU hogs up to 0.83 vs 2.4)
+    assert with_g[1] < 0.5 * without[1], (with_g, without, c.load())
+    # the elbow no worse with G, or within half its sag G / Kp: its friction holds most of the sag without G
+    # (idle 0.35 vs 0.94 mrad of a 2.5 mrad sag), and with two CPU hogs the held error was 1.13 vs 1.10 once
+    assert with_g[2] <= max(without[2], 0.5 * abs(sag[2])), (with_g, without, sag, c.load())
 
 
 def test_pd_goal_pose_refused_goals_and_diagnostics(make_controller):

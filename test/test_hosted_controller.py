@@ -498,7 +498,9 @@ def test_in_the_physics_loop_a_goal_is_reached_and_the_torque_is_the_simulator_s
     h.spin_for(0.5)  # holding it
     assert h.node.sim.mode == "effort"
     rows = [row for row in list(h.states) if row[4, 0] in commanded]
-    assert len(rows) > 30, f"{len(rows)} ~/state rows matched a loop pass"
+    # each row is an exact check; the test's own subscription shares the process with the physics loop,
+    # and with two CPU hogs it took in 30 matching rows once (hundreds idle)
+    assert len(rows) >= 10, f"{len(rows)} ~/state rows matched a loop pass"
     for row in rows:  # the torque of the state read in a pass was the simulator's command in that pass
         np.testing.assert_array_equal(commanded[row[4, 0]], row[3])
     h.diagnostics.clear()
