@@ -17,9 +17,10 @@ add ``F(q, q') f_e``, zero at rest). Everything is evaluated from the base regre
 * forward dynamics ``q'' = M^-1 (tau - C q' - G - t_f)`` by Cholesky; a mass matrix that is not
   positive definite (physically inconsistent parameters) raises :class:`PhysicalConsistencyError`.
 
-The single-state ``M``, ``C q'``, ``G`` of a control cycle (:meth:`DynamicModel.dynamics_terms`) come
-instead from a compiled Newton-Euler pass on the equivalent standard parameters
-(:mod:`.joint_space_terms`): the same numbers (``Y chi = Y_b beta``) at a few microseconds.
+The single-state ``M``, ``C q'``, ``G`` of a control cycle (:meth:`DynamicModel.dynamics_terms`) and a
+momentum observer's ``M q'``, ``C^T q'``, ``G`` (:meth:`DynamicModel.momentum_terms`) come instead from
+compiled Newton-Euler passes on the equivalent standard parameters (:mod:`.joint_space_terms`): the same
+numbers (``Y chi = Y_b beta``) at a few microseconds.
 """
 from __future__ import annotations
 
