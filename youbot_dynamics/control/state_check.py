@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..arm.description import ArmDescription
+from .terms import all_finite
 
 __all__ = ["JointStateMonitor"]
 
@@ -78,7 +79,7 @@ class JointStateMonitor:
     def check(self, stamp: float, q: Array) -> str | None:
         """The reason why the state ``q`` (n,) [rad] stamped ``stamp`` [s] cannot follow the
         previous accepted one, or ``None``; an accepted state becomes the previous one."""
-        if not math.isfinite(q @ q):
+        if not all_finite(q):
             return None
         if self._q is None:
             self.anchor(stamp, q)

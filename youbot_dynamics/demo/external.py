@@ -276,8 +276,12 @@ def _payload_tracking(client: Client, model: str, estimate: Inertia, baseline: l
     rms = result["rms_error"]
     # a run with a gap in its recording has no figure (control.evaluation): nor has the ratio
     unmeasured = [figure for figure in (rms, baseline) if not is_measured(figure)]
+    # the run's timing beside its figure: a stalled arm (its clock stops while the controller's reference runs
+    # on) has a long period; the controller and the arm missing cycles
+    timing = {key: result[key] for key in ("missed_fraction", "arm_missed_fraction", "arm_period_max_ms")
+              if key in result}
     return {"rms_error": rms, "rms_error_without_payload": baseline,
-            "ratio": unmeasured[0] if unmeasured else (np.asarray(rms) / np.asarray(baseline)).tolist(),
+            "ratio": unmeasured[0] if unmeasured else (np.asarray(rms) / np.asarray(baseline)).tolist(), **timing,
             SERIES: {"t": result["t"], "error": result["error"]}}
 
 
@@ -311,8 +315,13 @@ def external_phase(client: Client, model: str, payload: dict[str, Any] | None,
         applied = (f"{np.round(1e3 * np.asarray(tracking['rms_error']), 3).tolist()} mrad RMS "
                    f"({np.round(tracking['ratio'], 2).tolist()} x the run without payload)" if measured
                    else f"{tracking['ratio']}")
+        missed = ", ".join(text.format(scale * tracking[key]) for text, scale, key in (
+            ("the controller missed {:.2f} % of its cycles", 100, "missed_fraction"),
+            ("the arm {:.2f} %", 100, "arm_missed_fraction"), ("its longest period {:.1f} ms", 1, "arm_period_max_ms"))
+            if key in tracking)
         print(f"   payload {PAYLOAD_MASS} kg at {list(PAYLOAD_COM)} m: estimated {payload['mass_kg']:.3f} kg at "
-              f"{np.round(payload['com_m'], 4).tolist()} m; tracking with it applied {applied}")
+              f"{np.round(payload['com_m'], 4).tolist()} m; tracking with it applied {applied}"
+              + (f" ({missed})" if missed else ""))
         goals.update({"payload_mass_within_5_percent": abs(payload["mass_kg"] - PAYLOAD_MASS) <= 0.05 * PAYLOAD_MASS,
                       "payload_com_within_1cm": com_error <= 0.01,
                       "payload_tracking_within_2x": measured and max(tracking["ratio"]) <= 2.0})

@@ -156,7 +156,7 @@ class Client:
             if status.name.startswith(run.executable + ":"):
                 run.reports.append({k: float(v) for k, v in values.items() if k in TIMING_KEYS})
             elif status.name.startswith(self.arm_node + ":") and all(k in values for k in ARM_TIMING_KEYS):
-                run.arm_reports.append({k: float(values[k]) for k in ARM_TIMING_KEYS})
+                run.arm_reports.append({k: float(values[k]) for k in ARM_REPORT_KEYS if k in values})
 
     def spin_for(self, seconds: float, hold: np.ndarray | None = None) -> None:
         """Spin; with ``hold``, publish it as a position command at :data:`HOLD_RATE`."""
@@ -228,6 +228,7 @@ class Client:
 
 
 ARM_TIMING_KEYS = ("cycles", "missed_fraction", "rate_hz")
+ARM_REPORT_KEYS = (*ARM_TIMING_KEYS, "period_max_ms")  # the arm's longest period of a window, where it reports one
 TIMING_KEYS = ("cycles", "missed_cycles", "rate_hz", "latency_median_ms", "latency_p99_ms", "latency_max_ms",
                "compute_median_us")
 
@@ -259,10 +260,14 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
 
 
 def _timing(run: ControlRun) -> dict[str, float]:
-    """The controller's timing and, for comparison, the rate and missed cycles of the arm node's
-    joint-state loop over the same run (a cycle per joint state: the arm's misses are the loop's)."""
+    """The controller's timing and, for comparison, the rate, missed cycles and longest period of the
+    arm node's joint-state loop over the same run (a cycle per joint state: the arm's misses are the
+    loop's; one stall of tens of ms is one missed cycle, and the longest period)."""
     arm = combine_timing(run.arm_reports) if run.arm_reports else {}
-    return {**combine_timing(run.reports), **{f"arm_{k}": arm[k] for k in ("rate_hz", "missed_fraction") if k in arm}}
+    periods = [r["period_max_ms"] for r in run.arm_reports if r["cycles"] > 0 and "period_max_ms" in r]
+    longest = {"arm_period_max_ms": float(max(periods))} if periods else {}
+    return {**combine_timing(run.reports), **{f"arm_{k}": arm[k] for k in ("rate_hz", "missed_fraction") if k in arm},
+            **longest}
 
 
 def run_regulation(client: Client, runs: list[ControlRun]) -> list[dict[str, Any]]:
