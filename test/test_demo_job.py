@@ -76,6 +76,21 @@ def test_combine_timing_sums_windows_exactly():
         combine_timing([])
 
 
+def test_run_timing_names_the_arms_longest_period():
+    from youbot_dynamics.demo.runs import ControlRun, run_timing  # rclpy: only here
+
+    run = ControlRun("computed torque", "computed_torque_controller", {})
+    run.reports = [{"cycles": 1000.0, "missed_cycles": 1.0, "rate_hz": 1000.0}]
+    run.arm_reports = [{"cycles": 1000.0, "missed_fraction": 0.001, "rate_hz": 1000.0, "period_max_ms": 31.9},
+                       {"cycles": 1000.0, "missed_fraction": 0.0, "rate_hz": 1000.0, "period_max_ms": 2.5},
+                       {"cycles": 0.0, "missed_fraction": 0.0, "rate_hz": 0.0, "period_max_ms": 90.0}]  # empty window
+    timing = run_timing(run)
+    assert timing["arm_period_max_ms"] == 31.9  # the stall of the first window, not the last's figure
+    assert timing["arm_missed_fraction"] == pytest.approx(0.0005) and timing["missed_fraction"] == 0.001
+    run.arm_reports = [{"cycles": 10.0, "missed_fraction": 0.0, "rate_hz": 1000.0}]  # an arm that reports no period
+    assert "arm_period_max_ms" not in run_timing(run)
+
+
 def test_format_table_and_plot(tmp_path):
     text = format_table([{"label": "a", "e": [1e-3, 2e-3]}, {"label": "bb"}],
                         [("label", "controller", 1.0, 0), ("e", "error [mrad]", 1e3, 1)])

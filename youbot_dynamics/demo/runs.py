@@ -27,7 +27,7 @@ from ..nodes.common import REALTIME_PRIORITY, create_executor
 from ..nodes.messages import JointStateReader
 from .simulation import NodeProcess
 
-__all__ = ["ARMS", "ArmProcess", "Client", "ControlRun", "control_run", "format_vector", "run_regulation",
+__all__ = ["ARMS", "ArmProcess", "Client", "ControlRun", "control_run", "format_vector", "run_regulation", "run_timing",
            "run_tracking"]
 
 
@@ -259,7 +259,7 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
     return start, end
 
 
-def _timing(run: ControlRun) -> dict[str, float]:
+def run_timing(run: ControlRun) -> dict[str, float]:
     """The controller's timing and, for comparison, the rate, missed cycles and longest period of the
     arm node's joint-state loop over the same run (a cycle per joint state: the arm's misses are the
     loop's; one stall of tens of ms is one missed cycle, and the longest period)."""
@@ -289,7 +289,8 @@ def run_regulation(client: Client, runs: list[ControlRun]) -> list[dict[str, Any
         if reached.size == 0:
             raise RuntimeError(f"{run.label}: the goal was not taken (status of the node in its log)")
         metrics = regulation_metrics(t, error, tau, float(reached[0]))
-        results.append({"label": run.label, **metrics, **_timing(run), "t": t - reached[0], "error": error, "tau": tau})
+        results.append({"label": run.label, **metrics, **run_timing(run), "t": t - reached[0], "error": error,
+                        "tau": tau})
     return results
 
 
@@ -331,7 +332,7 @@ def run_tracking(client: Client, runs: list[ControlRun], before: Callable[[Clien
             raise RuntimeError(f"{run.label}: the trajectory was not taken (status of the node in its log)")
         t0 = float(moving[0])
         metrics = tracking_metrics(t, error, tau, t0, t0 + duration + SETTLE_AFTER)
-        results.append({"label": run.label, **metrics, **_timing(run), "t": t - t0, "error": error, "tau": tau})
+        results.append({"label": run.label, **metrics, **run_timing(run), "t": t - t0, "error": error, "tau": tau})
     return results
 
 
