@@ -80,6 +80,7 @@ class _Recorder:
         self.estimates: list[bytes] = []
         self.truth: list[bytes] = []
         self.status: list[str] = []
+        self.timing: dict[str, float] = {}  # the stroke's (_stroke_timing)
         node = client.node
         self._subscriptions = [
             node.create_subscription(JointState, f"/{executable}/external_torque", self.estimates.append, 5000,
@@ -133,10 +134,29 @@ def _stroke_with(client: Client, executable: str, parameters: dict[str, Any],
                 c.spin_for(PUSH_AT)
                 push(c, wrench_pub)
 
-            run_tracking(client, [ControlRun("push", executable, parameters)], during=during)
+            run = run_tracking(client, [ControlRun("push", executable, parameters)], during=during)[0]
+            recorder.timing = _stroke_timing(run)
     finally:
         recorder.close()
     return recorder
+
+
+STROKE_TIMING = ("missed_fraction", "arm_missed_fraction", "arm_period_max_ms")
+
+
+def _stroke_timing(run: dict[str, Any]) -> dict[str, float]:
+    """A run's timing beside its figures (:data:`STROKE_TIMING`, those it has): the controller's and the
+    arm's missed cycles and the arm's longest period (a stalled arm: its clock stops while the
+    controller's reference runs on, and every joint lags along its motion)."""
+    return {key: run[key] for key in STROKE_TIMING if key in run}
+
+
+def _format_stroke_timing(timing: dict[str, float]) -> str:
+    """``(the controller missed x % of its cycles, the arm y %, its longest period z ms)``, or ``""``."""
+    texts = (("the controller missed {:.2f} % of its cycles", 100, "missed_fraction"),
+             ("the arm {:.2f} %", 100, "arm_missed_fraction"), ("its longest period {:.1f} ms", 1, "arm_period_max_ms"))
+    parts = [text.format(scale * timing[key]) for text, scale, key in texts if key in timing]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _smooth_push(c: Client, publisher: Any, duration: float = 0.5) -> None:
@@ -167,7 +187,7 @@ def _push_accuracy(client: Client, model: str) -> dict[str, Any]:
     return {"rms_error_nm": np.sqrt(np.mean((r - truth)[pushed] ** 2, axis=0)).tolist(),
             "peak_true_nm": np.abs(truth).max(axis=0).tolist(), "samples": int(pushed.sum()),
             "largest_estimate_before_nm": np.abs(r[before]).max(axis=0).tolist() if before.any() else [],
-            "collisions_reported": false_alarms,
+            "collisions_reported": false_alarms, **rec.timing,
             SERIES: {"t": t - began, "estimate": r, "truth": truth}}  # for the plot, not the summary
 
 
@@ -175,11 +195,15 @@ def _collision(client: Client, model: str) -> dict[str, Any]:
     """The detection delay of the step on joint 2. A collision reported before the push is a false
     alarm: kept (the no-false-collision goal counts it) and, as the reaction stopped the stroke before
     the push, the stroke runs once more; after two such strokes the delay is ``None`` (not measured:
-    the detection goal is missed, the job goes on)."""
+    the detection goal is missed, the job goes on). Its timing is the stroke's whose arm stalled
+    longest."""
     false_alarms: list[str] = []
+    timings: list[dict[str, float]] = []
     for _ in range(2):
         rec = _stroke_with(client, "computed_torque_controller", {"model_file": model, "collision_reaction": "stop"},
                            _step_on_joint_2)
+        timings.append(rec.timing)
+        timing = max(timings, key=lambda run: run.get("arm_period_max_ms", 0.0))
         t, _, truth = rec.pairs()
         pushed = t[np.any(np.abs(truth) > 0.0, axis=1)]
         began = float(pushed[0]) if pushed.size else np.inf
@@ -188,11 +212,11 @@ def _collision(client: Client, model: str) -> dict[str, Any]:
         detected = [s for s in seen if _collision_stamp(s) >= began]
         if detected:
             return {"delay_s": _collision_stamp(detected[0]) - began, "status": detected[0],
-                    "false_alarms": false_alarms}
+                    "false_alarms": false_alarms, **timing}
     if not false_alarms:
         raise RuntimeError(f"collision: push applied {pushed.size > 0}, detected in neither of two strokes; "
                            f"status {rec.status}")
-    return {"delay_s": None, "status": "", "false_alarms": false_alarms}
+    return {"delay_s": None, "status": "", "false_alarms": false_alarms, **timing}
 
 
 def _wrench_duration(client: Client, parameters: AsyncParameterClient, seconds: float) -> None:
@@ -276,12 +300,9 @@ def _payload_tracking(client: Client, model: str, estimate: Inertia, baseline: l
     rms = result["rms_error"]
     # a run with a gap in its recording has no figure (control.evaluation): nor has the ratio
     unmeasured = [figure for figure in (rms, baseline) if not is_measured(figure)]
-    # the run's timing beside its figure: a stalled arm (its clock stops while the controller's reference runs
-    # on) has a long period; the controller and the arm missing cycles
-    timing = {key: result[key] for key in ("missed_fraction", "arm_missed_fraction", "arm_period_max_ms")
-              if key in result}
     return {"rms_error": rms, "rms_error_without_payload": baseline,
-            "ratio": unmeasured[0] if unmeasured else (np.asarray(rms) / np.asarray(baseline)).tolist(), **timing,
+            "ratio": unmeasured[0] if unmeasured else (np.asarray(rms) / np.asarray(baseline)).tolist(),
+            **_stroke_timing(result),
             SERIES: {"t": result["t"], "error": result["error"]}}
 
 
@@ -295,11 +316,11 @@ def external_phase(client: Client, model: str, payload: dict[str, Any] | None,
     result: dict[str, Any] = {"push": push, "collision": collision, "float": floating}
     print(f"   push during tracking (peak {np.round(push['peak_true_nm'], 2).tolist()} N m): estimate RMS error "
           f"{np.round(push['rms_error_nm'], 3).tolist()} N m; collisions before the push: "
-          f"{len(push['collisions_reported'])}")
+          f"{len(push['collisions_reported'])}{_format_stroke_timing(push)}")
     detected = (f"detected after {1e3 * collision['delay_s']:.0f} ms; {collision['status']}"
                 if collision["delay_s"] is not None else "not measured (both strokes stopped by a collision before it)")
     print(f"   2 N m on joint 2 in mid-motion: {detected}; collisions before the push: "
-          f"{len(collision['false_alarms'])}")
+          f"{len(collision['false_alarms'])}{_format_stroke_timing(collision)}")
     print(f"   float: a 15 N push moved the arm {np.round(floating['moved_rad'], 3).tolist()} rad; then drift "
           f"{np.round(1e3 * np.asarray(floating['drift_rad_per_s']), 3).tolist()} mrad/s")
     goals = {"external_torque_rms_at_most_0.3nm": max(push["rms_error_nm"]) <= 0.3,
@@ -315,13 +336,9 @@ def external_phase(client: Client, model: str, payload: dict[str, Any] | None,
         applied = (f"{np.round(1e3 * np.asarray(tracking['rms_error']), 3).tolist()} mrad RMS "
                    f"({np.round(tracking['ratio'], 2).tolist()} x the run without payload)" if measured
                    else f"{tracking['ratio']}")
-        missed = ", ".join(text.format(scale * tracking[key]) for text, scale, key in (
-            ("the controller missed {:.2f} % of its cycles", 100, "missed_fraction"),
-            ("the arm {:.2f} %", 100, "arm_missed_fraction"), ("its longest period {:.1f} ms", 1, "arm_period_max_ms"))
-            if key in tracking)
         print(f"   payload {PAYLOAD_MASS} kg at {list(PAYLOAD_COM)} m: estimated {payload['mass_kg']:.3f} kg at "
               f"{np.round(payload['com_m'], 4).tolist()} m; tracking with it applied {applied}"
-              + (f" ({missed})" if missed else ""))
+              f"{_format_stroke_timing(tracking)}")
         goals.update({"payload_mass_within_5_percent": abs(payload["mass_kg"] - PAYLOAD_MASS) <= 0.05 * PAYLOAD_MASS,
                       "payload_com_within_1cm": com_error <= 0.01,
                       "payload_tracking_within_2x": measured and max(tracking["ratio"]) <= 2.0})
