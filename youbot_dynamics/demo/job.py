@@ -135,7 +135,7 @@ def _goal(condition: Callable[..., bool], *figures: Any) -> bool | str:
 TIMING_COLUMNS = [("latency_median_ms", "lat. med [ms]", 1.0, 3), ("latency_p99_ms", "p99 [ms]", 1.0, 3),
                   ("rate_hz", "rate [Hz]", 1.0, 0), ("missed_fraction", "missed [%]", 100.0, 2),
                   ("arm_rate_hz", "arm: rate [Hz]", 1.0, 0), ("arm_missed_fraction", "missed [%]", 100.0, 2),
-                  ("arm_period_max_ms", "longest period [ms]", 1.0, 1)]  # a stalled arm: the error of every joint
+                  ("arm_period_max_ms", "longest period [ms]", 1.0, 1)]  # long: the arm stalled, every joint lags
 
 
 def _print_and_save(out: Path, arm: ArmDescription, identification: dict[str, Any],

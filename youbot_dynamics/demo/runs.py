@@ -262,7 +262,8 @@ def control_run(client: Client, run: ControlRun, action: Callable[[Client, np.nd
 def run_timing(run: ControlRun) -> dict[str, float]:
     """The controller's timing and, for comparison, the rate, missed cycles and longest period of the
     arm node's joint-state loop over the same run (a cycle per joint state: the arm's misses are the
-    loop's; one stall of tens of ms is one missed cycle, and the longest period)."""
+    loop's). A stall of tens of ms counts as one missed cycle; the longest period shows it (over the
+    arm's report windows received during the run: the first may begin before it)."""
     arm = combine_timing(run.arm_reports) if run.arm_reports else {}
     periods = [r["period_max_ms"] for r in run.arm_reports if r["cycles"] > 0 and "period_max_ms" in r]
     longest = {"arm_period_max_ms": float(max(periods))} if periods else {}
