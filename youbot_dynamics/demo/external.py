@@ -141,21 +141,21 @@ def _stroke_with(client: Client, executable: str, parameters: dict[str, Any],
     return recorder
 
 
-STROKE_TIMING = ("missed_fraction", "arm_missed_fraction", "arm_period_max_ms")
+#: a stroke's timing figures (key, printed as, scale): the controller's and the arm's missed cycles, the
+#: arm's longest period (a stalled arm: its clock stops while the controller's reference runs on)
+STROKE_TIMING = (("missed_fraction", "the controller missed {:.2f} % of its cycles", 100.0),
+                 ("arm_missed_fraction", "the arm {:.2f} %", 100.0),
+                 ("arm_period_max_ms", "its longest period {:.1f} ms", 1.0))
 
 
 def _stroke_timing(run: dict[str, Any]) -> dict[str, float]:
-    """A run's timing beside its figures (:data:`STROKE_TIMING`, those it has): the controller's and the
-    arm's missed cycles and the arm's longest period (a stalled arm: its clock stops while the
-    controller's reference runs on, and every joint lags along its motion)."""
-    return {key: run[key] for key in STROKE_TIMING if key in run}
+    """The :data:`STROKE_TIMING` figures a run has."""
+    return {key: run[key] for key, _, _ in STROKE_TIMING if key in run}
 
 
 def _format_stroke_timing(timing: dict[str, float]) -> str:
     """``(the controller missed x % of its cycles, the arm y %, its longest period z ms)``, or ``""``."""
-    texts = (("the controller missed {:.2f} % of its cycles", 100, "missed_fraction"),
-             ("the arm {:.2f} %", 100, "arm_missed_fraction"), ("its longest period {:.1f} ms", 1, "arm_period_max_ms"))
-    parts = [text.format(scale * timing[key]) for text, scale, key in texts if key in timing]
+    parts = [text.format(scale * timing[key]) for key, text, scale in STROKE_TIMING if key in timing]
     return f" ({', '.join(parts)})" if parts else ""
 
 
