@@ -6,7 +6,9 @@ tests on the foreign robot; run as a script it measures the figures of doc/ident
 node's default experiment and identification on the foreign robot, and the prediction of a third
 motion)::
 
-    .venv/bin/python test/foreign_experiment.py [ROBOT_SEED]
+    .venv/bin/python test/foreign_experiment.py [ROBOT_SEED [KIND]]
+
+(``KIND`` a member of :data:`~youbot_dynamics.sim.true_robot.FOREIGN_FAMILY`, default ``foreign``.)
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def true_robot_errors(sim: ArmSimulator, recording: Dataset, options: Any) -> An
     return torque_errors(observation.tau, tau, observation.used)
 
 
-def main(robot_seed: int = 31) -> None:
+def main(robot_seed: int = 31, kind: str = "foreign") -> None:
     """The default experiment (trajectory interface) on the foreign robot, identified as the node
     does; its held-out, same-motion and third-motion errors."""
     from pathlib import Path
@@ -106,7 +108,7 @@ def main(robot_seed: int = 31) -> None:
     excitation, validation, third = (load_trajectory(path, arm.joint_names).trajectory for path in (
         config_path("excitation_default.yaml"), config_path("excitation_validation.yaml"),
         Path(__file__).resolve().parent / "foreign_third_motion.yaml"))
-    sim = ArmSimulator(arm, foreign_robot(load_sim_config(arm=arm), robot_seed))
+    sim = ArmSimulator(arm, foreign_robot(load_sim_config(arm=arm), robot_seed, kind))
     sim.reset(excitation.evaluate(0.0)[0] + np.array([0.1, -0.1, 0.15, -0.1, 0.15]), hold=True)
     sim.step(500)
     session = ExcitationSession(arm, excitation, SessionConfig(state_timeout=0.5), validation)  # the node's defaults
@@ -123,7 +125,8 @@ def main(robot_seed: int = 31) -> None:
     print(f"the robot's own parameters on the held-out segment (its effort gain errors and offsets applied): "
           f"{100 * floor.overall:.2f}% (moving rows {100 * floor.moving:.2f}%, at rest {100 * floor.rest:.2f}%); "
           f"identified / truth {run.identified.overall / floor.overall:.2f}")
-    probe = ExcitationSession(arm, third, SessionConfig(periods=1, validation_periods=0, validation_repeats=0))
+    probe = ExcitationSession(arm, third, SessionConfig(periods=1, validation_periods=0, validation_repeats=0,
+                                                        sweep_speeds=()))
     recording = run_experiment(sim, probe, "trajectory", latency=0.005)
     start = probe.segments()["start"]
     cut = periodic_cut(recording, start + excitation_delay(recording, third, start, 0.3), third.period, 1)
@@ -131,9 +134,37 @@ def main(robot_seed: int = 31) -> None:
     print(f"third motion: {100 * errors.overall:.2f}% (joints "
           f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
           f"{run.identified.overall / errors.overall:.2f}")
+    errors = predict_motion(sim, run, arm, point_to_point_motion(arm, excitation.evaluate(0.0)[0], robot_seed))
+    print(f"point-to-point motion: {100 * errors.overall:.2f}%, moving rows {100 * errors.moving:.2f}% (joints "
+          f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %)")
     tracking, collisions = computed_torque_stroke(sim, run.model, arm, collision_thresholds(unfitted_rms(run.summary)))
     print(f"computed torque on the stroke with this model: tracking RMS per joint "
           f"{', '.join(f'{1e3 * e:.2f}' for e in tracking)} mrad; {collisions} false collision(s)")
+
+
+def point_to_point_motion(arm: Any, q_start: np.ndarray, seed: int) -> Any:
+    """Point-to-point moves like the controllers' jobs: rest-to-rest quintics between random clear
+    configurations, each at a random fraction (0.1-1) of the fastest move the limits allow, from and
+    back to ``q_start`` (a motion of another character than a Fourier excitation or the sweep)."""
+    from youbot_dynamics.identification.excitation.trajectories import WaypointTrajectory
+    from youbot_dynamics.identification.excitation.waypoints import random_configurations
+
+    moves = random_configurations(arm, 8, seed, q_start=q_start, dwell=0.5)
+    slow = np.random.default_rng(seed).uniform(1.0, 10.0, moves.move_durations.size)
+    return WaypointTrajectory(moves.waypoints, moves.move_durations * slow, moves.dwell)
+
+
+def predict_motion(sim: ArmSimulator, run: Any, arm: Any, motion: Any) -> Any:
+    """Drive ``motion`` once on ``sim`` (trajectory interface) and the errors of ``run``'s model on it."""
+    from youbot_dynamics.identification.estimation.pipeline import excitation_delay, periodic_cut, predict_recording
+    from youbot_dynamics.identification.experiment.session import SessionConfig
+
+    probe = ExcitationSession(arm, motion, SessionConfig(periods=1, validation_periods=0, validation_repeats=0,
+                                                         sweep_speeds=()))
+    recording = run_experiment(sim, probe, "trajectory", latency=0.005)
+    start = probe.segments()["start"]
+    cut = periodic_cut(recording, start + excitation_delay(recording, motion, start, 0.3), motion.duration, 1)
+    return predict_recording(run.model, cut, arm, run.options)[2]
 
 
 def computed_torque_stroke(sim: ArmSimulator, model: Any, arm: Any, thresholds: np.ndarray) -> tuple[np.ndarray, int]:
@@ -163,4 +194,4 @@ def computed_torque_stroke(sim: ArmSimulator, model: Any, arm: Any, thresholds: 
 if __name__ == "__main__":
     import sys
 
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 31)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 31, sys.argv[2] if len(sys.argv) > 2 else "foreign")

@@ -257,10 +257,13 @@ class FrictionModel:
         shape = "sign Coulomb" if eps == {0.0} else (
             f"tanh Coulomb (eps {next(iter(eps)):g} rad/s)" if len(eps) == 1 else
             f"Coulomb shape eps {', '.join(f'{e:g}' for e in self.eps)} rad/s (0: sign, else tanh)")
+        stribeck = [f"{j} {v:g}" for j, (v, terms) in enumerate(zip(self.stribeck_velocity, self.joint_terms), start=1)
+                    if "stribeck" in terms]
+        velocities = f" (Stribeck velocity [rad/s] of joint {', '.join(stribeck)})" if stribeck else ""
         if self.uniform:
-            return " + ".join([f"viscous + {shape} + offset", *self.terms])
+            return " + ".join([f"viscous + {shape} + offset", *self.terms]) + velocities
         per_joint = ", ".join(f"{j} {'+'.join(terms) or 'none'}" for j, terms in enumerate(self.joint_terms, start=1))
-        return f"viscous + {shape} + offset + per joint: {per_joint}"
+        return f"viscous + {shape} + offset + per joint: {per_joint}{velocities}"
 
     # -- evaluation ------------------------------------------------------------------------------
 

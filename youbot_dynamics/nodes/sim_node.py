@@ -35,7 +35,7 @@ from ..sim import ArmSimulator, CommandError, Realism, SimConfigError, load_sim_
 from ..sim.simulator import REALISM_EFFECTS
 from ..sim.schedule import PublishSchedule
 from ..sim.stamps import StateStamps
-from ..sim.true_robot import PUBLISH_STREAM, foreign_robot, rng_stream
+from ..sim.true_robot import PUBLISH_STREAM, foreign_kind, foreign_robot, rng_stream
 from ..timing import LoopStatistics, LoopThread, pace
 from .common import background_worker, declare_parameters, run_node
 from .controller_node import ControllerNode
@@ -74,8 +74,8 @@ class SimNode(Node):
             config = dataclasses.replace(config, timestep=1.0 / p['physics_rate'])
         if p['seed'] >= 0:
             config = dataclasses.replace(config, seed=int(p['seed']))
-        if p['robot'] == 'foreign':
-            config = foreign_robot(config, int(p['robot_seed']))
+        if foreign_kind(p['robot']):
+            config = foreign_robot(config, int(p['robot_seed']), foreign_kind(p['robot']))
         interfaces = tuple(p['command_interfaces'])
         effects = tuple(p['realism_effects'])
         realism = Realism(**{name: bool(p['realism']) and name in effects for name in REALISM_EFFECTS})

@@ -20,6 +20,7 @@ from ..files.paths import config_path
 
 __all__ = [
     "SIM_CONFIG_FILE",
+    "FOREIGN_KINDS",
     "INTERPOLATIONS",
     "SimConfigError",
     "Perturbation",
@@ -34,8 +35,10 @@ __all__ = [
 Array = NDArray[np.float64]
 
 SIM_CONFIG_FILE = "sim.yaml"
-#: the true robots: the simulator's (``config/sim.yaml``) and a foreign one (:func:`.true_robot.foreign_robot`)
-ROBOTS = ("simulator", "foreign")
+#: the kinds of foreign robot (:data:`.true_robot.FOREIGN_FAMILY`)
+FOREIGN_KINDS = ("foreign", "dry_wrist", "stribeck", "heavy", "low_friction")
+#: the true robots: the simulator's (``config/sim.yaml``) and the foreign ones (:func:`.true_robot.foreign_robot`)
+ROBOTS = ("simulator", "foreign", *(f"foreign_{kind}" for kind in FOREIGN_KINDS[1:]))
 
 
 class SimConfigError(ValueError):
@@ -99,7 +102,7 @@ class SimConfig:
     position_controller: PositionGains
     velocity_controller: VelocityGains
     trajectory_interpolation: str  # one of INTERPOLATIONS
-    robot: str = "simulator"  # one of ROBOTS: "foreign" = :func:`.true_robot.foreign_robot` (never from the file)
+    robot: str = "simulator"  # one of ROBOTS: "foreign*" = :func:`.true_robot.foreign_robot` (never from the file)
     robot_seed: int = 0  # the foreign robot's own seed of its parameters
 
     @property

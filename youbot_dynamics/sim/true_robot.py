@@ -27,6 +27,21 @@ own ``frictionloss`` (sticks, then ``fc sign(q')``) and viscous friction as its 
 integrated implicitly (no chatter at a 1 ms step); none of the simulator's smooth extra terms
 (asymmetric, Stribeck, load-dependent).
 
+**The family of foreign robots** (:data:`FOREIGN_FAMILY`, ``sim_node`` ``robot: foreign_<kind>``): the
+foreign robot's inertials and rotor inertias with other friction (each factor multiplies the sim
+file's ``fv``, ``fc``, ``f0`` per joint) or heavier links, so that identification and control are
+judged on several robots that differ from every fitted structure, not on one:
+
+* ``foreign``: the foreign robot above (friction x2, dry);
+* ``dry_wrist``: a friction-dominated wrist, Coulomb friction x3 (joint 4) and x4 (joint 5), viscous
+  friction x0.3 there: a joint that sticks, breaks away and slides at a nearly constant torque;
+* ``stribeck``: friction x1.5 with a Stribeck dip, static excess ``fs = 0.6 fc`` (breakaway 1.6 x
+  Coulomb) decaying with a Stribeck velocity drawn per joint from ``rng_stream(robot_seed,
+  FRICTION_STREAM)``, uniform in :data:`FOREIGN_STRIBECK_VELOCITY` (no identification input holds it);
+* ``heavy``: every link's mass and inertia x :data:`FOREIGN_HEAVY_FACTOR` (1.5; gravity torques
+  x1.5), friction x2 as ``foreign``;
+* ``low_friction``: friction x0.3.
+
 **Payload** of mass ``m_p`` with its centre of mass at ``p_t`` in the tool frame (``sim.payload_mass``,
 ``sim.payload_position``; at run time :meth:`.ArmSimulator.set_payload`, optionally with an inertia
 ``I_p`` about its centre of mass in tool-frame axes): lumped into the last link by adding standard
@@ -51,24 +66,53 @@ from ..arm.description import ArmDescription, LinkInertial
 from ..dynamics.friction import coulomb_shape, friction_torque, term_feature
 from ..dynamics.parameters import inertial_to_standard, standard_parameters, standard_to_inertial
 from ..dynamics.payload import Payload, payload_parameters
-from .config import Perturbation, SimConfig
+from .config import FOREIGN_KINDS, Perturbation, SimConfig
 
 __all__ = ["PARAMETER_STREAM", "NOISE_STREAM", "PUBLISH_STREAM", "FOREIGN_STREAM", "ASYMMETRY_VELOCITY",
-           "FOREIGN_COM_LINKS", "FOREIGN_COM_SHIFT", "FOREIGN_ROTOR_FACTOR", "FOREIGN_FRICTION_FACTOR", "Payload",
-           "TrueFriction", "rng_stream", "perturb_link", "foreign_robot", "configured_payload", "true_arm",
-           "true_standard_parameters", "armature"]
+           "FOREIGN_COM_LINKS", "FOREIGN_COM_SHIFT", "FOREIGN_ROTOR_FACTOR", "FOREIGN_FRICTION_FACTOR",
+           "FOREIGN_STRIBECK_VELOCITY", "FOREIGN_HEAVY_FACTOR", "FRICTION_STREAM", "ForeignKind", "FOREIGN_FAMILY",
+           "Payload", "TrueFriction", "rng_stream", "perturb_link", "foreign_robot", "foreign_kind",
+           "configured_payload", "true_arm", "true_standard_parameters", "armature"]
 
 Array = NDArray[np.float64]
 
 PARAMETER_STREAM = 0  # random stream of the true inertial parameters
 NOISE_STREAM = 1  # random stream of the torque measurement noise
 PUBLISH_STREAM = 2  # random stream of the publication jitter of the simulator node
-FOREIGN_STREAM = 3  # random stream of the foreign robot's centre-of-mass shifts and friction factors
+FOREIGN_STREAM = 3  # random stream of the foreign robot's centre-of-mass shifts
+FRICTION_STREAM = 4  # random stream of the foreign robots' Stribeck velocities
 FOREIGN_COM_LINKS = (2, 3, 4)  # links 3-5 (0-based): their centres of mass move
 FOREIGN_COM_SHIFT = (0.015, 0.03)  # [m] range of the length of that move
 FOREIGN_ROTOR_FACTOR = 1.5  # rotor inertias of the foreign robot / the simulator's
 FOREIGN_FRICTION_FACTOR = 2.0  # friction fv, fc, f0 of the foreign robot / the sim file's
 ASYMMETRY_VELOCITY = 0.005  # [rad/s]: the asymmetric Coulomb term is fa |tanh(q' / this)|
+FOREIGN_STRIBECK_VELOCITY = (0.015, 0.09)  # [rad/s] range of the stribeck member's Stribeck velocities
+FOREIGN_HEAVY_FACTOR = 1.5  # link masses and inertias of the heavy member / the foreign robot's
+
+
+@dataclass(frozen=True)
+class ForeignKind:
+    """A member of the family of foreign robots (module docstring): factors of the sim file's
+    friction per joint (viscous, Coulomb and offset), the Stribeck excess as a fraction of the
+    Coulomb level (0: none) and the factor of every link's mass and inertia."""
+
+    viscous: tuple[float, ...]
+    coulomb: tuple[float, ...]
+    offset: tuple[float, ...]
+    stribeck_ratio: float = 0.0
+    mass_factor: float = 1.0
+
+
+_TWICE = (FOREIGN_FRICTION_FACTOR,) * 5
+#: the family of foreign robots, by kind (module docstring); ``foreign`` is the foreign robot
+FOREIGN_FAMILY: dict[str, ForeignKind] = {
+    "foreign": ForeignKind(_TWICE, _TWICE, _TWICE),
+    "dry_wrist": ForeignKind((2.0, 2.0, 2.0, 0.3, 0.3), (2.0, 2.0, 2.0, 3.0, 4.0), _TWICE),
+    "stribeck": ForeignKind((1.5,) * 5, (1.5,) * 5, (1.5,) * 5, stribeck_ratio=0.6),
+    "heavy": ForeignKind(_TWICE, _TWICE, _TWICE, mass_factor=FOREIGN_HEAVY_FACTOR),
+    "low_friction": ForeignKind((0.3,) * 5, (0.3,) * 5, (0.3,) * 5),
+}
+assert tuple(FOREIGN_FAMILY) == FOREIGN_KINDS, "the family's kinds are named in .config (ROBOTS)"
 
 
 @dataclass(frozen=True)
@@ -135,18 +179,32 @@ def perturb_link(link: LinkInertial, perturbation: Perturbation, rng: np.random.
     return LinkInertial(mass=link.mass * mass_ratio, com=com, inertia=0.5 * (inertia + inertia.T))
 
 
-def foreign_robot(config: SimConfig, robot_seed: int) -> SimConfig:
-    """``config`` as the foreign robot of ``robot_seed`` (module docstring): rotor inertias and
-    friction changed here, the link inertials by :func:`true_arm` (``config.robot``)."""
+def foreign_robot(config: SimConfig, robot_seed: int, kind: str = "foreign") -> SimConfig:
+    """``config`` as the foreign robot ``kind`` of :data:`FOREIGN_FAMILY` with ``robot_seed``
+    (module docstring): rotor inertias and friction changed here, the link inertials by
+    :func:`true_arm` (``config.robot``)."""
     if isinstance(robot_seed, bool) or not isinstance(robot_seed, int) or robot_seed < 0:
         raise ValueError(f"robot_seed: expected a non-negative integer, got {robot_seed!r}")
-    factor, zero = FOREIGN_FRICTION_FACTOR, np.zeros(config.n_joints)
+    if kind not in FOREIGN_FAMILY:
+        raise ValueError(f"unknown foreign robot '{kind}'; known: {', '.join(FOREIGN_FAMILY)}")
+    member, n = FOREIGN_FAMILY[kind], config.n_joints
+    coulomb = np.asarray(member.coulomb[:n]) * config.coulomb_friction
+    draws = rng_stream(robot_seed, FRICTION_STREAM).uniform(size=n)
+    low, high = FOREIGN_STRIBECK_VELOCITY
+    zero = np.zeros(n)
     return dataclasses.replace(
-        config, robot="foreign", robot_seed=robot_seed,
+        config, robot="foreign" if kind == "foreign" else f"foreign_{kind}", robot_seed=robot_seed,
         motor_rotor_inertia=FOREIGN_ROTOR_FACTOR * config.motor_rotor_inertia,
-        viscous_friction=factor * config.viscous_friction, coulomb_friction=factor * config.coulomb_friction,
-        friction_offset=factor * config.friction_offset, coulomb_asymmetry=zero, stribeck_friction=zero,
+        viscous_friction=np.asarray(member.viscous[:n]) * config.viscous_friction, coulomb_friction=coulomb,
+        friction_offset=np.asarray(member.offset[:n]) * config.friction_offset, coulomb_asymmetry=zero,
+        stribeck_friction=member.stribeck_ratio * coulomb, stribeck_velocity=low + (high - low) * draws,
         load_friction=zero)
+
+
+def foreign_kind(robot: str) -> str | None:
+    """The :data:`FOREIGN_FAMILY` kind of a config's ``robot`` (``foreign``, ``foreign_<kind>``), or None."""
+    kind = "foreign" if robot == "foreign" else robot.removeprefix("foreign_")
+    return kind if kind in FOREIGN_FAMILY and robot.startswith("foreign") else None
 
 
 def _com_shifts(rng: np.random.Generator) -> Array:
@@ -173,12 +231,14 @@ def configured_payload(config: SimConfig) -> Payload:
 def true_arm(arm: ArmDescription, config: SimConfig, payload: Payload | None = None) -> ArmDescription:
     """``arm`` with the perturbed link inertials and the payload (default: the configured one) lumped
     into the last link."""
-    foreign = config.robot == "foreign"
-    rng = rng_stream(config.robot_seed if foreign else config.seed, PARAMETER_STREAM)
+    kind = foreign_kind(config.robot)
+    rng = rng_stream(config.robot_seed if kind else config.seed, PARAMETER_STREAM)
     links = [perturb_link(link, config.perturbation, rng) for link in arm.links]
-    if foreign:
+    if kind:
         for k, shift in zip(FOREIGN_COM_LINKS, _com_shifts(rng_stream(config.robot_seed, FOREIGN_STREAM))):
             links[k] = _moved_com(links[k], shift)
+        factor = FOREIGN_FAMILY[kind].mass_factor
+        links = [LinkInertial(factor * link.mass, link.com, factor * link.inertia) for link in links]
     payload = configured_payload(config) if payload is None else payload
     if payload.mass > 0:
         links[-1] = _with_payload(links[-1], payload, arm.tool)

@@ -6,9 +6,15 @@ and the extra terms of each joint (none, ``asymmetric``, ``stribeck``, ``load`` 
 combinations). :func:`select_friction` chooses both, per joint, among candidates
 (:data:`EPS_CANDIDATES` x :data:`TERM_CANDIDATES` by default):
 
-1. **Folds on distinct data** (:func:`folds`): with several identification recordings, leave one
-   recording out; with a single one, its first and second halves (distinct segments of the one
-   recording: when its motion is periodic they repeat the same motion, which the report says).
+1. **Folds on distinct data** (:func:`folds`): with *probes*, identification recordings of another
+   character than the rest (the experiment's friction sweep, :mod:`..excitation.sweep`: out-and-back
+   moves at graded speeds beside a periodic excitation), each probe's first and second part (the
+   sweep's slow and fast levels) is predicted from all the other data: the structure must carry the
+   friction from the excitation and one speed band to the other band, which is where a wrong shape
+   shows (a smooth Coulomb term on a dry joint, a viscous term standing in for Coulomb friction).
+   Without probes: with several identification recordings, leave one recording out; with a single
+   one, its first and second halves (distinct segments of the one recording: when its motion is
+   periodic they repeat the same motion, which the report says).
    The ``--validate`` recordings are never used here: the held-out figure ``identify`` reports
    stays a prediction of data that chose nothing.
 2. **Every candidate, every fold**: each part is processed once with every Coulomb shape and all
@@ -52,12 +58,15 @@ from ..io.dataset import Dataset
 from .least_squares import RANK_TOLERANCE
 from .processing import Observation, ProcessingOptions, process_frictions, stack_rows
 
-__all__ = ["COLLINEAR", "EPS_CANDIDATES", "TERM_CANDIDATES", "TOLERANCE", "folds", "select_friction"]
+__all__ = ["COLLINEAR", "EPS_CANDIDATES", "STRIBECK_VELOCITY_CANDIDATES", "TERM_CANDIDATES", "TOLERANCE", "folds",
+           "select_friction"]
 
 Array = NDArray[np.float64]
 
 # [rad/s] 0: sign (dry friction); small widths for drives close to it; 0.02-0.2: the real youBot (issue 13)
 EPS_CANDIDATES = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+# [rad/s] Stribeck velocities a joint's Stribeck term may take: a dip over 0.02-0.2 rad/s
+STRIBECK_VELOCITY_CANDIDATES = (0.02, 0.05, 0.1, 0.2)
 TERM_CANDIDATES: tuple[tuple[str, ...], ...] = ((), ("asymmetric",), ("stribeck",), ("load",),
                                                 ("asymmetric", "stribeck"), ("asymmetric", "load"),
                                                 ("stribeck", "load"), EXTRA_TERMS)
@@ -73,9 +82,18 @@ def _half(data: Dataset, first: bool) -> Dataset:
                    None if data.ddq is None else data.ddq[part], f"{data.source} ({which} half)")
 
 
-def folds(datasets: Sequence[Dataset]) -> tuple[list[Dataset], list[tuple[list[int], int]], str]:
-    """``(parts, [(train indices, test index), ...], how)``: leave one recording out, or with a
-    single recording its two halves; ``how`` says which, for the report."""
+def folds(datasets: Sequence[Dataset], probes: Sequence[Dataset] = ()
+          ) -> tuple[list[Dataset], list[tuple[list[int], int]], str]:
+    """``(parts, [(train indices, test index), ...], how)``: each half of each probe predicted from
+    everything else; without probes leave one recording out, or with a single recording its two
+    halves; ``how`` says which, for the report."""
+    if probes:
+        parts = list(datasets) + [_half(p, first) for p in probes for first in (True, False)]
+        tests = range(len(datasets), len(parts))
+        names = ", ".join(p.source for p in probes)
+        how = (f"each half of the {len(probes)} recording(s) of another character ({names}: slow and fast levels) "
+               f"predicted from all the other identification data")
+        return parts, [([k for k in range(len(parts)) if k != test], test) for test in tests], how
     if len(datasets) > 1:
         how = f"leave one identification recording out ({len(datasets)} recordings)"
         parts = list(datasets)
@@ -169,22 +187,29 @@ def _simplest(errors: Array, candidates: Sequence[_Candidate], extra: Any) -> in
 
 def select_friction(datasets: Sequence[Dataset], load_model: DynamicModel, options: ProcessingOptions,
                     shapes: Sequence[Sequence[float]], term_candidates: Sequence[Sequence[str]],
-                    stribeck_velocity: Any = ()) -> tuple[FrictionModel, dict[str, Any]]:
+                    stribeck_velocity: Any = (), probes: Sequence[Dataset] = (),
+                    stribeck_velocities: Sequence[float] = ()) -> tuple[FrictionModel, dict[str, Any]]:
     """The friction model chosen by validation on left-out data (module docstring) among the
     Coulomb ``shapes`` (each: ``eps`` per joint) and the extra ``term_candidates``, and the record
     for the report: how the data were split, the chosen structure and its held-out relative error
-    on moving rows, the runner-up's, and every candidate's."""
+    on moving rows, the runner-up's, and every candidate's. ``probes``: recordings of another
+    character (:func:`folds`). ``stribeck_velocities``: the Stribeck velocities a joint's Stribeck
+    term is chosen among (each Coulomb shape is tried with each; default: ``stribeck_velocity``)."""
     n = load_model.n_joints
-    parts, plan, how = folds(datasets)
+    parts, plan, how = folds(datasets, probes)
     options = dataclasses.replace(options, period=None)
-    richest = [FrictionModel(n, eps, EXTRA_TERMS, stribeck_velocity) for eps in shapes]
+    velocities = [(float(v),) * n for v in stribeck_velocities] or [stribeck_velocity]
+    # a "shape" is a Coulomb shape with a Stribeck velocity; a candidate without the Stribeck term takes the first
+    pairs = [(eps, vs) for eps in shapes for vs in velocities]
+    richest = [FrictionModel(n, eps, EXTRA_TERMS, vs) for eps, vs in pairs]
     columns = _Columns(load_model.base.count, [load_model.base.names.index(f"fc{j}") for j in range(1, n + 1)], n)
     wide = []
     for data in parts:
         observations = process_frictions(data, load_model, richest, options, load_model=load_model)
         wide.append(dataclasses.replace(observations[0], Y=_wide(observations, columns)))
     terms = [tuple(t for t in EXTRA_TERMS if t in c) for c in term_candidates]
-    uniform = [_Candidate((e,) * n, (t,) * n) for e in range(len(shapes)) for t in terms]
+    uniform = [_Candidate((e,) * n, (t,) * n) for e in range(len(pairs)) for t in terms
+               if "stribeck" in t or e % len(velocities) == 0]
     a, y, joint = stack_rows(wide)
     # a term the data never show (load on a joint without gravity), or asymmetric friction the data
     # cannot tell from the offset (module docstring): left out
@@ -197,7 +222,7 @@ def select_friction(datasets: Sequence[Dataset], load_model: DynamicModel, optio
         norm = float(np.linalg.norm(u) * np.linalg.norm(v))
         return norm > 0.0 and abs(float(u @ v)) / norm < COLLINEAR
 
-    separable_at = {(e, j): separable(e, j) for e in range(len(shapes)) for j in range(n)}
+    separable_at = {(e, j): separable(e, j) for e in range(len(pairs)) for j in range(n)}
 
     def kept(e: int, j: int, term: str) -> bool:
         return bool(shown[columns.extra(e, j, term)]) and (term != "asymmetric" or separable_at[e, j])
@@ -226,7 +251,8 @@ def select_friction(datasets: Sequence[Dataset], load_model: DynamicModel, optio
 
     def model(c: _Candidate) -> FrictionModel:
         terms = tuple(tuple(t for t in ts if kept(e, j, t)) for j, (e, ts) in enumerate(zip(c.shape, c.terms)))
-        return FrictionModel(n, [shapes[e][j] for j, e in enumerate(c.shape)], (), stribeck_velocity, terms)
+        return FrictionModel(n, [pairs[e][0][j] for j, e in enumerate(c.shape)], (),
+                             [pairs[e][1][j] for j, e in enumerate(c.shape)], terms)
 
     chosen = model(candidates[best])
     record = {

@@ -149,7 +149,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
              friction: FrictionModel | None = None, eps_candidates: Sequence[float] | None = None,
              term_candidates: Sequence[Sequence[str]] | None = None,
              prior_weights: Sequence[float] | None = None,
-             velocity_candidates: Sequence[str] | None = None) -> PipelineResult:
+             velocity_candidates: Sequence[str] | None = None, probes: Sequence[Dataset] = ()) -> PipelineResult:
     """Identify from ``train`` and validate on ``held`` (module docstring). ``options.period``
     averages the identification data only; the held-out data are processed without it.
     ``friction``: the friction model to fit (default :func:`default_friction`). Load-dependent
@@ -167,10 +167,12 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     follows). With ``prior_weights``
     (consistent method, at least two recordings) the weight ``rho`` of the pull towards the CAD
     inertials is chosen among them by leave one recording out (:func:`choose_prior_weight`; the
-    summary's ``prior_weight``)."""
+    summary's ``prior_weight``). ``probes``: identification recordings of another character than
+    ``train`` (the experiment's friction sweep), fitted with it but never period-averaged, and the data
+    the friction structure is chosen on (:func:`~.friction_fit.folds`)."""
     if not train:
         raise IdentificationError("no identification data")
-    for data in (*train, *held):  # positions in degrees and the like: refused before any work
+    for data in (*train, *probes, *held):  # positions in degrees and the like: refused before any work
         check_plausible(data, arm)
     nominal, prior, baseline_beta, label = reference_models(arm, structure, baseline)
     friction = default_friction(arm, structure) if friction is None else friction
@@ -185,7 +187,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         sources = list(velocity_candidates or [options.velocity])
         if not any(d.dq is not None for d in train):
             sources = sources[:1]  # no recorded velocity: every source is the positions'
-        choices = {source: _choose_friction(train, nominal, prior, fitted, friction, dataclasses.replace(
+        choices = {source: _choose_friction(train, probes, nominal, prior, fitted, friction, dataclasses.replace(
             options, velocity=source), arm, eps_candidates, term_candidates, progress) for source in sources}
         if len(choices) > 1:
             velocity_selection = {source: c[1].get("chosen_moving_relative_error", math.inf)
@@ -199,7 +201,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     rho = float(prior_weights[0]) if prior_weights and len(prior_weights) == 1 else PRIOR_WEIGHT
     weights: dict[str, float] | None = None
     for _ in range(LOAD_ITERATIONS if friction.uses_load else 1):
-        train_obs = observations(train, fitted, options, progress, load_model)
+        train_obs = _train_observations(train, probes, fitted, options, progress, load_model)
         bar = progress(f"estimating ({method})")
         result = estimate(method, train_obs, nominal.base, prior, friction.extra_names(), rho)
         estimation_time += bar.done()
@@ -213,7 +215,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     baseline_beta = np.concatenate([baseline_beta, np.zeros(friction.extra_count)])
     held_obs = observations(held, fitted, dataclasses.replace(options, period=None), progress, model)
     if not held_obs and friction.uses_load:  # validate with the model's own load
-        train_obs = observations(train, fitted, options, progress, model)
+        train_obs = _train_observations(train, probes, fitted, options, progress, model)
     checked = held_obs or train_obs
     errors = validate(checked, result.beta, baseline_beta)
     on = "validation data" if held_obs else "identification data (no held-out data: in-sample fit)"
@@ -244,22 +246,32 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
                           label, options, estimation_time, consistency, summary)
 
 
-def _choose_friction(train: Sequence[Dataset], nominal: DynamicModel, prior: Any, fitted: DynamicModel,
+def _train_observations(train: Sequence[Dataset], probes: Sequence[Dataset], model: DynamicModel,
+                        options: ProcessingOptions, progress: ProgressFactory,
+                        load_model: DynamicModel | None) -> list[Observation]:
+    """The identification observations: ``train`` processed with ``options`` (period-averaged when
+    it has a period), the ``probes`` without period averaging."""
+    return (observations(train, model, options, progress, load_model)
+            + observations(probes, model, dataclasses.replace(options, period=None), progress, load_model))
+
+
+def _choose_friction(train: Sequence[Dataset], probes: Sequence[Dataset], nominal: DynamicModel, prior: Any,
+                     fitted: DynamicModel,
                      friction: FrictionModel, options: ProcessingOptions, arm: ArmDescription,
                      eps_candidates: Sequence[float] | None, term_candidates: Sequence[Sequence[str]] | None,
                      progress: ProgressFactory) -> tuple[FrictionModel, dict[str, Any], DynamicModel]:
     """The friction structure :func:`identify` chooses with ``options`` (after a first WLS estimate with
     ``friction``, whose ``G(q)`` is the load of load-dependent friction), its selection record and
     that first estimate; ``friction`` kept, and why, when the data cannot be split for the choice."""
-    from .friction_fit import select_friction
+    from .friction_fit import STRIBECK_VELOCITY_CANDIDATES, select_friction
 
-    first = estimate("wls", observations(train, fitted, options, progress), nominal.base, prior,
-                     friction.extra_names())
+    first = estimate("wls", _train_observations(train, probes, fitted, options, progress, None), nominal.base,
+                     prior, friction.extra_names())
     load_model = DynamicModel(nominal.chain, nominal.base, first.beta[: nominal.base.count])  # its G(q)
     shapes = [(float(e),) * arm.n_joints for e in eps_candidates] if eps_candidates else [friction.eps]
     try:
         chosen, selection = select_friction(train, load_model, options, shapes, term_candidates or [friction.terms],
-                                            friction.stribeck_velocity)
+                                            friction.stribeck_velocity, probes, STRIBECK_VELOCITY_CANDIDATES)
     except IdentificationError as exc:  # e.g. halves too short: keep the given structure, say why
         chosen, selection = friction, {"skipped": str(exc), "chosen": friction.describe()}
     return chosen, selection, load_model

@@ -6,7 +6,9 @@ trajectory ``validation_repeats`` times, from one start pose, all in one recordi
 
 * the drives' delay is found on the excitation's first period (:func:`~..estimation.pipeline.excitation_delay`)
   and applies to the whole plan (one stream of commands);
-* the first ``identification_periods`` periods identify (averaged when there are at least two);
+* the first ``identification_periods`` periods identify (averaged when there are at least two), with
+  the friction sweep (not averaged) when the experiment drove one: the probe of another character
+  the friction structure is chosen on (:func:`~..estimation.friction_fit.folds`);
 * **held-out error**: the model's error on the validation trajectory, a motion with other harmonics
   and phases that the fit never saw (:data:`HELD_OUT`);
 * **same-motion error**: on the last ``validation_periods`` periods of the excitation. They were not
@@ -54,9 +56,12 @@ def identify_experiment(data: Dataset, segments: dict[str, Any], arm: ArmDescrip
     same = periodic_cut(data, start + k * period, period, v, f"same motion: {_plural(v)}") if v else None
     other = (periodic_cut(data, segments["validation_start"] + delay, segments["validation_period"], r,
                           f"held out, a different motion: {_plural(r)}") if r else None)
+    sweep_duration = float(segments.get("sweep_duration", 0.0))
+    probes = [periodic_cut(data, segments["sweep_start"] + delay, sweep_duration, 1, "friction sweep")] \
+        if sweep_duration > 0 else []
     options = dataclasses.replace(options, period=period if k >= 2 else None)
     held = [other] if other is not None else [same] if same is not None else []
-    run = identify(train, held, arm, options=options, **kwargs)
+    run = identify(train, held, arm, options=options, probes=probes, **kwargs)
     kind = "different motion" if other is not None else "same motion" if same is not None else "in-sample"
     if held:
         label = HELD_OUT if other is not None else SAME_MOTION
@@ -65,7 +70,9 @@ def identify_experiment(data: Dataset, segments: dict[str, Any], arm: ArmDescrip
     run.summary["held_out"] = kind
     run.summary["segments"] = {"start": start, "delay": delay, "period": period, "identification_periods": k,
                                "validation_periods": v, "validation_start": segments["validation_start"] + delay,
-                               "validation_period": segments["validation_period"], "validation_repeats": r}
+                               "validation_period": segments["validation_period"], "validation_repeats": r,
+                               **({"sweep_start": segments["sweep_start"] + delay, "sweep_duration": sweep_duration}
+                                  if probes else {})}
     if same is not None:
         errors = run.identified if other is None else predict_recording(run.model, same, arm, run.options)[2]
         run.summary["same_motion"] = {"what": SAME_MOTION, "relative_error": errors.overall,

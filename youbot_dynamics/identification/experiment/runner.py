@@ -115,12 +115,12 @@ class ExperimentSetup:
     def calibration_config(self) -> SessionConfig:
         """A recalibration's session: ``calibration_periods`` of the excitation, no validation."""
         return dataclasses.replace(self.config, periods=self.calibration_periods, validation_periods=0,
-                                   validation_repeats=0)
+                                   validation_repeats=0, sweep_speeds=())
 
     @property
     def pilot_config(self) -> SessionConfig:
         """The effort interface's pilot pass: one period of the slowed excitation, no validation."""
-        return dataclasses.replace(self.config, periods=1, validation_periods=0, validation_repeats=0)
+        return dataclasses.replace(self.config, periods=1, validation_periods=0, validation_repeats=0, sweep_speeds=())
 
 
 class ExperimentRunner:

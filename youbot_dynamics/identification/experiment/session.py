@@ -1,7 +1,7 @@
 """The identification experiment of the identification node, without ROS: phases, references,
 safety checks, progress and the recording segments, all on the node's clock ``now`` [s].
 
-**Phases**: ``idle -> approach -> settle -> excite -> validate -> hold -> identify -> done``; ``aborted``
+**Phases**: ``idle -> approach -> settle -> excite -> sweep -> validate -> hold -> identify -> done``; ``aborted``
 (from any motion phase: stop and hold) and ``failed`` (start-up or identification error).
 
 * **Start** (:meth:`ExcitationSession.start`) is refused, with the reason, when there is no
@@ -15,7 +15,10 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   stop, from the limit).
 * **Settle** ``settle_time`` at ``q_start`` (the drives' transients decay), then **excite**:
   ``periods`` repetitions of the excitation (periodic: it starts and ends at rest at
-  ``q_start``), then **validate**: ``validation_repeats`` periods of the *validation trajectory*
+  ``q_start``), then the **sweep**: the friction sweep of ``sweep_speeds`` from ``q_start``
+  (:func:`~..excitation.sweep.speed_sweep`: every joint out and back at each peak speed, both
+  directions, with holds; none for an empty ``sweep_speeds``), then **validate**:
+  ``validation_repeats`` periods of the *validation trajectory*
   (another periodic motion, other harmonics and phases, within the same limits, at rest at the
   same ``q_start``; none without one), then **hold** ``hold_time`` at ``q_start`` (the recording
   ends after it).
@@ -55,7 +58,9 @@ safety checks, progress and the recording segments, all on the node's clock ``no
   ``receive - stamp`` seen). Periods ``1..periods - validation_periods`` identify (averaged);
   the last ``validation_periods`` of the excitation are left out of the fit, but they repeat the
   motion it was fitted on: their error is the *same-motion* error, never called held-out; the
-  validation trajectory's periods, a motion the fit never saw, give the *held-out* error
+  sweep identifies too (not averaged) and is the motion of another character the friction
+  structure is chosen on; the validation trajectory's periods, a motion the fit never saw, give
+  the *held-out* error
   (:meth:`ExcitationSession.segments`, :mod:`.analysis`).
 
 A new :class:`ExcitationSession` per experiment; not thread-safe (the node calls it from one
@@ -74,7 +79,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...arm.description import ArmDescription
-from ..excitation.limits import verification_times
+from ..excitation.limits import Margins, MotionLimits, verification_times
+from ..excitation.sweep import SWEEP_SPEEDS, speed_sweep
 from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
 from ...motion.braking import BrakingTail, braking_duration, sample_waypoints, tail_extremes
 from .streaming import horizon_waypoints
@@ -101,6 +107,7 @@ class ExperimentPhase(str, Enum):
     APPROACH = "approach"
     SETTLE = "settle"
     EXCITE = "excite"
+    SWEEP = "sweep"
     VALIDATE = "validate"
     HOLD = "hold"
     IDENTIFY = "identify"
@@ -109,8 +116,8 @@ class ExperimentPhase(str, Enum):
     FAILED = "failed"
 
 
-MOTION_PHASES = (ExperimentPhase.APPROACH, ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.VALIDATE,
-                 ExperimentPhase.HOLD)
+MOTION_PHASES = (ExperimentPhase.APPROACH, ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.SWEEP,
+                 ExperimentPhase.VALIDATE, ExperimentPhase.HOLD)
 RECORDING_WAIT = 5.0  # [s] after the motion, longest wait for the recording to hold the last requested sample
 _PROGRESS_MOTION = 90.0  # [%] of the progress taken by the motion phases; identification the rest
 
@@ -150,6 +157,7 @@ class SessionConfig:
     # (3 of 3 runs aborted "commands late" with 0.5 s; 1 s completed); the demo and the tests used 1 s
     stream_horizon: float = 1.0
     stream_period: float = 0.1
+    sweep_speeds: tuple[float, ...] = SWEEP_SPEEDS  # [rad/s] the friction sweep's peak speeds (empty: none)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.periods, int) and self.periods >= 1):
@@ -167,6 +175,9 @@ class SessionConfig:
                      "stop_deceleration", "stream_horizon", "stream_period"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0.0):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        object.__setattr__(self, "sweep_speeds", tuple(float(v) for v in self.sweep_speeds))
+        if not all(math.isfinite(v) and v > 0.0 for v in self.sweep_speeds):
+            raise ValueError(f"sweep_speeds must be positive [rad/s], got {list(self.sweep_speeds)}")
         if self.stream_period >= self.stream_horizon:
             raise ValueError(f"stream_period ({self.stream_period:g} s) must be shorter than stream_horizon "
                              f"({self.stream_horizon:g} s): a message must arrive before the previous one brakes")
@@ -201,6 +212,13 @@ class ExcitationSession:
         self.validation_period = float(self.validation.duration) if self.validation is not None else 0.0
         if self.validation is not None:
             self.max_tail = max(self.max_tail, self._check_motion(self.validation, "the validation trajectory"))
+        # the friction sweep from the start pose, within the position margin of the designs and limit_margin
+        margins = Margins(position=max(Margins.position, config.limit_margin))
+        self.sweep = speed_sweep(MotionLimits(arm, margins), self.q_start, config.sweep_speeds) \
+            if config.sweep_speeds else None
+        self.sweep_duration = float(self.sweep.duration) if self.sweep is not None else 0.0
+        if self.sweep is not None:
+            self.max_tail = max(self.max_tail, self._check_motion(self.sweep, "the friction sweep"))
         self.phase = ExperimentPhase.IDLE
         self.reason = ""
         self.phase_start = 0.0
@@ -274,8 +292,8 @@ class ExcitationSession:
     def _phase_duration(self, phase: ExperimentPhase) -> float:
         c = self.config
         return {ExperimentPhase.APPROACH: self.approach_duration, ExperimentPhase.SETTLE: c.settle_time,
-                ExperimentPhase.EXCITE: c.periods * self.period, ExperimentPhase.VALIDATE: self._validation_duration,
-                ExperimentPhase.HOLD: c.hold_time}[phase]
+                ExperimentPhase.EXCITE: c.periods * self.period, ExperimentPhase.SWEEP: self.sweep_duration,
+                ExperimentPhase.VALIDATE: self._validation_duration, ExperimentPhase.HOLD: c.hold_time}[phase]
 
     @property
     def _validation_duration(self) -> float:
@@ -460,9 +478,10 @@ class ExcitationSession:
         end = self.phase_start + self._phase_duration(self.phase)
         if now < end:
             return None
-        following = {ExperimentPhase.APPROACH: ExperimentPhase.SETTLE, ExperimentPhase.SETTLE: ExperimentPhase.EXCITE,
-                     ExperimentPhase.EXCITE: ExperimentPhase.VALIDATE, ExperimentPhase.VALIDATE: ExperimentPhase.HOLD,
-                     ExperimentPhase.HOLD: ExperimentPhase.IDENTIFY}[self.phase]
+        following = MOTION_PHASES[MOTION_PHASES.index(self.phase) + 1] if self.phase is not ExperimentPhase.HOLD \
+            else ExperimentPhase.IDENTIFY
+        if following is ExperimentPhase.SWEEP and self.sweep is None:
+            following = ExperimentPhase.VALIDATE
         if following is ExperimentPhase.VALIDATE and self.validation is None:
             following = ExperimentPhase.HOLD
         if following is ExperimentPhase.EXCITE:
@@ -486,27 +505,28 @@ class ExcitationSession:
         if self.excite_start_stamp is None or last_stamp is None or now >= self.phase_start + RECORDING_WAIT:
             return True
         # the identification looks for the arm's delay up to max_command_delay after the plan
-        return last_stamp >= (self.excite_start_stamp + self.config.periods * self.period
+        return last_stamp >= (self.excite_start_stamp + self.config.periods * self.period + self.sweep_duration
                               + self._validation_duration + self.config.max_command_delay)
 
     # -- references -----------------------------------------------------------------------------
 
     def planned(self, times: Any) -> States:
         """The planned reference ``(q, q', q'')`` (each (m, n)) at node times ``times`` (m,) of a
-        started experiment: approach, settle, excitation, validation, hold (module docstring), the start pose
+        started experiment: approach, settle, excitation, sweep, validation, hold (module docstring), the start pose
         after the motion; the approach's origin before the start."""
         t = np.atleast_1d(np.asarray(times, dtype=float)) - (self.start_time or 0.0)
         n = self.arm.n_joints
         q = np.broadcast_to(self.q_start, (t.size, n)).copy()
         dq, ddq = np.zeros_like(q), np.zeros_like(q)
         excite = self.approach_duration + self.config.settle_time
-        validate = excite + self.config.periods * self.period
+        sweep = excite + self.config.periods * self.period
+        validate = sweep + self.sweep_duration
         in_approach = t < self.approach_duration
         if np.any(in_approach) and self.approach is not None:
             states = self.approach.evaluate(np.maximum(t[in_approach], 0.0))
             for x, y in zip((q, dq, ddq), states):
                 x[in_approach] = y
-        for motion, begin, end in ((self.excitation, excite, validate),
+        for motion, begin, end in ((self.excitation, excite, sweep), (self.sweep, sweep, validate),
                                    (self.validation, validate, validate + self._validation_duration)):
             inside = (t >= begin) & (t < end)
             if motion is not None and np.any(inside):
@@ -592,6 +612,9 @@ class ExcitationSession:
             k = min(int((now - self.phase_start) // self.period), c.periods - 1)
             use = "identification" if k < c.identification_periods else "same-motion check; not fitted"
             return f"excitation period {k + 1} of {c.periods} ({use}), max tracking error {self.max_tracking:.4f} rad"
+        if phase is ExperimentPhase.SWEEP:
+            return (f"friction sweep at {len(c.sweep_speeds)} speeds up to {max(c.sweep_speeds):g} rad/s "
+                    f"(identification), max tracking error {self.max_tracking:.4f} rad")
         if phase is ExperimentPhase.VALIDATE:
             k = min(int((now - self.phase_start) // self.validation_period), c.validation_repeats - 1)
             return (f"validation trajectory period {k + 1} of {c.validation_repeats} (held-out: a different motion), "
@@ -605,14 +628,16 @@ class ExcitationSession:
     def segments(self) -> dict[str, Any]:
         """The motions in the recording (stamp clock): the excitation from ``start`` [s], ``period``
         [s], ``identification_periods`` (from ``start``) and ``validation_periods`` (after them: the
-        same motion); the validation trajectory from ``validation_start`` [s], ``validation_period``
-        [s], ``validation_repeats`` (0: none)."""
+        same motion); the friction sweep from ``sweep_start`` [s] for ``sweep_duration`` [s] (0: none); the
+        validation trajectory from ``validation_start`` [s], ``validation_period`` [s], ``validation_repeats``
+        (0: none)."""
         if self.excite_start_stamp is None:
             raise RuntimeError("the excitation has not started")
         c = self.config
         return {"start": self.excite_start_stamp, "period": self.period,
                 "identification_periods": c.identification_periods, "validation_periods": c.validation_periods,
-                "validation_start": self.excite_start_stamp + c.periods * self.period,
+                "sweep_start": self.excite_start_stamp + c.periods * self.period, "sweep_duration": self.sweep_duration,
+                "validation_start": self.excite_start_stamp + c.periods * self.period + self.sweep_duration,
                 "validation_period": self.validation_period,
                 "validation_repeats": c.validation_repeats if self.validation is not None else 0}
 
@@ -622,6 +647,7 @@ class ExcitationSession:
             "config": asdict(self.config),
             "q_start": self.q_start.tolist(),
             "period_s": self.period,
+            "sweep_duration_s": self.sweep_duration,
             "validation_period_s": self.validation_period,
             "approach_duration_s": self.approach_duration,
             "phases": [{"phase": p, "t": t - (self.start_time or 0.0)} for p, t in self.history],
