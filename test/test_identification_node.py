@@ -134,8 +134,8 @@ def test_phases_progress_and_segments():
         progress.append(session.progress(t))
         activities.setdefault(session.phase, []).append(session.activity(t))
         t += 0.01
-    assert [p for p, _ in phases] == [ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.HOLD,
-                                      ExperimentPhase.IDENTIFY]
+    assert [p for p, _ in phases] == [ExperimentPhase.SETTLE, ExperimentPhase.EXCITE, ExperimentPhase.SWEEP,
+                                      ExperimentPhase.HOLD, ExperimentPhase.IDENTIFY]
     # what the node logs every second: what the experiment does or waits for, never silence
     assert activities[ExperimentPhase.APPROACH][0] == f"moving to the start pose ({approach:.1f} s left)"
     assert activities[ExperimentPhase.SETTLE][0] == "holding the start pose while the arm settles (0.5 s)"
@@ -143,23 +143,28 @@ def test_phases_progress_and_segments():
     assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
                                     "excitation period 2 of 3 (identification)",
                                     "excitation period 3 of 3 (same-motion check; not fitted)"]
+    assert activities[ExperimentPhase.SWEEP][0].startswith("friction sweep at 6 speeds up to 1.3 rad/s")
     assert activities[ExperimentPhase.HOLD][0].startswith("holding the final pose")
     assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)
     assert times[ExperimentPhase.SETTLE] - 10.0 == pytest.approx(approach, abs=0.011)
-    assert times[ExperimentPhase.HOLD] - times[ExperimentPhase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
+    assert times[ExperimentPhase.SWEEP] - times[ExperimentPhase.EXCITE] == pytest.approx(3 * 8.0, abs=0.011)
+    sweep = session.sweep_duration  # the friction sweep: 4 moves per speed, a hold at each rest
+    assert sweep == pytest.approx(session.sweep.move_durations.sum() + 0.25 * (4 * 6 + 1)) and 30.0 < sweep < 50.0
+    assert times[ExperimentPhase.HOLD] - times[ExperimentPhase.SWEEP] == pytest.approx(sweep, abs=0.011)
     assert np.all(np.diff(progress) >= -1e-9) and progress[-1] == pytest.approx(90.0, abs=0.1)
     assert session.recording_complete(t) and session.max_tracking < 1e-9
     # the recording is complete only once it holds the last requested sample on the stamps' clock
     # (a node handling joint states late would otherwise cut it short: issue 15), else after RECORDING_WAIT
-    end_stamp = 10.0 + approach + 0.5 - 7.0 + 3 * 8.0 + config.max_command_delay
+    end_stamp = 10.0 + approach + 0.5 - 7.0 + 3 * 8.0 + sweep + config.max_command_delay
     assert not session.recording_complete(t, last_stamp=end_stamp - 0.2)
     assert session.recording_complete(t, last_stamp=end_stamp + 0.001)
     assert session.recording_complete(session.phase_start + RECORDING_WAIT, last_stamp=end_stamp - 0.2)
     segments = session.segments()  # on the stamps' clock (7 s behind the node's here), exactly as planned
     assert segments == {"start": pytest.approx(10.0 + approach + 0.5 - 7.0), "period": 8.0,
                         "identification_periods": 2, "validation_periods": 1,
-                        "validation_start": pytest.approx(10.0 + approach + 0.5 - 7.0 + 3 * 8.0),
+                        "sweep_start": pytest.approx(10.0 + approach + 0.5 - 7.0 + 3 * 8.0), "sweep_duration": sweep,
+                        "validation_start": pytest.approx(10.0 + approach + 0.5 - 7.0 + 3 * 8.0 + sweep),
                         "validation_period": 0.0, "validation_repeats": 0}  # no validation trajectory
     # the identify phase: each stage fills half of what is left; stages the pipeline opens inside
     # another (processing inside the friction choice) and any number of them never move it back
@@ -183,7 +188,7 @@ def test_phases_progress_and_segments():
     assert session.progress(t) == 100.0 and session.commanding  # done: still holding the start pose
     np.testing.assert_allclose(session.reference(t + 5.0)[0], Q_START)
     assert [p["phase"] for p in session.describe()["phases"]] == [
-        "approach", "settle", "excite", "hold", "identify", "done"]
+        "approach", "settle", "excite", "sweep", "hold", "identify", "done"]
 
 
 def excite(session, seconds):
@@ -575,7 +580,7 @@ def test_end_to_end_identification_in_the_simulator(harness):
 
     assert h.spin_until(lambda: any(phase_of(m) == "done" for m in h.progress), 5.0)
     phases = [phase_of(m) for m in h.progress]
-    order = ["approach", "settle", "excite", "validate", "hold", "identify", "done"]
+    order = ["approach", "settle", "excite", "sweep", "validate", "hold", "identify", "done"]
     seen = [p for i, p in enumerate(phases) if p in order and (i == 0 or phases[i - 1] != p)]
     assert seen == order, seen
     percents = [float(next(v.value for v in m.values if v.key == "percent")) for m in h.progress

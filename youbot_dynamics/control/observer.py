@@ -154,13 +154,15 @@ def unfitted_rms(identification: dict) -> Array | None:
     """Per joint [N m], the largest RMS torque error an identification block records on motions
     the model was not fitted on: ``joint_rms_errors_nm`` (the held-out data) and, from the
     identification experiment, ``same_motion.joint_rms_errors_nm`` (later periods of the excitation,
-    not fitted: its speeds, which the held-out motion may not reach). ``None`` without the first."""
+    not fitted: its speeds, which the held-out motion may not reach) and
+    ``friction_selection.probe_joint_rms_nm`` (the friction sweep's halves, each predicted from the
+    rest of the data: another character of motion). ``None`` without the first."""
     held = identification.get("joint_rms_errors_nm")
     if held is None:
         return None
-    same = (identification.get("same_motion") or {}).get("joint_rms_errors_nm")
-    held = np.asarray(held, dtype=float)
-    return held if same is None else np.maximum(held, np.asarray(same, dtype=float))
+    others = [(identification.get("same_motion") or {}).get("joint_rms_errors_nm"),
+              (identification.get("friction_selection") or {}).get("probe_joint_rms_nm")]
+    return np.max([np.asarray(e, dtype=float) for e in [held, *others] if e is not None], axis=0)
 
 
 def collision_thresholds(residual_rms: Any, factor: float = COLLISION_FACTOR,

@@ -258,6 +258,8 @@ def select_friction(datasets: Sequence[Dataset], load_model: DynamicModel, optio
     record = {
         "on": how, "folds": [p.source for p in parts], "tolerance": TOLERANCE,
         "chosen": chosen.describe(), "chosen_moving_relative_error": float(errors[best]),
+        # the chosen structure's error per joint on motion of another character it was not fitted on
+        **({"probe_joint_rms_nm": [float(v) for v in scored[best][0]]} if probes else {}),
         "runner_up": None if runner_up is None else model(candidates[runner_up]).describe(),
         "runner_up_moving_relative_error": None if runner_up is None else float(errors[runner_up]),
         "candidates": [{"structure": model(c).describe(), "moving_relative_error": float(e),
