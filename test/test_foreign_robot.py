@@ -112,10 +112,11 @@ def test_the_validation_trajectory_is_another_motion_from_the_same_start():
     session = ExcitationSession(ARM, EXCITATION, SessionConfig(periods=2, validation_periods=1, settle_time=0.5),
                                 VALIDATION)
     session.start(0.0, _sample(Q_START))
-    begin = session.approach_duration + 0.5 + 2 * EXCITATION.period
+    begin = session.approach_duration + 0.5 + 2 * EXCITATION.period + session.sweep_duration  # after the sweep
     times = begin + np.linspace(0.0, VALIDATION.period, 61, endpoint=False)
     np.testing.assert_allclose(session.planned(times)[0], VALIDATION.evaluate(times - begin)[0], atol=1e-12)
-    assert session.motion_duration == pytest.approx(session.approach_duration + 0.5 + 2 * 8.0 + 6.0 + 1.0)
+    assert session.motion_duration == pytest.approx(session.approach_duration + 0.5 + 2 * 8.0 + session.sweep_duration
+                                                    + 6.0 + 1.0)
 
 
 def _sample(q):
