@@ -28,7 +28,9 @@ from conftest import local_ros_domain, ros_domain_id
 rclpy = pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -43,6 +45,8 @@ from youbot_dynamics.dynamics.chain import DHChain  # noqa: E402
 from youbot_dynamics.dynamics.model import DynamicModel  # noqa: E402
 from youbot_dynamics.dynamics.paramfile import save_model  # noqa: E402
 from youbot_dynamics.nodes.common import create_executor  # noqa: E402
+from youbot_dynamics.nodes.hosted import (CONTROLLERS, controller_parameters, create_hosted_controller,  # noqa: E402
+                                          file_parameters)
 from youbot_dynamics.nodes.messages import trajectory_message  # noqa: E402
 from youbot_dynamics.nodes.sim_node import SimNode  # noqa: E402
 from youbot_dynamics.nodes.youbot_driver import YoubotDriverNode  # noqa: E402
@@ -527,3 +531,122 @@ def test_a_paused_simulator_is_lost_states_for_its_controller(sim):
     assert "stale" in h.controller.guard.fault_reason, h.controller.guard.fault_reason
     h.wait_status("released to the drives in the physics loop")
     assert h.spin_until(lambda: h.node.sim.mode == "trajectory", timeout=5.0)
+
+
+# -- its parameter file, read as the stand-alone node reads its --params-file (issue 47) ------------
+
+def section(**values) -> dict:
+    return {"ros__parameters": values}
+
+
+#: spelling -> (the file, the node's namespace, the parameters it sets for the controller CT there)
+SPELLINGS = {
+    "name": ({CT: section(state_timeout=0.2)}, "/", {"state_timeout": 0.2}),
+    "/name": ({f"/{CT}": section(state_timeout=0.2)}, "/", {"state_timeout": 0.2}),
+    "ns/name": ({f"ns/{CT}": section(state_timeout=0.2)}, "/ns", {"state_timeout": 0.2}),
+    "/ns/name": ({f"/ns/{CT}": section(state_timeout=0.2)}, "/ns", {"state_timeout": 0.2}),
+    "ns: name:": ({"ns": {CT: section(state_timeout=0.2)}}, "/ns", {"state_timeout": 0.2}),
+    "/**": ({"/**": section(state_timeout=0.2)}, "/", {"state_timeout": 0.2}),
+    "/** in ns": ({"/**": section(state_timeout=0.2)}, "/ns", {"state_timeout": 0.2}),
+    "/**/name": ({f"/**/{CT}": section(state_timeout=0.2)}, "/ns", {"state_timeout": 0.2}),
+    "*": ({"*": section(state_timeout=0.2)}, "/", {"state_timeout": 0.2}),
+    # the usual file of several nodes: /** first, the node's own section overriding it
+    "/** then name": ({"/**": section(state_timeout=0.3, diagnostics_period=0.5, joint_state_publishers_max=2),
+                       "other_node": section(state_timeout=0.1), CT: section(state_timeout=0.2)},
+                      "/", {"state_timeout": 0.2, "diagnostics_period": 0.5, "joint_state_publishers_max": 2}),
+    # rcl applies the matching sections in the file's order: a /** below the node's section wins
+    "name then /**": ({f"/{CT}": section(state_timeout=0.2, diagnostics_period=0.5), "/**": section(state_timeout=0.3)},
+                      "/", {"state_timeout": 0.3, "diagnostics_period": 0.5}),
+    "nested names": ({CT: section(state_timeout=0.2, a={"b": 1})}, "/", {"state_timeout": 0.2, "a.b": 1}),
+    "empty": ({"/**": section(), CT: section()}, "/", {}),
+}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_file_parameters_of_each_spelling_of_the_node_s_section(spelling):
+    doc, namespace, expected = SPELLINGS[spelling]
+    assert file_parameters(doc, f"{namespace.rstrip('/')}/{CT}") == expected
+
+
+def test_file_parameters_of_no_section_of_the_node_are_none_and_malformed_files_refused():
+    assert file_parameters({"other_node": section(state_timeout=0.2)}, f"/{CT}") is None
+    assert file_parameters({CT: section(state_timeout=0.2)}, f"/ns/{CT}") is None  # name: is /name
+    assert file_parameters({f"/ns/{CT}": section(state_timeout=0.2)}, f"/{CT}") is None
+    assert file_parameters({f"/**/{CT}": section(state_timeout=0.2)}, "/other_node") is None
+    assert file_parameters({"*": section(state_timeout=0.2)}, f"/ns/{CT}") is None  # * is one token
+    assert file_parameters(None, f"/{CT}") is None  # an empty file
+    for doc, error in [([1], "not a mapping"), ({CT: 1}, "a value before ros__parameters"),
+                       ({"ros__parameters": {}}, "without a node name"), ({CT: section(x=None)}, "no value"),
+                       ({CT: section(x=[])}, "no value"), ({CT: {"ros__parameters": [1]}}, "not a mapping"),
+                       ({CT: {"ros__parameters": None}}, "not a mapping")]:
+        with pytest.raises(ValueError, match=error):
+            file_parameters(doc, f"/{CT}")
+
+
+def test_controller_parameters_type_values_as_rcl_and_refuse_a_file_without_the_node(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"{CT}:\n  ros__parameters:\n    a: 1e-06\n    b: 2001-12-14\n    c: 'on'\n    d: on\n"
+                    "    e: ~\n    f: null\n    g: 1.0e+3\n")
+    values = {p.name: p.value for p in controller_parameters(CT, str(path))}
+    assert values == {"a": 1e-06, "b": "2001-12-14", "c": "on", "d": True, "e": "~", "f": "null", "g": 1000.0}
+    path.write_text(f"{CT}:\n  ros__parameters:\n    a:\n")
+    with pytest.raises(ValueError, match="parameter a has no value"):
+        controller_parameters(CT, str(path))
+    path.write_text("other_node:\n  ros__parameters: {x: 1}\n")
+    with pytest.raises(ValueError, match=f"controller_params_file {path}: no section for /{CT}"):
+        controller_parameters(CT, str(path))
+    path.write_text(f"{CT}:\n  ros__parameters: {{x: [1, 0.5]}}\n")
+    with pytest.raises(ValueError, match=f"controller_params_file {path}: The given value is not a list"):
+        controller_parameters(CT, str(path))
+    assert controller_parameters(CT, "") == []  # the package's file: ros__parameters: {}
+
+
+class NoLoop:
+    """A host for a controller node that is only built, its parameters read (no cycle runs)."""
+
+    rate = 1000.0
+    description = "no loop"
+    release_target = "nowhere"
+
+    def release(self, times, q, dq, ddq) -> None:
+        raise AssertionError("no release expected")
+
+    def zero(self) -> None:
+        raise AssertionError("no zero expected")
+
+
+@pytest.fixture(scope="module")
+def context_4():
+    with local_ros_domain(ros_domain_id(__file__, 4)):
+        context = Context()
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+        yield context
+        rclpy.shutdown(context=context)
+
+
+#: parameters of the controller nodes the files above set
+DECLARED = ("state_timeout", "diagnostics_period", "joint_state_publishers_max")
+
+
+@pytest.mark.parametrize("spelling", [s for s in SPELLINGS if set(SPELLINGS[s][2]) <= set(DECLARED)])
+def test_the_hosted_controller_gets_what_the_stand_alone_node_reads_from_each_spelling(spelling, context_4, tmp_path):
+    """The hosted node (create_hosted_controller, as the driver and the simulator make it) and the
+    stand-alone node given the file as --params-file (read by rcl) get the same values."""
+    doc, namespace, expected = SPELLINGS[spelling]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    values = {}
+    for hosted in (True, False):
+        if hosted:
+            node = create_hosted_controller("computed_torque", str(path), NoLoop(), context_4, namespace)
+        else:
+            node = CONTROLLERS["computed_torque"].node_type()(
+                context=context_4, namespace=namespace, use_global_arguments=False,
+                cli_args=["--ros-args", "--params-file", str(path)])
+        try:
+            assert node.get_fully_qualified_name() == f"{namespace.rstrip('/')}/{CT}"
+            values[hosted] = {name: node.get_parameter(name).value for name in DECLARED}
+        finally:
+            node.destroy_node()
+    assert values[True] == values[False]
+    assert {name: values[True][name] for name in expected} == expected

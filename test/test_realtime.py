@@ -311,7 +311,7 @@ def context(monkeypatch):
 def test_create_executor_events_when_asked_unless_told_otherwise(context, monkeypatch):
     monkeypatch.delenv(EXECUTOR_VARIABLE, raising=False)
     events = "EventsExecutor" if importlib.util.find_spec("rclpy.experimental") else "SingleThreadedExecutor"
-    assert type(create_executor(True, context)).__name__ == events  # Kilted's wheels have it
+    assert type(create_executor(True, context)).__name__ == events  # Jazzy's and Kilted's rclpy have it
     assert isinstance(create_executor(False, context), SingleThreadedExecutor)
     monkeypatch.setenv(EXECUTOR_VARIABLE, "single")
     assert isinstance(create_executor(True, context), SingleThreadedExecutor)

@@ -254,7 +254,7 @@ def goal_label(goal_handle: Any) -> str:
 
 def create_executor(events: bool, context: Context | None = None) -> Executor:
     """The executor of a node: with ``events`` rclpy's ``EventsExecutor`` (``rclpy.experimental``,
-    ROS 2 Kilted and later), else - and where it is missing - the ``SingleThreadedExecutor``. The
+    ROS 2 Jazzy and Kilted have it), else - and where it is missing - the ``SingleThreadedExecutor``. The
     events executor dispatches from C++ (waiting, timers, taking messages): a 1 kHz controller
     spends about 0.3 ms of CPU per cycle in the Python executor and 0.1 ms in this one, which on a
     2-core machine is the difference between the loops fitting side by side or queueing behind each
@@ -270,7 +270,7 @@ def create_executor(events: bool, context: Context | None = None) -> Executor:
     if choice == "events":
         try:
             from rclpy.experimental import EventsExecutor
-        except ImportError:  # before Kilted
+        except ImportError:  # an rclpy without it
             return SingleThreadedExecutor(context=context)
         return EventsExecutor(context=context)
     return SingleThreadedExecutor(context=context)
