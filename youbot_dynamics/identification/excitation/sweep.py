@@ -6,9 +6,12 @@ friction-dominated wrist the default experiment's model had no Coulomb friction 
 viscous term twice too large in its place (issue 46). The sweep measures the friction curve
 directly. For each peak speed ``v_k`` of ``speeds`` (slowest first) every joint moves together
 
-    q_start -> q_start + d_k -> q_start -> q_start - d_k -> q_start
+    q_start -> q_start + P_k d_k -> q_start -> q_start - P_k d_k -> q_start
 
-by rest-to-rest quintic moves of duration ``T_k`` (:class:`~.trajectories.WaypointTrajectory`,
+with ``P_k = diag(p_k)`` the signs of row ``k`` of a Sylvester-Hadamard matrix (first ``n`` columns,
+:func:`direction_patterns`): from level to level the joints move in other combinations (joint 2 up
+with joint 3 down, ...), so the sweep's slow rows see gravity in more configurations than a line
+through ``q_start``. The moves are rest-to-rest quintics of duration ``T_k`` (:class:`~.trajectories.WaypointTrajectory`,
 ``s' <= 15/8``), holding ``dwell`` at each rest (a reversal through rest in each direction). Joint
 ``j`` moves ``d_jk = min(8/15 v_k T_k, D_j)``: it reaches ``v_k`` unless its room ``D_j`` (the
 smaller distance from ``q_start`` to its position bounds, at most ``max_excursion``) is too small;
@@ -31,7 +34,7 @@ from .limits import ExcitationError, MotionLimits, verification_times
 from .trajectories import QUINTIC_PEAK_VELOCITY, WaypointTrajectory, quintic_duration
 from .waypoints import start_configuration
 
-__all__ = ["SWEEP_SPEEDS", "SWEEP_MAX_MOVE", "SWEEP_MAX_EXCURSION", "SWEEP_DWELL", "speed_sweep"]
+__all__ = ["SWEEP_SPEEDS", "SWEEP_MAX_MOVE", "SWEEP_MAX_EXCURSION", "SWEEP_DWELL", "direction_patterns", "speed_sweep"]
 
 Array = NDArray[np.float64]
 
@@ -40,6 +43,18 @@ SWEEP_SPEEDS = (0.08, 0.15, 0.3, 0.6, 1.0, 1.3)
 SWEEP_MAX_MOVE = 1.5  # [s] longest move (the slow levels' duration)
 SWEEP_MAX_EXCURSION = 0.7  # [rad] largest move of a joint from the start pose
 SWEEP_DWELL = 0.25  # [s] hold at each rest
+
+
+def direction_patterns(levels: int, n: int) -> Array:
+    """(levels, n) signs: rows of the Sylvester-Hadamard matrix of the smallest power-of-two order
+    with at least ``levels`` rows and ``n`` columns, first ``n`` columns (rows cycled beyond its order)."""
+    order = 1
+    while order < max(levels, n):
+        order *= 2
+    h = np.ones((1, 1))
+    while h.shape[0] < order:
+        h = np.block([[h, h], [h, -h]])
+    return h[np.arange(levels) % order, :n]
 
 
 def _room(limits: MotionLimits, q_start: Array, max_excursion: float) -> Array:
@@ -73,8 +88,9 @@ def speed_sweep(limits: MotionLimits, q_start: Any, speeds: Sequence[float] = SW
         raise ValueError(f"max_move and max_excursion must be positive, got {max_move}, {max_excursion}")
     room = _room(limits, start, max_excursion)
     waypoints, moves = [start], []
-    for speed in sorted(speeds):
+    for speed, signs in zip(sorted(speeds), direction_patterns(len(speeds), start.size)):
         excursion, duration = _level(limits, room, speed, max_move)
+        excursion = signs * excursion
         for target in (start + excursion, start, start - excursion, start):
             waypoints.append(target)
             moves.append(duration)
