@@ -8,19 +8,20 @@ directly. For each peak speed ``v_k`` of ``speeds`` (slowest first) every joint 
 
     q_start -> q_start + P_k d_k -> q_start -> q_start - P_k d_k -> q_start
 
-with ``P_k = diag(p_k)`` the signs of row ``k`` of a Sylvester-Hadamard matrix (first ``n`` columns,
-:func:`direction_patterns`): from level to level the joints move in other combinations (joint 2 up
-with joint 3 down, ...), so the sweep's slow rows see gravity in more configurations than a line
-through ``q_start``. The moves are rest-to-rest quintics of duration ``T_k`` (:class:`~.trajectories.WaypointTrajectory`,
-``s' <= 15/8``), holding ``dwell`` at each rest (a reversal through rest in each direction). Joint
-``j`` moves ``d_jk = min(8/15 v_k T_k, D_j)``: it reaches ``v_k`` unless its room ``D_j`` (the
-smaller distance from ``q_start`` to its position bounds, at most ``max_excursion``) is too small;
+with ``P_k = diag(p_k)`` the signs of row ``k`` of a Sylvester-Hadamard matrix (first ``n``
+columns, :func:`direction_patterns`): from level to level the joints move in other combinations
+(joint 2 up with joint 3 down, ...), so the sweep's slow rows see gravity in more configurations
+than a line through ``q_start``. The moves are rest-to-rest quintics of duration ``T_k``
+(:class:`~.trajectories.WaypointTrajectory`, ``s' <= 15/8``), holding ``dwell`` at each rest (a
+reversal through rest in each direction). Joint ``j`` moves ``d_jk = min(8/15 v_k T_k, D_j)``:
+it reaches ``v_k`` unless its room ``D_j`` (the smaller distance from ``q_start`` to its position
+bounds, at most ``max_excursion``) is too small;
 ``T_k = min(max_move, 15/8 max_j min(D_j, 8/15 v_k max_move) / v_k)``, lengthened where the
-acceleration bound needs it (:func:`~.trajectories.quintic_duration`). Each move passes every speed
-from 0 to its peak; its acceleration is ``<= 10 / sqrt(3) d / T^2``, small on the slow levels, so
-their torque is friction and gravity. Every sample's configuration is checked against the position
-bounds and the clearance (:class:`~.limits.MotionLimits`), and the peak speeds against the reduced
-velocity limit.
+acceleration bound needs it (:func:`~.trajectories.quintic_duration`). Each move passes every
+speed from 0 to its peak; its acceleration is ``<= 10 / sqrt(3) d / T^2``, small on the slow
+levels, so their torque is friction and gravity. Every sample's configuration is checked against
+the position bounds and the clearance (:class:`~.limits.MotionLimits`), and the peak speeds
+against the reduced velocity limit.
 """
 from __future__ import annotations
 
