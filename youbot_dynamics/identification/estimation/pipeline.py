@@ -227,6 +227,7 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
         "joint_rms_errors_nm": [float(v) for v in errors["identified"].rms],  # collision thresholds' scale
         "nominal_joint_relative_errors": [float(v) for v in errors["baseline"].relative_rms],
         "moving_relative_error": errors["identified"].moving, "rest_relative_error": errors["identified"].rest,
+        "speed_band_relative_errors": errors["identified"].to_dict().get("speed_bands_relative"),
         "nominal_moving_relative_error": errors["baseline"].moving,
         "friction": {**friction.to_dict(), "description": friction.describe()},
         "processing": dataclasses.asdict(options),
@@ -332,7 +333,7 @@ def predict_recording(model: DynamicModel, data: Dataset, arm: ArmDescription,
     check_plausible(data, arm)
     observation = process(data, model, dataclasses.replace(options, period=None), load_model=model)
     tau_hat = observation.Y @ model.parameters
-    return observation, tau_hat, torque_errors(observation.tau, tau_hat, observation.used)
+    return observation, tau_hat, torque_errors(observation.tau, tau_hat, observation.used, observation.dq)
 
 
 def processing_options(summary: Any, **overrides: Any) -> ProcessingOptions:
@@ -438,6 +439,10 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
         folds = ", ".join(f"{100 * fold['moving_relative_error']:.3g}%" for fold in cv["folds"])
         lines.append(f"leave one recording out ({len(cv['folds'])} identification recordings): moving rows {folds} "
                      f"(mean {100 * cv['mean_moving_relative_error']:.3g}%)")
+    if ident.bands is not None:
+        lines.append("per speed band of |q'_j| [rad/s], relative error per joint: " + "; ".join(
+            f"{label}: " + ", ".join("-" if not math.isfinite(v) else f"{100 * v:.3g}%" for v in values)
+            for label, values in ident.bands.items()))
     if math.isfinite(ident.moving):
         lines.append(f"moving rows (|q'_j| >= {run.options.coulomb_threshold:g} rad/s): {100 * ident.moving:.3g}% "
                      f"(nominal model {100 * base.moving:.3g}%); rows at rest: {100 * ident.rest:.3g}%")
