@@ -7,6 +7,7 @@ node's default experiment and identification on the foreign robot, and the predi
 motion)::
 
     .venv/bin/python test/foreign_experiment.py [ROBOT_SEED [KIND]]
+    .venv/bin/python test/foreign_experiment.py --family [ROBOT_SEED]   # doc/identification.md's table
 
 (``KIND`` a member of :data:`~youbot_dynamics.sim.true_robot.FOREIGN_FAMILY`, default ``foreign``.)
 """
@@ -85,17 +86,17 @@ def true_robot_errors(sim: ArmSimulator, recording: Dataset, options: Any) -> An
     return torque_errors(observation.tau, tau, observation.used)
 
 
-def main(robot_seed: int = 31, kind: str = "foreign") -> None:
-    """The default experiment (trajectory interface) on the foreign robot, identified as the node
-    does; its held-out, same-motion and third-motion errors."""
+def measure(robot_seed: int = 31, kind: str = "foreign", verbose: bool = True) -> dict[str, Any]:
+    """The default experiment (trajectory interface) on the foreign robot ``kind`` of ``robot_seed``,
+    identified as the node does; its held-out, same-motion, third-motion and point-to-point errors and
+    computed torque on the stroke (printed with ``verbose``)."""
     from pathlib import Path
 
     from youbot_dynamics.arm.description import default_arm
     from youbot_dynamics.control import collision_thresholds
     from youbot_dynamics.control.observer import unfitted_rms
     from youbot_dynamics.identification.estimation.friction_fit import EPS_CANDIDATES, TERM_CANDIDATES
-    from youbot_dynamics.identification.estimation.pipeline import (excitation_delay, periodic_cut, predict_recording,
-                                                                    summary_lines)
+    from youbot_dynamics.identification.estimation.pipeline import periodic_cut, summary_lines
     from youbot_dynamics.identification.estimation.processing import VELOCITY_SOURCES, ProcessingOptions
     from youbot_dynamics.identification.experiment.analysis import experiment_lines, identify_experiment
     from youbot_dynamics.identification.experiment.session import SessionConfig
@@ -113,33 +114,53 @@ def main(robot_seed: int = 31, kind: str = "foreign") -> None:
     sim.step(500)
     session = ExcitationSession(arm, excitation, SessionConfig(state_timeout=0.5), validation)  # the node's defaults
     data = run_experiment(sim, session, "trajectory", latency=0.005)
-    options = ProcessingOptions(cutoff_hz=5.0)
-    run = identify_experiment(data, session.segments(), arm, options=options, excitation=excitation,
-                              method="consistent", structure="full", eps_candidates=EPS_CANDIDATES,
-                              term_candidates=TERM_CANDIDATES, velocity_candidates=VELOCITY_SOURCES)
-    print("\n".join(summary_lines(run) + experiment_lines(run)))
+    run = identify_experiment(data, session.segments(), arm, options=ProcessingOptions(cutoff_hz=5.0),
+                              excitation=excitation, method="consistent", structure="full",
+                              eps_candidates=EPS_CANDIDATES, term_candidates=TERM_CANDIDATES,
+                              velocity_candidates=VELOCITY_SOURCES)
     segments = run.summary["segments"]
     held = periodic_cut(data, segments["validation_start"], segments["validation_period"],
                         segments["validation_repeats"])
     floor = true_robot_errors(sim, held, run.options)
-    print(f"the robot's own parameters on the held-out segment (its effort gain errors and offsets applied): "
-          f"{100 * floor.overall:.2f}% (moving rows {100 * floor.moving:.2f}%, at rest {100 * floor.rest:.2f}%); "
-          f"identified / truth {run.identified.overall / floor.overall:.2f}")
-    probe = ExcitationSession(arm, third, SessionConfig(periods=1, validation_periods=0, validation_repeats=0,
-                                                        sweep_speeds=()))
-    recording = run_experiment(sim, probe, "trajectory", latency=0.005)
-    start = probe.segments()["start"]
-    cut = periodic_cut(recording, start + excitation_delay(recording, third, start, 0.3), third.period, 1)
-    errors = predict_recording(run.model, cut, arm, run.options)[2]
-    print(f"third motion: {100 * errors.overall:.2f}% (joints "
-          f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
-          f"{run.identified.overall / errors.overall:.2f}")
-    errors = predict_motion(sim, run, arm, point_to_point_motion(arm, excitation.evaluate(0.0)[0], robot_seed))
-    print(f"point-to-point motion: {100 * errors.overall:.2f}%, moving rows {100 * errors.moving:.2f}% (joints "
-          f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %)")
+    errors = predict_motion(sim, run, arm, third)
+    moves = predict_motion(sim, run, arm, point_to_point_motion(arm, excitation.evaluate(0.0)[0], robot_seed))
     tracking, collisions = computed_torque_stroke(sim, run.model, arm, collision_thresholds(unfitted_rms(run.summary)))
-    print(f"computed torque on the stroke with this model: tracking RMS per joint "
-          f"{', '.join(f'{1e3 * e:.2f}' for e in tracking)} mrad; {collisions} false collision(s)")
+    if verbose:
+        print("\n".join(summary_lines(run) + experiment_lines(run)))
+        print(f"the robot's own parameters on the held-out segment (its effort gain errors and offsets applied): "
+              f"{100 * floor.overall:.2f}% (moving rows {100 * floor.moving:.2f}%, at rest {100 * floor.rest:.2f}%); "
+              f"identified / truth {run.identified.overall / floor.overall:.2f}")
+        print(f"third motion: {100 * errors.overall:.2f}% (joints "
+              f"{', '.join(f'{100 * e:.2f}' for e in errors.relative_rms)} %); held-out / third "
+              f"{run.identified.overall / errors.overall:.2f}")
+        print(f"point-to-point motion: {100 * moves.overall:.2f}%, moving rows {100 * moves.moving:.2f}% (joints "
+              f"{', '.join(f'{100 * e:.2f}' for e in moves.relative_rms)} %)")
+        print(f"computed torque on the stroke with this model: tracking RMS per joint "
+              f"{', '.join(f'{1e3 * e:.2f}' for e in tracking)} mrad; {collisions} false collision(s)")
+    return {"kind": kind, "held_out": run.identified.overall, "third": errors.overall, "third_moving": errors.moving,
+            "point_to_point_moving": moves.moving, "tracking_mrad": float(1e3 * tracking.max()),
+            "collisions": collisions, "friction": run.summary["friction_selection"]["chosen"]}
+
+
+def family_table(robot_seed: int = 31) -> str:
+    """:func:`measure` on every member of the family, as the markdown table of doc/identification.md
+    (per member, then the worst and the median of each column)."""
+    from youbot_dynamics.sim.true_robot import FOREIGN_FAMILY
+
+    rows = [measure(robot_seed, kind, verbose=False) for kind in FOREIGN_FAMILY]
+    keys = ("held_out", "third", "third_moving", "point_to_point_moving", "tracking_mrad", "collisions")
+    scale = {"tracking_mrad": 1.0, "collisions": 1.0}
+    lines = [f"| robot (seed {robot_seed}) | held-out [%] | third motion [%] | third, moving rows [%] | point to "
+             f"point, moving rows [%] | computed torque, worst joint [mrad RMS] | false collisions |",
+             "|---" * (len(keys) + 1) + "|"]
+    for row in rows:
+        lines.append(f"| {row['kind']} | " + " | ".join(
+            f"{row[k]:.0f}" if k == "collisions" else f"{scale.get(k, 100.0) * row[k]:.2f}" for k in keys) + " |")
+    for name, pick in (("worst", np.max), ("median", np.median)):
+        lines.append(f"| **{name}** | " + " | ".join(
+            f"{pick([r[k] for r in rows]):.0f}" if k == "collisions"
+            else f"{scale.get(k, 100.0) * pick([r[k] for r in rows]):.2f}" for k in keys) + " |")
+    return "\n".join(lines)
 
 
 def point_to_point_motion(arm: Any, q_start: np.ndarray, seed: int) -> Any:
@@ -194,4 +215,7 @@ def computed_torque_stroke(sim: ArmSimulator, model: Any, arm: Any, thresholds: 
 if __name__ == "__main__":
     import sys
 
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 31, sys.argv[2] if len(sys.argv) > 2 else "foreign")
+    if len(sys.argv) > 1 and sys.argv[1] == "--family":
+        print(family_table(int(sys.argv[2]) if len(sys.argv) > 2 else 31))
+    else:
+        measure(int(sys.argv[1]) if len(sys.argv) > 1 else 31, sys.argv[2] if len(sys.argv) > 2 else "foreign")

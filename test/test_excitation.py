@@ -493,3 +493,39 @@ def test_cli_excite_runs_as_a_program(tmp_path):
                            "--points", "2", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "condition number" in proc.stdout and out.exists()
+
+
+def test_the_friction_sweep_passes_every_speed_level_both_ways_within_the_limits():
+    """``speed_sweep`` from the default excitation's start pose: starts and ends at rest there; per
+    level every joint with room reaches the level's peak speed (the quintic's 15/8 d / T) moving up
+    and moving down, in the level's sign pattern; the slow levels accelerate gently; every sample
+    respects the position bounds, the reduced velocity and acceleration limits and the clearance."""
+    from youbot_dynamics.identification.excitation.sweep import SWEEP_SPEEDS, direction_patterns, speed_sweep
+
+    from youbot_dynamics.files.paths import config_path
+
+    q0 = load_trajectory(config_path("excitation_default.yaml"), ARM.joint_names).trajectory.evaluate(0.0)[0]
+    sweep = speed_sweep(LIMITS, q0)
+    assert isinstance(sweep, WaypointTrajectory) and len(sweep.move_durations) == 4 * len(SWEEP_SPEEDS)
+    q, dq, ddq = sweep.evaluate(np.linspace(0.0, sweep.duration, 40001))
+    np.testing.assert_allclose(q[[0, -1]], [q0, q0], atol=1e-12)
+    np.testing.assert_allclose(dq[[0, -1]], 0.0, atol=1e-12)
+    assert np.all(LIMITS.configuration_ok(q))
+    assert np.all(np.abs(dq) <= LIMITS.velocity_bound + 1e-9)
+    assert np.all(np.abs(ddq) <= LIMITS.acceleration_bound + 1e-6)
+    starts = np.concatenate([sweep.move_starts(), [sweep.duration]])
+    t = np.linspace(0.0, sweep.duration, 40001)
+    for k, (speed, signs) in enumerate(zip(sorted(SWEEP_SPEEDS), direction_patterns(len(SWEEP_SPEEDS), ARM.n_joints))):
+        level = (t >= starts[4 * k]) & (t < starts[4 * k + 4])
+        peak_up, peak_down = dq[level].max(axis=0), -dq[level].min(axis=0)
+        np.testing.assert_allclose(peak_up, peak_down, rtol=1e-3)  # both directions
+        assert np.all(peak_up <= speed * (1 + 1e-3)), (speed, peak_up)
+        assert np.sum(peak_up >= speed * (1 - 1e-3)) >= 3, (speed, peak_up)  # all but joints short of room
+        first = (t >= starts[4 * k]) & (t < starts[4 * k + 1])  # the level's first move: out along its pattern
+        np.testing.assert_array_equal(np.sign(q[first][-1] - q0), signs)
+    slowest = t < starts[4]
+    assert np.abs(ddq[slowest]).max() < 0.3  # [rad/s^2]: friction and gravity, hardly inertia
+    with pytest.raises(ValueError, match="positive"):
+        speed_sweep(LIMITS, q0, [0.1, -0.2])
+    with pytest.raises(ValueError, match="above every joint's reduced velocity limit"):
+        speed_sweep(LIMITS, q0, [0.1, 1.5])

@@ -39,8 +39,8 @@ from youbot_dynamics.identification.experiment.session import ExcitationSession,
 from youbot_dynamics.identification.io.trajfile import load_trajectory
 from youbot_dynamics.files.paths import config_path
 from youbot_dynamics.sim import ArmSimulator, Realism, load_sim_config
-from youbot_dynamics.sim.config import Perturbation
-from youbot_dynamics.sim.true_robot import foreign_robot
+from youbot_dynamics.sim.config import ROBOTS, Perturbation
+from youbot_dynamics.sim.true_robot import FOREIGN_FAMILY, foreign_robot
 
 ARM = default_arm()
 EXCITATION = load_trajectory(config_path("excitation_default.yaml"), ARM.joint_names).trajectory
@@ -246,3 +246,32 @@ def test_the_integral_action_is_clamped_and_ignores_stalls():
         tau = saturated.torque(reference, q, np.zeros(5), 0.01 * k)
     np.testing.assert_allclose(tau, saturated.base.limit)  # at the limit towards the error
     np.testing.assert_allclose(saturated.integral, 0.0)  # and no wind-up
+
+
+def test_the_family_of_foreign_robots_is_what_its_table_says():
+    """Each member (``FOREIGN_FAMILY``) as documented, read from the MuJoCo model the simulator builds:
+    the dry wrist's Coulomb friction x3/x4 and viscous x0.3 on joints 4-5, the Stribeck member's
+    breakaway 1.6 x Coulomb with Stribeck velocities in 0.015-0.09 rad/s drawn from its seed, the
+    heavy member's gravity x1.5, low friction x0.3; all share the foreign robot's inertials and rotors."""
+    config = load_sim_config(arm=ARM)
+    seed_terms = ArmSimulator(ARM, config, realism=Realism(extra_friction=False, noise=False))
+    sims = {kind: ArmSimulator(ARM, foreign_robot(config, ROBOT_SEED, kind), realism=IDEAL_SENSORS)
+            for kind in FOREIGN_FAMILY}
+    fc, fv = seed_terms.model.dof_frictionloss, seed_terms.model.dof_damping
+    np.testing.assert_allclose(sims["dry_wrist"].model.dof_frictionloss, fc * [2, 2, 2, 3, 4])
+    np.testing.assert_allclose(sims["dry_wrist"].model.dof_damping, fv * [2, 2, 2, 0.3, 0.3])
+    stribeck = sims["stribeck"].true_friction
+    np.testing.assert_allclose(stribeck.stribeck, 0.6 * stribeck.coulomb)
+    np.testing.assert_allclose(stribeck.coulomb, 1.5 * config.coulomb_friction)
+    assert np.all((stribeck.stribeck_velocity >= 0.015) & (stribeck.stribeck_velocity <= 0.09))
+    assert np.ptp(stribeck.stribeck_velocity) > 0.01  # per joint, not one value
+    np.testing.assert_allclose(sims["low_friction"].model.dof_frictionloss, 0.3 * fc)
+    for kind, sim in sims.items():
+        np.testing.assert_allclose(sim.model.dof_armature, sims["foreign"].model.dof_armature)
+        assert sim.true_friction.has_extra == (kind == "stribeck"), kind
+        scale = 1.5 if kind == "heavy" else 1.0
+        np.testing.assert_allclose(_gravity(sim, Q_START), scale * _gravity(sims["foreign"], Q_START), rtol=1e-9)
+    assert sims["dry_wrist"].config.robot == "foreign_dry_wrist"
+    assert set(ROBOTS) >= {s.config.robot for s in sims.values()}
+    with pytest.raises(ValueError, match="unknown foreign robot 'wobbly'"):
+        foreign_robot(config, ROBOT_SEED, "wobbly")

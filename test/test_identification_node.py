@@ -143,7 +143,7 @@ def test_phases_progress_and_segments():
     assert sorted(set(periods)) == ["excitation period 1 of 3 (identification)",
                                     "excitation period 2 of 3 (identification)",
                                     "excitation period 3 of 3 (same-motion check; not fitted)"]
-    assert activities[ExperimentPhase.SWEEP][0].startswith("friction sweep at 6 speeds up to 1.3 rad/s")
+    assert activities[ExperimentPhase.SWEEP][0].startswith("friction sweep at 6 speeds up to 1.2 rad/s")
     assert activities[ExperimentPhase.HOLD][0].startswith("holding the final pose")
     assert session.activity(t + 3.0) == "computing the parameters from the recording (3 s)"
     times = dict(phases)

@@ -15,7 +15,8 @@ than a line through ``q_start``. The moves are rest-to-rest quintics of duration
 (:class:`~.trajectories.WaypointTrajectory`, ``s' <= 15/8``), holding ``dwell`` at each rest (a
 reversal through rest in each direction). Joint ``j`` moves ``d_jk = min(8/15 v_k T_k, D_j)``:
 it reaches ``v_k`` unless its room ``D_j`` (the smaller distance from ``q_start`` to its position
-bounds, at most ``max_excursion``) is too small;
+bounds, at most ``max_excursion``) is too small or the acceleration bound lengthens the move (the
+default speeds are reached from the default excitation's start pose);
 ``T_k = min(max_move, 15/8 max_j min(D_j, 8/15 v_k max_move) / v_k)``, lengthened where the
 acceleration bound needs it (:func:`~.trajectories.quintic_duration`). Each move passes every
 speed from 0 to its peak; its acceleration is ``<= 10 / sqrt(3) d / T^2``, small on the slow
@@ -40,7 +41,7 @@ __all__ = ["SWEEP_SPEEDS", "SWEEP_MAX_MOVE", "SWEEP_MAX_EXCURSION", "SWEEP_DWELL
 Array = NDArray[np.float64]
 
 #: [rad/s] peak speeds of the levels: above the Coulomb threshold of the fit (0.05) to most of velocity_max
-SWEEP_SPEEDS = (0.08, 0.15, 0.3, 0.6, 1.0, 1.3)
+SWEEP_SPEEDS = (0.08, 0.15, 0.3, 0.6, 0.9, 1.2)
 SWEEP_MAX_MOVE = 1.5  # [s] longest move (the slow levels' duration)
 SWEEP_MAX_EXCURSION = 0.7  # [rad] largest move of a joint from the start pose
 SWEEP_DWELL = 0.25  # [s] hold at each rest
