@@ -58,13 +58,17 @@ def test_the_default_experiment_identifies_every_member_of_the_family(kind):
     third = predict_motion(sim, run, ARM, THIRD)
     moves = predict_motion(sim, run, ARM, point_to_point_motion(ARM, q_start, ROBOT_SEED))
     tracking, collisions = computed_torque_stroke(sim, run.model, ARM, collision_thresholds(unfitted_rms(run.summary)))
-    print(f"\n{kind}: held-out {100 * run.identified.overall:.2f} %, third motion {100 * third.overall:.2f} % "
+    print(f"\n{kind}: held-out {100 * run.identified.overall:.2f} % (moving rows {100 * run.identified.moving:.2f} "
+          f"%), third motion {100 * third.overall:.2f} % "
           f"(moving rows {100 * third.moving:.2f} %), point to point moving rows {100 * moves.moving:.2f} %; friction "
           f"{selection['chosen']}; computed torque {np.round(1e3 * tracking, 2).tolist()} mrad RMS, "
           f"{collisions} collisions")
-    # measured on this machine: third motion 1.8-2.8 % (moving rows 1.5-1.8 %), point to point moving rows
-    # 0.9-1.3 %, the stroke 0.04-0.35 mrad; without the sweep the dry wrist's third motion was 3.0 %
+    # measured on this machine: third motion 2.0-2.6 % (moving rows 1.4-1.8 %), point to point moving rows
+    # 1.0-1.3 %, the stroke 0.07-0.32 mrad; without the sweep the dry wrist's third motion was 3.0 %
     assert third.overall <= 0.03 and third.moving <= 0.02
     assert moves.moving <= 0.015
+    # what the node reports predicts the other motions: on moving rows within 1.5x; overall within 2x (the
+    # third motion has more slow rows, where dry friction sticks anywhere in its band: 1.5-1.6x measured)
+    assert third.moving <= 1.5 * run.identified.moving and moves.moving <= 1.5 * run.identified.moving
     assert run.identified.overall <= third.overall <= 2.0 * run.identified.overall
     assert np.all(tracking <= 1e-3) and collisions == 0
