@@ -2,9 +2,9 @@
 ``/identification_node/identify`` (doc/identification.md, "The identify action").
 
 A goal runs what ``~/start`` runs (its excitation file and periods, empty or 0 for the node's
-parameters); feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as
-``~/abort`` does (braking within the limits, then holding) and the goal ends, canceled, once the
-arm is at rest and the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
+parameters, each checked as that parameter is: :mod:`youbot_dynamics.contract.request_fields`);
+feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as ``~/abort`` does
+(braking within the limits, then holding) and the goal ends, canceled, once the arm is at rest and the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
 ``~/recalibrate`` keeps the node busy, is aborted at once with the reason. The node keeps its
 topics and ``Trigger`` services; this host only adds the action (rclpy's ``ActionServer``).
 """
@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
+from ..contract.request_fields import IDENTIFY, check_request
 from ..identification.experiment.runner import ExperimentRunner
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
 from .common import goal_label, log_outcome
@@ -73,6 +74,7 @@ class IdentifyActionHost:
             self._end(goal_handle, False, "busy: another identify goal is running")
             return
         try:  # another file is loaded and checked here: 0.2-0.5 s in the executor, like ~/start's own preparation
+            check_request(IDENTIFY, request)  # each field within the bounds of the parameter it overrides
             plan = (node.runner.plan(request.excitation_file, request.periods)
                     if request.excitation_file or request.periods else node.runner.default_plan)
         except (ValueError, OSError) as exc:
