@@ -4,7 +4,8 @@
 A goal runs what ``~/start`` runs (its excitation file and periods, empty or 0 for the node's
 parameters, each checked as that parameter is: :mod:`youbot_dynamics.contract.request_fields`);
 feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as ``~/abort`` does
-(braking within the limits, then holding) and the goal ends, canceled, once the arm is at rest and the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
+(braking within the limits, then holding) and the goal ends, canceled, once the arm is at rest and
+the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
 ``~/recalibrate`` keeps the node busy, is aborted at once with the reason. The node keeps its
 topics and ``Trigger`` services; this host only adds the action (rclpy's ``ActionServer``).
 """
