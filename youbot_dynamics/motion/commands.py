@@ -46,12 +46,6 @@ class CommandError(ValueError):
     """A command was rejected (wrong length, NaN, out of range, interface not enabled)."""
 
 
-def _others(mask: Array) -> str:
-    """`` (and k more values)`` for a refusal naming the first of ``mask``'s values."""
-    more = int(np.count_nonzero(mask)) - 1
-    return f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
-
-
 class CommandChecker:
     """Checks commands against ``arm``; every method raises :class:`CommandError` with the reason."""
 
@@ -64,24 +58,20 @@ class CommandChecker:
 
     def limits(self, q: Array, name: str) -> None:
         """Positions inside ``[position_min, position_max]``; the refusal names the first joint outside,
-        its value and its limits (and how many values are outside)."""
-        low, high = self.arm.position_min, self.arm.position_max
-        outside = (q < low) | (q > high)
-        if np.any(outside):
-            where = tuple(np.argwhere(outside)[0])
-            j = where[-1]
-            raise CommandError(f"{name}: outside the joint limits: {self.arm.joint_names[j]} = {q[where]:.4g} rad, "
-                               f"limits [{low[j]:.4g}, {high[j]:.4g}] rad" + _others(outside))
+        its value and its limits (:meth:`~youbot_dynamics.arm.description.ArmDescription.outside_limits`)."""
+        outside = self.arm.outside_limits(q)
+        if outside:
+            raise CommandError(f"{name}: {outside}")
 
     def velocities(self, v: Array, name: str) -> None:
         """``|v| <= velocity_max``; the refusal names the first joint over it and its value."""
         over = np.abs(v) > self.arm.velocity_max
         if np.any(over):
             where = tuple(np.argwhere(over)[0])
-            j = where[-1]
+            j, more = where[-1], int(np.count_nonzero(over)) - 1
             raise CommandError(f"{name}: |velocity| above velocity_max: {self.arm.joint_names[j]} at "
                                f"{v[where]:.4g} rad/s, velocity_max {self.arm.velocity_max[j]:.4g} rad/s"
-                               + _others(over))
+                               + (f" (and {more} more value{'s' if more > 1 else ''})" if more else ""))
 
     def start_state(self, q: Array, dq: Array) -> tuple[Array, Array]:
         """A measured state as a trajectory's start: ``q`` clamped into the position limits, ``dq``
