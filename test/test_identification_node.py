@@ -747,6 +747,25 @@ def test_canceling_an_identify_goal_brakes_and_holds_the_arm(harness):
 
 
 @pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_a_goal_that_aborted_stays_aborted_when_a_cancel_follows(harness):
+    """~/abort during the excitation, then a cancel while the arm brakes: the cancel is refused and the
+    goal ends aborted with the abort's reason (it ended canceled)."""
+    from action_msgs.msg import GoalStatus
+
+    h = harness
+    h.place_arm(Q_START)
+    goal = h.send_goal(periods=2)
+    assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE, 30.0), h.phase()
+    assert h.call("abort").success
+    assert h.phase() is ExperimentPhase.ABORTED
+    cancel = goal.cancel_goal_async()
+    assert h.spin_until(cancel.done, 10.0) and not cancel.result().goals_canceling
+    status, result = h.goal_result(goal, 20.0)
+    assert status == GoalStatus.STATUS_ABORTED and "abort requested" in result.message, (status, result.message)
+
+
+@pytest.mark.ros
 @pytest.mark.timeout(300)
 def test_recalibration_finds_a_payload_put_on_after_the_identification(harness):
     """~/recalibrate: a short experiment (2 periods) on the model the node identified, after a

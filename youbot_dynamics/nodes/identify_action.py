@@ -90,8 +90,10 @@ class IdentifyActionHost:
         node.get_logger().info(f"identify goal {goal_label(goal_handle)}: {message}")
 
     def _cancel(self, goal_handle: Any) -> CancelResponse:
-        """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest."""
-        if goal_handle is not self._goal:
+        """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest. Refused once its
+        experiment has ended (done, failed, aborted by itself or ``~/abort``, still braking): the goal's
+        outcome is decided and stays the one it reports (a cancel after an abort made it *canceled*)."""
+        if goal_handle is not self._goal or (self._session is not None and self._session.phase in ENDED):
             return CancelResponse.REJECT
         self.node.abort("identify goal canceled")
         return CancelResponse.ACCEPT
