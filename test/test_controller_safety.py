@@ -492,6 +492,22 @@ def test_second_joint_state_publisher_on_the_graph_refuses_enable_and_faults(pd_
     enable(c)  # the second one is gone: enabled again
 
 
+def test_a_publisher_of_an_unknown_node_is_named_in_words():
+    """rmw names a publisher whose node it has not discovered '_NODE_NAME_UNKNOWN_' (the fault showed it)."""
+    pytest.importorskip("rclpy")
+    from types import SimpleNamespace
+
+    from youbot_dynamics.nodes.joint_state_publishers import UNKNOWN_NODE, JointStatePublishers
+
+    infos = [SimpleNamespace(node_name="sim_node", node_namespace="/", endpoint_gid=[1] * 16),
+             SimpleNamespace(node_name=UNKNOWN_NODE, node_namespace="_NODE_NAMESPACE_UNKNOWN_",
+                             endpoint_gid=[0xab] * 16)]
+    node = SimpleNamespace(get_publishers_info_by_topic=lambda topic: infos)
+    reason = JointStatePublishers(node, JOINT_STATES, 1).problem()
+    assert UNKNOWN_NODE not in reason and "UNKNOWN" not in reason, reason
+    assert "/sim_node" in reason and "an unknown node (not discovered yet, or not a ROS node; gid abababab" in reason
+
+
 @pytest.mark.ros
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("pd_node", [{"joint_state_publishers_max": 2}], indirect=True)

@@ -617,6 +617,95 @@ def test_identify_goals_the_node_cannot_run_end_at_once_with_the_reason(harness,
     assert result.model_file == "" and h.node.runner.recorder is None
 
 
+def _served_interfaces() -> dict[str, type]:
+    """Every service and action type the package's nodes serve (``create_service(Type, ...)``,
+    ``ActionServer(node, Type, ...)`` in youbot_dynamics/nodes), by its ROS name, where it is installed."""
+    import ast
+    import importlib
+
+    served: dict[str, type] = {}
+    for path in sorted((ROOT / "youbot_dynamics" / "nodes").glob("*.py")):
+        calls = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)]
+        names = [call.args[{"create_service": 0, "ActionServer": 1}[name]].id for call in calls
+                 for name in [getattr(call.func, "attr", getattr(call.func, "id", ""))]
+                 if name in ("create_service", "ActionServer") and len(call.args) > 1
+                 and isinstance(call.args[{"create_service": 0, "ActionServer": 1}[name]], ast.Name)]
+        if not names:
+            continue
+        module = importlib.import_module(f"youbot_dynamics.nodes.{path.stem}")
+        for name in names:
+            kind = getattr(module, name, None)
+            if isinstance(kind, type) and (hasattr(kind, "Goal") or hasattr(kind, "Request")):
+                package, folder = kind.__module__.split(".")[:2]
+                served[f"{package}/{folder}/{kind.__name__}"] = kind
+    return served
+
+
+@pytest.mark.ros
+def test_every_goal_and_request_field_the_nodes_serve_is_in_the_one_table():
+    """Each field of each goal and request the nodes serve is in contract/request_fields.py, with the
+    parameter whose bounds it gets or why it has none; a bounded field is checked with the schema's
+    bounds, its own 'node's parameter' value let through."""
+    pytest.importorskip("youbot_dynamics_interfaces")
+    from youbot_dynamics.contract.parameter_schema import load_schema
+    from youbot_dynamics.contract.request_fields import REQUEST_FIELDS, fields_of
+
+    served = _served_interfaces()
+    assert {"youbot_dynamics_interfaces/action/Identify", "std_srvs/srv/SetBool", "std_srvs/srv/Trigger",
+            "youbot_dynamics_interfaces/srv/SolveIK"} <= set(served), sorted(served)
+    for name, kind in served.items():
+        message = kind.Goal if hasattr(kind, "Goal") else kind.Request
+        fields = set(message.get_fields_and_field_types())
+        assert fields == {f.field for f in fields_of(name)}, f"{name}: fields {sorted(fields)}"
+    for field in REQUEST_FIELDS:
+        assert bool(field.parameter) != bool(field.note), field
+        if not field.parameter:
+            continue
+        spec = load_schema(field.schema)[field.parameter]
+        field.check(field.unset)
+        field.check(spec.default)
+        if spec.bounds is not None:
+            low, high = spec.bounds
+            field.check(low)
+            field.check(high)
+            for outside in (low - 1, high + 1):
+                if outside != field.unset:
+                    with pytest.raises(ValueError, match=re.escape(f"[{low}, {high}]")):
+                        field.check(outside)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_identify_goal_fields_outside_their_parameters_bounds_end_at_once(harness):
+    """Every bounded field of the goal, just outside its parameter's bounds and at its type's largest
+    value: refused before anything moves (before: periods 1001 planned 8016 s and started)."""
+    from action_msgs.msg import GoalStatus
+
+    from youbot_dynamics.contract.request_fields import IDENTIFY, fields_of
+
+    h = harness
+    types = h.Identify.Goal.get_fields_and_field_types()
+    tried = 0
+    for field in fields_of(IDENTIFY):
+        if field.spec is None or field.spec.bounds is None:
+            continue
+        low, high = field.spec.bounds
+        largest = {"uint32": 2 ** 32 - 1, "int32": 2 ** 31 - 1, "uint16": 2 ** 16 - 1}[types[field.field]]
+        for value in {low - 1, high + 1, largest} - {field.unset, -1}:
+            goal = h.Identify.Goal()
+            setattr(goal, field.field, value)
+            assert h.identify.wait_for_server(timeout_sec=10.0)
+            future = h.identify.send_goal_async(goal)
+            assert h.spin_until(future.done, 10.0) and future.result().accepted
+            status, result = h.goal_result(future.result(), 10.0)
+            assert status == GoalStatus.STATUS_ABORTED and not result.success, (field.field, value)
+            assert result.message.startswith(f"goal refused: {field.field} must be within [{low}, {high}]") \
+                and str(value) in result.message, result.message
+            assert h.node.runner.recorder is None and not h.node.runner.starting
+            tried += 1
+    assert tried >= 2
+
+
 def test_an_outcome_logs_at_either_severity_from_one_call_site():
     """The identify goal's result (and the driver's services) log success at INFO and failure at
     WARN from one place: rclpy binds a call site to its first severity and raised "Logger severity
@@ -660,6 +749,25 @@ def test_canceling_an_identify_goal_brakes_and_holds_the_arm(harness):
     assert np.all(np.max(speeds, axis=0) <= 1.1 * ARM.velocity_max), np.max(speeds, axis=0)
     assert np.max(np.abs(h.sim.sim.measure().velocity)) < 0.05  # at rest when the goal ends
     np.testing.assert_allclose(h.sim.sim.measure().position, h.node.runner.session.stop.final, atol=0.02)
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(120)
+def test_a_goal_that_aborted_stays_aborted_when_a_cancel_follows(harness):
+    """~/abort during the excitation, then a cancel while the arm brakes: the cancel is refused and the
+    goal ends aborted with the abort's reason (it ended canceled)."""
+    from action_msgs.msg import GoalStatus
+
+    h = harness
+    h.place_arm(Q_START)
+    goal = h.send_goal(periods=2)
+    assert h.spin_until(lambda: h.phase() is ExperimentPhase.EXCITE, 30.0), h.phase()
+    assert h.call("abort").success
+    assert h.phase() is ExperimentPhase.ABORTED
+    cancel = goal.cancel_goal_async()
+    assert h.spin_until(cancel.done, 10.0) and not cancel.result().goals_canceling
+    status, result = h.goal_result(goal, 20.0)
+    assert status == GoalStatus.STATUS_ABORTED and "abort requested" in result.message, (status, result.message)
 
 
 @pytest.mark.ros

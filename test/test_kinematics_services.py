@@ -130,3 +130,29 @@ def test_without_the_interfaces_the_node_starts_without_services(ros, monkeypatc
     names = {service.srv_name for service in node.services}
     assert not any(name.endswith(("solve_ik", "compute_fk")) for name in names), names
     assert capfd.readouterr().err.count("youbot_dynamics_interfaces is not installed") == 1
+
+
+def test_far_targets_and_joint_values_are_answered_in_words(ros):
+    """A target at 1e308 m is refused with its distance written out (it was 'inf m', with numpy
+    overflow warnings in the log: the solver squared it), before anything is solved; FK of a joint
+    more than a turn beyond its limits is refused (1e308 rad: a pose of rounding noise), of one just
+    outside them answered with the joint named (it was a bare success)."""
+    import warnings
+
+    far = Pose()
+    far.position.x = 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning in the node's callback would fail the request
+        response = solve_ik(ros, far)
+    assert not response.success and "out of reach" in response.message, response.message
+    assert "1e+308 m from the base origin" in response.message and "inf" not in response.message, response.message
+    for q1 in (1e308, 100.0):
+        refused = compute_fk(ros, [q1, 1.0, -1.0, 1.0, 1.0])
+        assert not refused.success and f"arm_joint_1 = {q1:.4g} rad" in refused.message, refused.message
+        assert "more than a turn beyond" in refused.message and "[0.01007, 5.84]" in refused.message
+    q = np.array([6.0, 1.0, -1.0, 1.0, 1.0])  # joint 1 0.16 rad past its upper limit
+    answered = compute_fk(ros, q)
+    assert answered.success and "outside the joint limits: arm_joint_1 = 6 rad" in answered.message, answered.message
+    position, angle = pose_error(pose_to_matrix(answered.pose), poe_forward_kinematics(ARM, q))
+    assert position < TOL and angle < TOL
+    assert compute_fk(ros, Q_ALL).message == ""

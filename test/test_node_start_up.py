@@ -8,6 +8,7 @@ which libraries it has loaded), so the tests do not depend on how fast a busy ma
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ pytest.importorskip("rclpy")
 
 from ros_harness import node_command  # noqa: E402
 
+from youbot_dynamics.contract.controller_registry import CONTROLLERS  # noqa: E402
+
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(240),
               pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")]
 
@@ -30,9 +33,20 @@ NUMPY = "_multiarray_umath"  # numpy's core library: loaded while the node modul
 RCLPY = "_rclpy_pybind11"  # rclpy's: loaded later in the imports
 
 
-def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
+def _executables() -> list[str]:
+    """Every node executable setup.py installs: its console scripts of youbot_dynamics.nodes and the
+    controller registry's (not a list of this test's own)."""
+    text = (Path(__file__).resolve().parent.parent / "setup.py").read_text()
+    listed = re.findall(r"'(\w+) = youbot_dynamics\.nodes\.", text)
+    return listed + [entry.entry_point.split(" = ")[0] for entry in CONTROLLERS]
+
+
+EXECUTABLES = _executables()
+
+
+def _start(tmp_path: Path, *args: str, node: str = NODE) -> subprocess.Popen:
     env = dict(os.environ, ROS_DOMAIN_ID=ros_domain_id(__file__), PYTHONUNBUFFERED="1")
-    return subprocess.Popen(node_command(NODE) + list(args), env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+    return subprocess.Popen(node_command(node) + list(args), env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 
@@ -74,6 +88,27 @@ def test_a_signal_during_the_imports_ends_the_node_cleanly(tmp_path, library, si
     _when_loaded(proc, library)
     out = _stopped(proc, signum)
     assert "arm 'youbot_arm'" not in out  # stopped before the node was built
+
+
+def test_every_executable_is_known_as_a_node(monkeypatch):
+    """started_as_node() for each installed executable's program name (before: float_controller, which
+    runs law_controller, was not: its signal handler was never installed)."""
+    from youbot_dynamics.nodes.stop_signals import started_as_node
+
+    assert len(EXECUTABLES) >= 8 and "float_controller" in EXECUTABLES, EXECUTABLES
+    for name in EXECUTABLES:
+        monkeypatch.setattr(sys, "argv", [f"/opt/bin/{name}"])
+        assert started_as_node(), name
+    monkeypatch.setattr(sys, "argv", ["/opt/bin/pytest"])
+    assert not started_as_node()
+
+
+@pytest.mark.parametrize("node", EXECUTABLES)
+def test_sigint_while_importing_ends_every_executable_cleanly(tmp_path, node):
+    """Before: float_controller printed a KeyboardInterrupt traceback (exit -2) on a SIGINT in its imports."""
+    proc = _start(tmp_path, node=node)
+    _when_loaded(proc, NUMPY)
+    _stopped(proc, signal.SIGINT)
 
 
 @pytest.mark.parametrize("delay", [0.2, 1.0])

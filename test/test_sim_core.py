@@ -519,9 +519,12 @@ def test_bad_commands_raise_and_keep_the_last_valid_command(arm, config, interfa
     # waypoints inside the limits, the path between them 10 x too fast (issue 19 item 7: it was executed)
     ({"times": [0.05], "positions": "far1"}, "arm_joint_1 would move at .* above its velocity_max"),
     ({"times": [0.5, 1.0], "positions": "home1"}, "shape"),
-    ({"times": [0.5], "positions": "outside"}, "outside the joint limits"),
+    # the joint, its value and its limits, not the limit matrix (issue 48)
+    ({"times": [0.5], "positions": "outside"},
+     r"outside the joint limits: arm_joint_3 = [-0-9.]+ rad, limits \[-5.0\d*, -0.0\d+\] rad;"),
     ({"times": [0.5], "positions": "home1", "velocities": [[0, 0, 0, 0, np.inf]]}, "NaN or infinite"),
-    ({"times": [0.5], "positions": "home1", "velocities": [[0, 0, 0, 0, 3.0]]}, "velocity_max"),
+    ({"times": [0.5], "positions": "home1", "velocities": [[0, 0, 0, 0, 3.0]]},
+     r"above velocity_max: arm_joint_5 at 3 rad/s, velocity_max [0-9.]+ rad/s;"),
 ])
 def test_bad_trajectories_raise(arm, config, kwargs, message):
     positions = {"home1": [config.home], "home2": [config.home, config.home],

@@ -125,6 +125,29 @@ class ArmDescription:
         """``q`` as a float array with last axis n_joints; raises ``ValueError`` on a wrong length or NaN."""
         return check_joint_values(q, self.n_joints, name)
 
+    def outside_limits(self, q: Any, slack: float = 0.0) -> str:
+        """'' when every joint of ``q`` (..., n) is within ``slack`` of ``[position_min, position_max]``,
+        else the first one outside in words: ``outside the joint limits: arm_joint_1 = 100 rad, limits
+        [0.01007, 5.84] rad`` (and how many more values are outside)."""
+        q = np.asarray(q, dtype=float)
+        low, high = self.position_min, self.position_max
+        outside = (q < low - slack) | (q > high + slack)
+        if not np.any(outside):
+            return ""
+        where = tuple(np.argwhere(outside)[0])
+        j, more = where[-1], int(np.count_nonzero(outside)) - 1
+        return (f"outside the joint limits: {self.joint_names[j]} = {q[where]:.4g} rad, limits [{low[j]:.4g}, "
+                f"{high[j]:.4g}] rad" + (f" (and {more} more value{'s' if more > 1 else ''})" if more else ""))
+
+    def joint_positions(self, q: Any, name: str = "q") -> Array:
+        """:meth:`check_q`, and ``ValueError`` for a joint more than a turn (2 pi) beyond its limits:
+        not a position of that joint (1e308 rad would give a pose of rounding noise)."""
+        q = self.check_q(q, name)
+        far = self.outside_limits(q, slack=2 * np.pi)
+        if far:
+            raise ValueError(f"{name}: {far}: more than a turn beyond them, not a position of the joint")
+        return q
+
 
 def check_joint_values(values: Any, n_joints: int, name: str) -> Array:
     """``values`` as a float array with last axis ``n_joints``; ``ValueError`` on a wrong length or NaN."""

@@ -21,6 +21,7 @@ the shoulder (joint 2) to the wrist (joint 4) as seen in the arm's own vertical 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -51,6 +52,9 @@ __all__ = [
 
 Array = NDArray[np.float64]
 
+# [m] a target at least this far from the base origin is out of reach without solving (the arm reaches
+# under 1 m; beyond 1e154 m the solver's squares overflow: 'inf m' and numpy warnings in the log)
+FAR_TARGET = 1e3
 AXIS_TOLERANCE = 1e-7  # [m] distance from the joint-1 axis below which theta1 follows the approach axis
 # Sine of the largest angle between the target's approach axis and the arm plane still accepted
 # (the default of every IK entry point: the CLI `ik`, the PD controller's ~/goal_pose, the
@@ -290,6 +294,12 @@ def inverse_kinematics(arm: ArmDescription, target: Any, *, q_current: Any = Non
     t = np.asarray(target, dtype=float)
     if t.shape != (4, 4):
         raise ValueError(f"target must be a 4x4 transform, got shape {t.shape}")
+    position = [round(float(v), 4) for v in t[:3, 3]]  # Python's round: no overflow at 1e308
+    distance = math.hypot(*t[:3, 3])  # [m] without overflowing squares
+    where = f"target at {position} ({distance:.3f} m from the base origin)" if distance < FAR_TARGET else \
+        f"target at {position} ({distance:.4g} m from the base origin, beyond {FAR_TARGET:g} m: not solved)"
+    if not distance < FAR_TARGET:
+        raise OutOfReachError(f"position out of reach: no real solution for {where}")
     batch = solve_ik_batch(arm, t[None], q_reference=q_current, project=project,
                            orientation_tolerance=orientation_tolerance)
     status = int(batch.status[0])
@@ -299,9 +309,7 @@ def inverse_kinematics(arm: ArmDescription, target: Any, *, q_current: Any = Non
             f"orientation unreachable: the approach axis is {angle:.3g} deg out of the vertical plane "
             "through joint 1 (a 5-DOF arm cannot take it; use the projection option)")
     if status == IKStatus.OUT_OF_REACH:
-        dist = np.linalg.norm(t[:3, 3])
-        raise OutOfReachError(f"position out of reach: no real solution for target at {np.round(t[:3, 3], 4).tolist()} "
-                              f"({dist:.3f} m from the base origin)")
+        raise OutOfReachError(f"position out of reach: no real solution for {where}")
     if status == IKStatus.OUTSIDE_LIMITS:
         raise JointLimitError("no solution inside the joint limits (real solutions exist for branches "
                               + ", ".join(b for b, ok in zip(BRANCHES, batch.real[0]) if ok) + ")")

@@ -102,7 +102,7 @@ def cmd_fk(args: argparse.Namespace) -> int:
         return 0
     if len(args.q) != arm.n_joints:
         raise UsageError(f"fk needs {arm.n_joints} joint angles [rad], got {len(args.q)}")
-    print(json.dumps(_pose_json(forward_kinematics(arm, args.q)), indent=2))
+    print(json.dumps(_pose_json(forward_kinematics(arm, arm.joint_positions(args.q, "Q"))), indent=2))
     return 0
 
 

@@ -57,20 +57,21 @@ class CommandChecker:
         return joint_values(values, self.arm.n_joints, name, CommandError, rows)
 
     def limits(self, q: Array, name: str) -> None:
-        """Positions inside ``[position_min, position_max]``."""
-        outside = (q < self.arm.position_min) | (q > self.arm.position_max)
-        if np.any(outside):
-            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(outside)[-1]})
-            raise CommandError(f"{name}: outside the joint limits at {', '.join(joints)} "
-                               f"(limits [{self.arm.position_min.tolist()}, {self.arm.position_max.tolist()}])")
+        """Positions inside ``[position_min, position_max]``; the refusal names the first joint outside,
+        its value and its limits (:meth:`~youbot_dynamics.arm.description.ArmDescription.outside_limits`)."""
+        outside = self.arm.outside_limits(q)
+        if outside:
+            raise CommandError(f"{name}: {outside}")
 
     def velocities(self, v: Array, name: str) -> None:
-        """``|v| <= velocity_max``."""
+        """``|v| <= velocity_max``; the refusal names the first joint over it and its value."""
         over = np.abs(v) > self.arm.velocity_max
         if np.any(over):
-            joints = sorted({self.arm.joint_names[j] for j in np.nonzero(over)[-1]})
-            raise CommandError(f"{name}: |velocity| above velocity_max {self.arm.velocity_max.tolist()} "
-                               f"at {', '.join(joints)}")
+            where = tuple(np.argwhere(over)[0])
+            j, more = where[-1], int(np.count_nonzero(over)) - 1
+            raise CommandError(f"{name}: |velocity| above velocity_max: {self.arm.joint_names[j]} at "
+                               f"{v[where]:.4g} rad/s, velocity_max {self.arm.velocity_max[j]:.4g} rad/s"
+                               + (f" (and {more} more value{'s' if more > 1 else ''})" if more else ""))
 
     def start_state(self, q: Array, dq: Array) -> tuple[Array, Array]:
         """A measured state as a trajectory's start: ``q`` clamped into the position limits, ``dq``

@@ -2,9 +2,10 @@
 ``/identification_node/identify`` (doc/identification.md, "The identify action").
 
 A goal runs what ``~/start`` runs (its excitation file and periods, empty or 0 for the node's
-parameters); feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as
-``~/abort`` does (braking within the limits, then holding) and the goal ends, canceled, once the
-arm is at rest and the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
+parameters, each checked as that parameter is: :mod:`youbot_dynamics.contract.request_fields`);
+feedback every ``progress_period`` with ``~/progress``; cancel stops the arm as ``~/abort`` does
+(braking within the limits, then holding) and the goal ends, canceled, once the arm is at rest and
+the recording closed. One goal at a time: a goal while another runs, or while ``~/start`` or
 ``~/recalibrate`` keeps the node busy, is aborted at once with the reason. The node keeps its
 topics and ``Trigger`` services; this host only adds the action (rclpy's ``ActionServer``).
 """
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 
+from ..contract.request_fields import IDENTIFY, check_request
 from ..identification.experiment.runner import ExperimentRunner
 from ..identification.experiment.session import ExcitationSession, ExperimentPhase
 from .common import goal_label, log_outcome
@@ -73,6 +75,7 @@ class IdentifyActionHost:
             self._end(goal_handle, False, "busy: another identify goal is running")
             return
         try:  # another file is loaded and checked here: 0.2-0.5 s in the executor, like ~/start's own preparation
+            check_request(IDENTIFY, request)  # each field within the bounds of the parameter it overrides
             plan = (node.runner.plan(request.excitation_file, request.periods)
                     if request.excitation_file or request.periods else node.runner.default_plan)
         except (ValueError, OSError) as exc:
@@ -87,8 +90,10 @@ class IdentifyActionHost:
         node.get_logger().info(f"identify goal {goal_label(goal_handle)}: {message}")
 
     def _cancel(self, goal_handle: Any) -> CancelResponse:
-        """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest."""
-        if goal_handle is not self._goal:
+        """Cancel: stop the arm as ``~/abort`` does; the goal ends when it is at rest. Refused once its
+        experiment has ended (done, failed, aborted by itself or ``~/abort``, still braking): the goal's
+        outcome is decided and stays the one it reports (a cancel after an abort made it *canceled*)."""
+        if goal_handle is not self._goal or (self._session is not None and self._session.phase in ENDED):
             return CancelResponse.REJECT
         self.node.abort("identify goal canceled")
         return CancelResponse.ACCEPT

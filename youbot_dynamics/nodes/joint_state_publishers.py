@@ -6,9 +6,19 @@ from __future__ import annotations
 
 from rclpy.node import Node
 
-__all__ = ["JointStatePublishers", "PUBLISHERS_CHECK_PERIOD"]
+__all__ = ["JointStatePublishers", "PUBLISHERS_CHECK_PERIOD", "UNKNOWN_NODE", "publisher_name"]
 
 PUBLISHERS_CHECK_PERIOD = 0.2  # [s] between two looks at the publishers of the joint-state topic
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"  # rmw's node name of a publisher whose node is not (yet) known
+
+
+def publisher_name(info: object) -> str:
+    """``/namespace/node`` of a publisher's endpoint info; one whose node the graph does not know (not
+    discovered yet, or no ROS node: a bare DDS writer) in words, with the start of its gid."""
+    if info.node_name == UNKNOWN_NODE:
+        gid = "".join(f"{b:02x}" for b in list(info.endpoint_gid)[:8])
+        return f"a publisher of an unknown node (not discovered yet, or not a ROS node; gid {gid}...)"
+    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
 
 
 class JointStatePublishers:
@@ -27,7 +37,7 @@ class JointStatePublishers:
         infos = self._node.get_publishers_info_by_topic(self.topic)
         if len(infos) <= self.maximum:
             return None
-        names = ", ".join(sorted(f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos))
+        names = ", ".join(sorted(publisher_name(i) for i in infos))
         return (f"{len(infos)} publishers of {self.topic} ({names}), at most {self.maximum} expected: another "
                 f"simulator or driver in this ROS domain? Its states would be taken for the arm's "
                 f"(joint_state_publishers_max)")

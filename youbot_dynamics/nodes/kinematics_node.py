@@ -165,14 +165,17 @@ class KinematicsNode(Node):
         return response
 
     def _on_compute_fk(self, request: Any, response: Any) -> Any:
-        """``~/compute_fk``: the tool pose in the base frame of five joint positions; refused on a wrong length."""
+        """``~/compute_fk``: the tool pose in the base frame of five joint positions; refused on a wrong
+        length or a joint more than a turn beyond its limits; outside the limits answered, with a word."""
         try:
-            q = self.arm.check_q(request.positions, "positions")
+            q = self.arm.joint_positions(request.positions, "positions")
         except ValueError as exc:
             response.success, response.message = False, str(exc)
             return response
         response.pose = matrix_to_pose(forward_kinematics(self.arm, q))
         response.success = True
+        outside = self.arm.outside_limits(q)
+        response.message = f"positions {outside} (the arm cannot take them)" if outside else ""
         return response
 
 

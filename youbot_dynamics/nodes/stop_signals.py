@@ -25,7 +25,8 @@ import os
 import signal
 import sys
 
-__all__ = ["STOP", "STOP_SIGNALS", "StopRequest", "catch_stop_signals", "ignore_stop_signals", "started_as_node"]
+__all__ = ["STOP", "STOP_SIGNALS", "StopRequest", "catch_stop_signals", "ignore_stop_signals", "node_executables",
+           "started_as_node"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # end a node (exit 0), once or repeated
 
@@ -62,9 +63,19 @@ def ignore_stop_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+def node_executables() -> set[str]:
+    """The names a node's program may have: this folder's modules (``sim_node``, run by its console
+    script or ``python -m youbot_dynamics.nodes.sim_node``) and the controllers' executables, which
+    the controller registry names (``float_controller`` runs ``law_controller``: no module of its name)."""
+    from ..contract.controller_registry import CONTROLLERS  # plain data: no heavy import
+
+    folder = os.path.dirname(__file__)
+    modules = {name[:-3] for name in os.listdir(folder) if name.endswith(".py") and name != "__init__.py"}
+    return modules | {entry.node for entry in CONTROLLERS}
+
+
 def started_as_node() -> bool:
-    """Whether this process runs one of this folder's modules as its program: a node executable
-    (``sim_node``, its console script, or ``python -m youbot_dynamics.nodes.sim_node``), not a
+    """Whether this process runs a node executable as its program (:func:`node_executables`), not a
     program that imports a node module (a test, the command line)."""
     program = sys.argv[0] if sys.argv else ""
     if program == "-m":  # python -m: the module is being located (the packages above it imported)
@@ -73,4 +84,4 @@ def started_as_node() -> bool:
         name = module[len(__package__) + 1:] if module.startswith(f"{__package__}.") else ""
     else:
         name = os.path.basename(program)
-    return name.isidentifier() and os.path.isfile(os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    return name in node_executables()
