@@ -103,7 +103,7 @@ from ..dynamics.consistency import check_model
 from ..dynamics.friction import smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from .law_config import parameter, schema_entries
-from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
+from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal, segment_state
 
 __all__ = ["PDFeedforward", "PD_BANDWIDTH", "ModelLaw", "PDGravityConfig", "ComputedTorqueConfig", "FloatConfig",
@@ -369,7 +369,7 @@ class PDGravityController(ModelLaw):
 
 
 # rows of ComputedTorqueController's per-joint constants (computed_torque_kernel's ``gains``)
-_KP, _KD, _KI, _COULOMB = range(4)
+_KP, _KD, _KI, _INTEGRAL_LIMIT = range(4)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -378,10 +378,11 @@ def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Arra
     """(4.8) with the integral action (module docstring), compiled: ``terms`` the model's ``M``, ``C q'``,
     ``G`` with their state ``q``, ``q'`` (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
     the reference of the trajectory's segment ``block`` at ``local`` (:func:`~.trajectory.segment_state`),
-    ``gains`` rows ``Kp``, ``Kd``, ``Ki``, ``fc``, ``friction`` the laws' friction rows
+    ``gains`` rows ``Kp``, ``Kd``, ``Ki``, the integral's torque limit ``L`` (``max(fc, B)``,
+    :attr:`ComputedTorqueController.integral_limit`), ``friction`` the laws' friction rows
     (:attr:`~.terms.ModelTerms.friction_rows`, at ``q'_d`` if ``compensate``). The integral ``integral``
-    (rad s, in place) advances by ``e step`` and is bounded by ``|M_jj Ki_j integral_j| <= fc_j`` (a
-    joint without ``Ki`` or without Coulomb friction has none)."""
+    (rad s, in place) advances by ``e step`` and is bounded by ``|M_jj Ki_j integral_j| <= L_j`` (a
+    joint without ``Ki`` has none)."""
     n = terms.shape[1]
     q, dq = terms[n + 2], terms[n + 3]
     reference = segment_state(block, local)
@@ -392,7 +393,7 @@ def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Arra
         ki = gains[_KI, j]
         if ki > 0.0:
             integral[j] += error * step
-            bound = gains[_COULOMB, j] / (terms[j, j] * ki)  # M_jj > 0
+            bound = gains[_INTEGRAL_LIMIT, j] / (terms[j, j] * ki)  # M_jj > 0
             integral[j] = min(max(integral[j], -bound), bound)
             v[j] += ki * integral[j]
     tau = np.empty(n)
@@ -455,9 +456,15 @@ class ComputedTorqueController(ModelLaw):
         """Restart the integral action at zero."""
         self._integral[:] = 0.0
         self._integral_time: float | None = None
-        # bounded by the model's Coulomb level: none without one (e.g. the nominal model)
-        self._integrating = bool(self.ki.any() and self.terms.coulomb.any())
-        self._gains = np.ascontiguousarray(np.stack([self.kp, self.kd, self.ki, self.terms.coulomb]))
+        self._integrating = bool(self.ki.any())
+        self._gains = np.ascontiguousarray(np.stack([self.kp, self.kd, self.ki, self.integral_limit]))
+
+    @property
+    def integral_limit(self) -> Array:
+        """The largest torque of the integral action per joint [N m]: ``max(fc_j, B_j)``, the model's
+        Coulomb level or the breakaway allowance ``B_j`` (:func:`~.terms.breakaway_allowance` of the torque
+        limit) if larger: friction the model misses, also where its data left ``fc`` undetermined (0)."""
+        return np.maximum(self.terms.coulomb, breakaway_allowance(self.arm.torque_limit))
 
     def follow(self, trajectory: JointTrajectory, start_time: float) -> None:
         """Follow ``trajectory`` from ``start_time`` [s, the clock of :meth:`torque`]: its times are

@@ -31,11 +31,19 @@ from ..dynamics.friction import kinetic_levels, smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
-__all__ = ["FRICTION_EPS", "ModelTerms", "reference_inertia", "bandwidth_gains", "per_joint", "all_finite"]
+__all__ = ["BREAKAWAY_FRACTION", "FRICTION_EPS", "ModelTerms", "breakaway_allowance", "reference_inertia", "bandwidth_gains", "per_joint", "all_finite"]
 
 Array = NDArray[np.float64]
 
 FRICTION_EPS = 0.01  # [rad/s] velocity scale of the smoothed Coulomb sign
+BREAKAWAY_FRACTION = 0.5  # B / torque limit: static friction beyond the model's that the controllers may break
+
+
+def breakaway_allowance(torque_limit: Any) -> Array:
+    """``B = BREAKAWAY_FRACTION x torque_limit`` per joint [N m]: how much static friction beyond the
+    model's Coulomb level the safety guard's stall bound credits and computed torque's integral action
+    may supply (module docstring: the breakaway allowance)."""
+    return BREAKAWAY_FRACTION * np.asarray(torque_limit, dtype=float)
 
 
 class ModelTerms:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numba
 import numpy as np
@@ -112,10 +112,13 @@ class GoalArrival:
     torque_limit: Array
     names: tuple[str, ...]
 
-    def verdict(self, t: float, q: Array, dq: Array) -> tuple[bool, str] | None:
+    def verdict(self, t: float, q: Array, dq: Array,
+                limit_reason: Callable[[int], str | None] | None = None) -> tuple[bool, str] | None:
         """At time ``t`` [s] with the measured ``q``, ``dq``: ``(True, message)`` once reached,
         ``(False, message)`` if not reached :data:`GOAL_SETTLE_TIME` after the planned arrival, else
-        None (not judged yet)."""
+        None (not judged yet). ``limit_reason(j)``: what limited joint ``j``'s published torque in the
+        last cycle, with the numbers, or None (:meth:`~.safety.SafetyGuard.limit_reason`); the verdict
+        names it rather than guessing from ``Kp e``."""
         due = self.start + self.duration
         if t < due:
             return None
@@ -128,8 +131,11 @@ class GoalArrival:
             return None
         pd = self.kp[j] * abs(error[j])
         fastest = int(np.argmax(np.abs(dq)))
+        bound = None if limit_reason is None else limit_reason(j)
         if abs(dq[fastest]) > GOAL_REST_SPEED:
             why = f"{self.names[fastest]} still moves at {abs(dq[fastest]):.3g} rad/s: creeping or oscillating?"
+        elif bound is not None:
+            why = f"the PD torque Kp e = {pd:.3g} N m there is limited by {bound}: the joint is blocked?"
         elif pd < self.torque_limit[j]:
             why = (f"the PD torque Kp e = {pd:.3g} N m there is held by static friction? more Kp, or a model with "
                    "the arm's friction (static_accuracy), closes the gap")
