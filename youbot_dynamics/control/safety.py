@@ -128,8 +128,9 @@ from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, all_finite, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "BREAKAWAY_REST_VELOCITY", "BREAKAWAY_WINDOW", "COAST_DISTANCE", "FAULT_BEHAVIOURS",
-           "KINETIC_RATIO", "SLIDING_RATIO", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT", "UNBOUNDED", "ZONE_BOUND", "GuardState",
-           "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep", "stall_kernel", "unaccelerated"]
+           "KINETIC_RATIO", "SLIDING_RATIO", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT", "UNBOUNDED", "ZONE_BOUND",
+           "GuardState", "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep", "stall_kernel",
+           "unaccelerated"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
@@ -141,7 +142,7 @@ STALL_VELOCITY = 0.95  # x velocity_max: the stall bound's aim (the model's chan
 KINETIC_RATIO = 0.5  # r_s: a joint that breaks away from static friction f_s keeps at least r_s f_s while it slides
 SLIDING_RATIO = 0.8  # r_k: a sliding joint keeps at least r_k of the friction it had over the last window
 BREAKAWAY_REST_VELOCITY = 0.005  # [rad/s] v_r: slower is at rest (may break away), faster slides
-BREAKAWAY_WINDOW = 0.025  # [s] the windows over which the guard measures each joint's resistance
+BREAKAWAY_WINDOW = 0.015  # [s] the windows over which the guard measures each joint's resistance
 
 
 class GuardState(str, Enum):
@@ -198,7 +199,7 @@ _FV, _F0 = FRICTION_ROWS.index("fv"), FRICTION_ROWS.index("f0")
 # rows of SafetyGuard's breakaway memory (breakaway_credit's ``memory``): the resistance H found by the last
 # window (signed), the ratio it is credited at, the window's impulse integral(tau_prev - base) dt, the velocity at
 # its start, its smallest and largest velocity, the torque published last
-_HELD, _RATIO, _IMPULSE, _START_VELOCITY, _SLOWEST, _FASTEST, _PREVIOUS = range(7)
+_HELD, _RATIO, _IMPULSE, _START_VELOCITY, _SLOWEST, _FASTEST, _PREVIOUS, _FOUND, _FOUND_RATIO = range(9)
 # and of its clock: the window's start, the last observed time [s], 1 once a window runs
 _SINCE, _LAST, _RUNNING = range(3)
 
@@ -218,16 +219,20 @@ def unaccelerated(dq: Array, terms: Array, friction: Array) -> tuple[Array, Arra
 
 
 @numba.njit(cache=True, nogil=True)
-def _close_window(memory: Array, m: Array, dq: Array, duration: float) -> None:
+def _close_window(memory: Array, m: Array, dq: Array, duration: float, acceleration_max: Array) -> None:
     """The resistance of each joint over a window of ``duration`` [s] that ends at the velocity ``dq``:
-    ``H = integral(tau - base) dt / duration - (M (q'_end - q'_start) / duration)_j``, kept as
+    ``H = integral(tau - base) dt / duration - (M a)_j``, ``a = (q'_end - q'_start) / duration``, kept as
     ``memory[_HELD]`` with the ratio it is credited at (:data:`SLIDING_RATIO` if the joint slid one
     way, faster than ``v_r``, through the window; :data:`KINETIC_RATIO` if it was at rest for some of it:
-    it may break away; none if it moved both ways or ``H`` does not resist its motion)."""
+    it may break away; none if it moved both ways or ``H`` does not resist its motion). A window in which
+    some joint accelerated faster than ``acceleration_max`` (no reference does: a loop out of control, on
+    late states) is no evidence: the last one's stays."""
     n = dq.shape[0]
     acceleration = np.empty(n)
     for j in range(n):
         acceleration[j] = (dq[j] - memory[_START_VELOCITY, j]) / duration
+        if abs(acceleration[j]) > acceleration_max[j]:
+            return
     for j in range(n):
         held = memory[_IMPULSE, j] / duration
         for k in range(n):
@@ -236,14 +241,21 @@ def _close_window(memory: Array, m: Array, dq: Array, duration: float) -> None:
         up, down = fastest > BREAKAWAY_REST_VELOCITY, slowest < -BREAKAWAY_REST_VELOCITY
         if (up and down) or (up and held < 0.0) or (down and held > 0.0):
             held = 0.0
-        memory[_HELD, j] = held
         sliding = slowest > BREAKAWAY_REST_VELOCITY or fastest < -BREAKAWAY_REST_VELOCITY
-        memory[_RATIO, j] = SLIDING_RATIO if sliding else KINETIC_RATIO
+        ratio = SLIDING_RATIO if sliding else KINETIC_RATIO
+        last, last_ratio = memory[_FOUND, j], memory[_FOUND_RATIO, j]
+        memory[_FOUND, j], memory[_FOUND_RATIO, j] = held, ratio
+        # credited: what two windows in a row found, the smaller (one window of misaligned states is no evidence)
+        if held * last > 0.0:
+            memory[_HELD, j] = held if abs(held) < abs(last) else last
+            memory[_RATIO, j] = min(ratio, last_ratio)
+        else:
+            memory[_HELD, j] = 0.0
 
 
 @numba.njit(cache=True, nogil=True)
 def breakaway_credit(memory: Array, clock: Array, m: Array, dq: Array, base: Array, levels: Array,
-                     allowance: Array, now: float, observed: bool) -> Array:
+                     allowance: Array, acceleration_max: Array, now: float, observed: bool) -> Array:
     """The friction (signed, per joint) the stall bound credits beyond the model's (module docstring,
     item 6, breakaway): ``min(r H_j, level_j + B_j)`` on the side of ``H_j`` (the resistance of the last
     window, :func:`_close_window`; ``r`` its ratio, ``B`` = ``allowance``), dropped as soon as the joint
@@ -262,7 +274,7 @@ def breakaway_credit(memory: Array, clock: Array, m: Array, dq: Array, base: Arr
                 memory[_SLOWEST, j] = min(memory[_SLOWEST, j], dq[j])
                 memory[_FASTEST, j] = max(memory[_FASTEST, j], dq[j])
             if now - clock[_SINCE] >= BREAKAWAY_WINDOW:
-                _close_window(memory, m, dq, now - clock[_SINCE])
+                _close_window(memory, m, dq, now - clock[_SINCE], acceleration_max)
                 clock[_RUNNING] = 0.0
     if observed and clock[_RUNNING] == 0.0:  # a window starts
         clock[_SINCE] = clock[_LAST] = now
@@ -317,7 +329,7 @@ def stall_kernel(tau: Array, dq: Array, terms: Array, base: Array, levels: Array
 
 # rows of SafetyGuard's constant per-joint bounds (bound_kernel's ``rows``)
 (_LIMIT, _DAMPING, _GUARD_VELOCITY, _GUARD_WIDTH, _UPPER_ZONE, _LOWER_ZONE, _UPPER_BRAKING, _LOWER_BRAKING,
- _POSITION_MAX, _POSITION_MIN, _BRAKING, _REACH, _ALLOWANCE) = range(13)
+ _POSITION_MAX, _POSITION_MIN, _BRAKING, _REACH, _ALLOWANCE, _ACCELERATION) = range(14)
 # and its scalars (bound_kernel's ``constants``)
 _MARGIN, _SLOWEST_GUARD, _RATE_SCALE, _STALL = range(4)
 #: what limited a joint's torque in the last cycle (:attr:`SafetyGuard.limited`; the last bound that changed it)
@@ -333,11 +345,12 @@ def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constan
     if on) and the saturation of ``tau`` (a buffer: it ends as the zones' result). ``terms`` the model's
     packed ``M``, ``C q'``, ``G`` and the state ``q``, ``q'``; ``rows`` the guard's bounds (torque limit,
     limit damping, guard speed and width, zones, braking zones, position limits, ``2 a_b``, the stall
-    bound's reach ``s velocity_max / T``, the breakaway allowance ``B``); ``constants`` the zone width
+    bound's reach ``s velocity_max / T``, the breakaway allowance ``B``, ``acceleration_max``); ``constants`` the zone width
     ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the stall bound on; ``memory`` and
     ``clock`` the breakaway window (updated, with the torque returned as the last one published), ``now``
-    [s] the time of the state if ``observed`` (else not a measured state). Returns ``(tau, limited)``: per joint the last bound that changed its torque
-    (:data:`UNBOUNDED`, :data:`ZONE_BOUND`, :data:`STALL_BOUND`, :data:`TORQUE_LIMIT`)."""
+    [s] the time of the state if ``observed`` (else not a measured state). Returns ``(tau, limited)``: per
+    joint the last bound that changed its torque (:data:`UNBOUNDED`, :data:`ZONE_BOUND`,
+    :data:`STALL_BOUND`, :data:`TORQUE_LIMIT`)."""
     n = tau.shape[0]
     g, q, dq = terms[n + 1], terms[n + 2], terms[n + 3]
     margin, slowest_guard = constants[_MARGIN], constants[_SLOWEST_GUARD]
@@ -372,7 +385,8 @@ def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constan
             tau[j] = t
     if constants[_STALL] > 0.0:
         base, levels = unaccelerated(dq, terms, friction)
-        credit = breakaway_credit(memory, clock, terms[:n], dq, base, levels, rows[_ALLOWANCE], now, observed)
+        credit = breakaway_credit(memory, clock, terms[:n], dq, base, levels, rows[_ALLOWANCE], rows[_ACCELERATION],
+                                  now, observed)
         out, beyond = stall_kernel(tau, dq, terms, base, levels, credit, rows[_REACH], constants[_RATE_SCALE])
         for j in range(n):
             if beyond[j] != 0.0:
@@ -428,11 +442,11 @@ class SafetyGuard:
         self._rows = np.ascontiguousarray(np.stack([
             self.torque_limit, self.limit_damping, self._guard_velocity, np.broadcast_to(self._guard_width, (n,)),
             self._upper_zone, self._lower_zone, self._upper_braking, self._lower_braking, arm.position_max,
-            arm.position_min, self._braking, reach, self.breakaway_allowance]), dtype=float)
+            arm.position_min, self._braking, reach, self.breakaway_allowance, arm.acceleration_max]), dtype=float)
         self._constants = np.array([config.limit_margin, self._slowest_guard,
                                     1.0 / config.stall_time if self._stall else 0.0, float(self._stall)])
         self._tau = np.zeros(n)
-        self._memory = np.zeros((7, n))  # the breakaway window (breakaway_credit)
+        self._memory = np.zeros((9, n))  # the breakaway window (breakaway_credit)
         self._clock = np.zeros(3)
         self._set_terms(model)
         self.state = GuardState.DISABLED

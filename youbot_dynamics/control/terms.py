@@ -31,7 +31,8 @@ from ..dynamics.friction import kinetic_levels, smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
-__all__ = ["BREAKAWAY_FRACTION", "FRICTION_EPS", "ModelTerms", "breakaway_allowance", "reference_inertia", "bandwidth_gains", "per_joint", "all_finite"]
+__all__ = ["BREAKAWAY_FRACTION", "FRICTION_EPS", "ModelTerms", "breakaway_allowance", "reference_inertia",
+           "bandwidth_gains", "per_joint", "all_finite"]
 
 Array = NDArray[np.float64]
 
