@@ -128,7 +128,7 @@ from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, all_finite, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "BREAKAWAY_REST_VELOCITY", "BREAKAWAY_WINDOW", "COAST_DISTANCE", "FAULT_BEHAVIOURS",
-           "KINETIC_RATIO", "SLIDING_RATIO", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT", "UNBOUNDED", "ZONE_BOUND",
+           "KINETIC_RATIO", "SLIDING_RATIO", "SLIDING_VELOCITY", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT", "UNBOUNDED", "ZONE_BOUND",
            "GuardState", "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep", "stall_kernel",
            "unaccelerated"]
 
@@ -141,7 +141,8 @@ COAST_DISTANCE = 0.01  # [rad] the most a joint may move at its last speed while
 STALL_VELOCITY = 0.95  # x velocity_max: the stall bound's aim (the model's change over stall_time: the rest)
 KINETIC_RATIO = 0.5  # r_s: a joint that breaks away from static friction f_s keeps at least r_s f_s while it slides
 SLIDING_RATIO = 0.8  # r_k: a sliding joint keeps at least r_k of the friction it had over the last window
-BREAKAWAY_REST_VELOCITY = 0.005  # [rad/s] v_r: slower is at rest (may break away), faster slides
+BREAKAWAY_REST_VELOCITY = 0.005  # [rad/s] v_r: slower is at rest, faster moves one way
+SLIDING_VELOCITY = 0.1  # [rad/s] v_k: faster slides past the Stribeck dip (slower creeps: it may still break away)
 BREAKAWAY_WINDOW = 0.015  # [s] the windows over which the guard measures each joint's resistance
 
 
@@ -223,8 +224,9 @@ def _close_window(memory: Array, m: Array, dq: Array, duration: float, accelerat
     """The resistance of each joint over a window of ``duration`` [s] that ends at the velocity ``dq``:
     ``H = integral(tau - base) dt / duration - (M a)_j``, ``a = (q'_end - q'_start) / duration``, kept as
     ``memory[_HELD]`` with the ratio it is credited at (:data:`SLIDING_RATIO` if the joint slid one
-    way, faster than ``v_r``, through the window; :data:`KINETIC_RATIO` if it was at rest for some of it:
-    it may break away; none if it moved both ways or ``H`` does not resist its motion). A window in which
+    way faster than ``v_k`` = :data:`SLIDING_VELOCITY` through the window; :data:`KINETIC_RATIO` if it
+    was slower for some of it: it may still break away; none if it moved both ways faster than ``v_r``
+    or ``H`` does not resist its motion). A window in which
     some joint accelerated faster than ``acceleration_max`` (no reference does: a loop out of control, on
     late states) is no evidence: the last one's stays."""
     n = dq.shape[0]
@@ -241,7 +243,7 @@ def _close_window(memory: Array, m: Array, dq: Array, duration: float, accelerat
         up, down = fastest > BREAKAWAY_REST_VELOCITY, slowest < -BREAKAWAY_REST_VELOCITY
         if (up and down) or (up and held < 0.0) or (down and held > 0.0):
             held = 0.0
-        sliding = slowest > BREAKAWAY_REST_VELOCITY or fastest < -BREAKAWAY_REST_VELOCITY
+        sliding = slowest > SLIDING_VELOCITY or fastest < -SLIDING_VELOCITY
         ratio = SLIDING_RATIO if sliding else KINETIC_RATIO
         last, last_ratio = memory[_FOUND, j], memory[_FOUND_RATIO, j]
         memory[_FOUND, j], memory[_FOUND_RATIO, j] = held, ratio
@@ -345,8 +347,8 @@ def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constan
     if on) and the saturation of ``tau`` (a buffer: it ends as the zones' result). ``terms`` the model's
     packed ``M``, ``C q'``, ``G`` and the state ``q``, ``q'``; ``rows`` the guard's bounds (torque limit,
     limit damping, guard speed and width, zones, braking zones, position limits, ``2 a_b``, the stall
-    bound's reach ``s velocity_max / T``, the breakaway allowance ``B``, ``acceleration_max``); ``constants`` the zone width
-    ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the stall bound on; ``memory`` and
+    bound's reach ``s velocity_max / T``, the breakaway allowance ``B``, ``acceleration_max``); ``constants``
+    the zone width ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the stall bound on; ``memory`` and
     ``clock`` the breakaway window (updated, with the torque returned as the last one published), ``now``
     [s] the time of the state if ``observed`` (else not a measured state). Returns ``(tau, limited)``: per
     joint the last bound that changed its torque (:data:`UNBOUNDED`, :data:`ZONE_BOUND`,
