@@ -36,9 +36,12 @@ variation). So ``q''_d + Kd e' + Kp e`` gets ``Ki integral(e)`` with ``Ki = inte
 (default :data:`CT_INTEGRAL_RATE`, 10/s: a third pole near ``-integral_rate``, the double pole at
 the bandwidth nearly unchanged: ``s^3 + Kd s^2 + Kp s + Ki`` with 80, 1600, 16000 is stable with a
 wide margin, ``Kd Kp > Ki``). Anti-windup: the integral's torque ``M_jj Ki_j integral(e_j)`` is at
-most the model's Coulomb level ``fc_j`` (what it is for: friction the model misses, not a payload
-it does not know; a joint whose model has no Coulomb friction gets none); it restarts at zero on
-:meth:`~ComputedTorqueController.hold` (every enable) and with a new model. Offline on the demo's
+most ``max(fc_j, B_j)`` (:attr:`~ComputedTorqueController.integral_limit`), the model's Coulomb level
+or the breakaway allowance ``B_j`` (half the torque limit, :func:`~.terms.breakaway_allowance`) if
+larger: what it is for is friction the model misses, and a model whose data left ``fc_j`` at zero
+(the nominal model has none) misses all of it (before, capped at ``fc_j``, such a joint got no integral
+action; with the safety guard's stall bound it was held in static friction, issue 46); it restarts at
+zero on :meth:`~ComputedTorqueController.hold` (every enable) and with a new model. Offline on the demo's
 stroke and identified model: 0.37 / 0.42 / 0.52 / 1.27 / 0.64 mrad RMS without it, 0.23 / 0.25 /
 0.37 / 0.65 / 0.29 with it. ``integral_rate=0`` is (4.8).
 
@@ -415,8 +418,9 @@ class ComputedTorqueConfig(FrictionConfig, GainsConfig):
                                  "= 0 (designed gains).", "double", bounds=(0.1, 1000.0))
     integral_rate: float = parameter(
         CT_INTEGRAL_RATE, "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
-        "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and with a new "
-        "payload; 0 = the seed's (4.8) without it.", "double", bounds=(0.0, 100.0))
+        "-integral_rate); its torque per joint at most the model's Coulomb level or the breakaway allowance (half the "
+        "torque limit) if larger, restarted on enable and with a new payload; 0 = the seed's (4.8) without it.",
+        "double", bounds=(0.0, 100.0))
     model_feedforward: bool = parameter(
         True, "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference inertia, "
         "without M(q), C, G, q''_d or friction (a baseline).", "bool")

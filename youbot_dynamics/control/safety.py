@@ -75,7 +75,45 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    ``p_j - part_j - down_j``, up ``fc + fl |G| + fa``, down ``fc + fl |G| - fa``
    (:meth:`~.terms.ModelTerms.kinetic_levels`), zero between: a torque that breaks a joint away
    from static friction is allowed, as far as the model knows that friction. At rest one joint
-   alone may take ``e_j = s velocity_max_j / (T (M^-1)_jj)``. Tracking and regulation within
+   alone may take ``e_j = s velocity_max_j / (T (M^-1)_jj)``.
+   **Breakaway credit** (:func:`breakaway_credit`): the model's friction may be short of the
+   joint's (identification data that barely move the wrist leave ``fc ~ 0``; issue 46 item 5:
+   computed torque then barely moved joints 4-5, 292 / 277 mrad RMS on a 0.5 rad stroke, and PD +
+   gravity on the nominal model did not lift joint 4, issue 48), and the bound above then stops the
+   torque that would break the joint away at the reach, ``M_eff s velocity_max / T`` (0.32 / 0.29
+   N m on joints 4 / 5 at the candle). The credit rests on what each joint shows, not on the model's
+   friction parameters: over windows of :data:`BREAKAWAY_WINDOW` (15 ms) of measured states the
+   guard finds each joint's resistance from the momentum balance,
+   ``H_j = integral(tau_prev - base) dt / w - (M a)_j``, ``a = (q'_end - q'_start) / w``
+   (``tau_prev`` the torque it published, acting since the state before, ``base = C q' + G + fv q' + f0``
+   of the model, ``w`` the window's length): the friction (with the model's errors in ``G``, ``f0``) that
+   held the joint or resisted its sliding. On the side of ``H`` the Coulomb level of the bound becomes
+   ``max(level, min(r H, level + B))``: the friction assumed to act over a stall is ``r`` times what
+   the joint showed, capped at the model's level plus the **breakaway allowance** ``B`` (half the torque
+   limit, :func:`~.terms.breakaway_allowance`). The argument (the bound's own, with ``r H`` for the
+   model's level): a joint that held ``H`` at rest has static friction ``f_s >= H``; if the torque kept
+   over the stall breaks it away, Stribeck's dip leaves at least ``r_s f_s`` (:data:`KINETIC_RATIO`,
+   0.5; the simulated joints keep 70 %, the Coulomb level over the breakaway level ``fc / (fc + fs)``),
+   so the torque beyond the friction is at most ``(tau - base - r_s H)``, which the bound keeps within
+   ``M (s velocity_max - q') / T``: ``|q'_j| <= s velocity_max`` after ``T``, as without the credit. A
+   joint sliding one way faster than :data:`SLIDING_VELOCITY` (0.1 rad/s, past the dip) through the
+   window is credited ``r_k = 0.8`` (:data:`SLIDING_RATIO`) of its resistance: kinetic friction changes
+   with speed, position and load by less over a stall. ``H`` counts only when two windows in a row find
+   it on the same side (the smaller is kept, at the smaller ratio), when no joint accelerated faster than
+   ``acceleration_max`` over the window (a loop out of control or on late states: its momentum balance
+   is no evidence; without both checks, computed torque on 30 ms old states reached 1.07 x
+   ``velocity_max`` instead of 0.93-0.96 x), when the joint did not move both ways faster than
+   :data:`BREAKAWAY_REST_VELOCITY` and ``H`` resists its motion; it is dropped when the joint moves the
+   other way, on enable and with a new model. What it allows: a ratchet at rest, ``e <= r_s H + M_eff
+   reach`` each pair of windows, up to a static friction of ``min(level + B, M_eff reach / (1 - r_s))``
+   beyond the model's (joints 4 / 5 at the candle: 0.65 / 0.58 N m; more holds the joint, and a goal's
+   verdict names the stall bound). Measured (test/test_controller_safety.py, the model's fc4 = fc5 = 0):
+   computed torque 28.4 / 9.8 mrad RMS on a simulated wrist with 0.45 / 0.4 N m of dry friction (11.2 /
+   7.4 with the simulator's Stribeck and load-dependent friction), 6.9 / 1.2 on the issue's 0.7 rad
+   stroke (409 / 44 before); a joint held at 90 % of its breakaway torque, then pushed by a law at the
+   torque limit that stalls for ``T``, at most 0.63 x ``velocity_max`` (its friction dropping to 56 %;
+   crediting ``r_s = 1``: 1.00 x). Beyond the premise: a resistance that vanishes over the stall (an
+   obstacle that gives way) leaves up to ``r H <= level + B`` unbalanced. Tracking and regulation within
    ``acceleration_max`` stay inside it (one compiled model call, shared with computed torque:
    :meth:`~..dynamics.model.DynamicModel.dynamics_terms` keeps the last state's terms).
    (Before, per joint: ``|e_j| <= m_j (velocity_max_j -+ q'_j) / T`` with ``m_j`` the smallest
@@ -91,6 +129,8 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    law's torque held for 0.1 s from 0.85 x ``velocity_max`` 2.2-4.9 x without, at most 1.02 x with
    it (test/test_controller_safety.py; aimed at 1.0 x instead of :data:`STALL_VELOCITY`, up to
    1.07 x: ``M``, ``C q'`` and ``G`` change over the stall).
+   :attr:`SafetyGuard.limited` says per joint which bound changed its torque in the last cycle
+   (:meth:`SafetyGuard.limit_reason`: the bound with the numbers, for a goal's verdict).
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
@@ -128,9 +168,9 @@ from ..dynamics.model import DynamicModel
 from .terms import ModelTerms, all_finite, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 
 __all__ = ["BRAKING_FACTOR", "BREAKAWAY_REST_VELOCITY", "BREAKAWAY_WINDOW", "COAST_DISTANCE", "FAULT_BEHAVIOURS",
-           "KINETIC_RATIO", "SLIDING_RATIO", "SLIDING_VELOCITY", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT", "UNBOUNDED", "ZONE_BOUND",
-           "GuardState", "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep", "stall_kernel",
-           "unaccelerated"]
+           "KINETIC_RATIO", "SLIDING_RATIO", "SLIDING_VELOCITY", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT",
+           "UNBOUNDED", "ZONE_BOUND", "GuardState", "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep",
+           "stall_kernel", "unaccelerated"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]

@@ -36,7 +36,10 @@ accelerations by central differences), which is then checked against the limits.
 measured position is within :data:`GOAL_TOLERANCE` of it on every joint and every joint is slower
 than :data:`GOAL_REST_SPEED`, not when its planned profile ends. It is judged from the planned
 arrival on; if it is not reached :data:`GOAL_SETTLE_TIME` after it, the verdict names the joint
-furthest away and why it may have stopped: a PD torque ``Kp e`` below the torque limit there is held
+furthest away and why it may have stopped: the bound of the safety guard that limited that joint's
+torque in the last cycle, with the torque it let through (the stall bound or the torque limit,
+:meth:`~.safety.SafetyGuard.limit_reason`; before, a joint held by the stall bound at 0.39 N m was
+reported "saturated at 2.7 N m"), else a PD torque ``Kp e`` below the torque limit there is held
 by static friction (more ``Kp``, or a model with the arm's friction, closes the gap), a saturated one
 means a blocked joint, a joint still moving creeps or oscillates.
 """
