@@ -101,8 +101,9 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    with speed, position and load by less over a stall. ``H`` counts only when two windows in a row find
    it on the same side (the smaller is kept, at the smaller ratio), when no joint accelerated faster than
    ``acceleration_max`` over the window (a loop out of control or on late states: its momentum balance
-   is no evidence; without both checks, computed torque on 30 ms old states reached 1.07 x
-   ``velocity_max`` instead of 0.93-0.96 x), when the joint did not move both ways faster than
+   is no evidence; computed torque on 30 ms old states reached 1.27-1.81 x ``velocity_max`` without
+   both checks, 1.07 x with the acceleration check alone (25 ms windows), 0.93-0.96 x with both, as
+   without the credit), when the joint did not move both ways faster than
    :data:`BREAKAWAY_REST_VELOCITY` and ``H`` resists its motion; it is dropped when the joint moves the
    other way, on enable and with a new model. What it allows: a ratchet at rest, ``e <= r_s H + M_eff
    reach`` each pair of windows, up to a static friction of ``min(level + B, M_eff reach / (1 - r_s))``
