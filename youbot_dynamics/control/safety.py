@@ -606,8 +606,7 @@ class SafetyGuard:
 
     def _set_terms(self, model: DynamicModel) -> None:
         self._terms = ModelTerms(model)
-        if hasattr(self, "_memory"):  # the resistance was measured against the old model's base torque
-            self._memory[:] = self._clock[:] = 0.0
+        self._memory[:] = self._clock[:] = 0.0  # the resistance was measured against the old model's base torque
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
