@@ -235,7 +235,8 @@ def test_integral_action_equation_and_bound(arm, true_model):
     """``Ki integral(e)`` joins the commanded acceleration: from one call to the next the torque grows by
     ``M (Ki e dt)`` (rectangle rule, the error of the later call), a repeated time adds nothing, the
     integral's torque ``M_jj Ki_j integral(e_j)`` stops at the model's Coulomb level ``fc_j``, and
-    hold() restarts it."""
+    hold() restarts it. The bound is ``max(fc_j, B_j)``, ``B`` the breakaway allowance (half the torque
+    limit): a model whose data left ``fc`` at zero (the nominal model has none) still integrates."""
     ctl = ComputedTorqueController(true_model, arm, integral_rate=10.0)
     np.testing.assert_allclose(ctl.ki, 10.0 * ctl.kp)
     ctl.hold(HOME)
@@ -245,15 +246,20 @@ def test_integral_action_equation_and_bound(arm, true_model):
     np.testing.assert_array_equal(ctl.torque(0.0, q, dq), first)  # the same time: not integrated again
     second = ctl.torque(0.002, q, dq)
     np.testing.assert_allclose(second - first, m @ (ctl.ki * (HOME - q) * 0.002), rtol=1e-9, atol=1e-12)
-    for k in range(2, 2000):  # 4 s: every joint's integral reaches its bound
+    for k in range(2, 4000):  # 8 s: every joint's integral reaches its bound
         last = ctl.torque(0.002 * k, q, dq)
     coulomb = ctl.terms.coulomb
     assert np.all(coulomb > 0)
+    np.testing.assert_allclose(ctl.integral_limit, np.maximum(coulomb, 0.5 * arm.torque_limit))
     integral_torque = np.diagonal(m) * np.linalg.solve(m, last - first)  # M_jj (Ki integral)_j
-    np.testing.assert_allclose(np.abs(integral_torque), coulomb, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(integral_torque), ctl.integral_limit, rtol=1e-9)
     np.testing.assert_allclose(np.sign(integral_torque), np.sign(HOME - q))
     ctl.hold(HOME)
     np.testing.assert_allclose(ctl.torque(10.0, q, dq), first, rtol=0, atol=1e-12)
+    frictionless = ComputedTorqueController(nominal_model(arm)[0], arm)  # fc = 0 on every joint
+    frictionless.hold(HOME)
+    start = frictionless.torque(0.0, q, dq)
+    assert np.all(np.abs(frictionless.torque(0.1, q, dq) - start) > 0)  # the integral acts
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="integral_rate"):
             ComputedTorqueController(true_model, arm, integral_rate=bad)

@@ -36,9 +36,12 @@ variation). So ``q''_d + Kd e' + Kp e`` gets ``Ki integral(e)`` with ``Ki = inte
 (default :data:`CT_INTEGRAL_RATE`, 10/s: a third pole near ``-integral_rate``, the double pole at
 the bandwidth nearly unchanged: ``s^3 + Kd s^2 + Kp s + Ki`` with 80, 1600, 16000 is stable with a
 wide margin, ``Kd Kp > Ki``). Anti-windup: the integral's torque ``M_jj Ki_j integral(e_j)`` is at
-most the model's Coulomb level ``fc_j`` (what it is for: friction the model misses, not a payload
-it does not know; a joint whose model has no Coulomb friction gets none); it restarts at zero on
-:meth:`~ComputedTorqueController.hold` (every enable) and with a new model. Offline on the demo's
+most ``max(fc_j, B_j)`` (:attr:`~ComputedTorqueController.integral_limit`), the model's Coulomb level
+or the breakaway allowance ``B_j`` (half the torque limit, :func:`~.terms.breakaway_allowance`) if
+larger: what it is for is friction the model misses, and a model whose data left ``fc_j`` at zero
+(the nominal model has none) misses all of it (before, capped at ``fc_j``, such a joint got no integral
+action; with the safety guard's stall bound it was held in static friction, issue 46); it restarts at
+zero on :meth:`~ComputedTorqueController.hold` (every enable) and with a new model. Offline on the demo's
 stroke and identified model: 0.37 / 0.42 / 0.52 / 1.27 / 0.64 mrad RMS without it, 0.23 / 0.25 /
 0.37 / 0.65 / 0.29 with it. ``integral_rate=0`` is (4.8).
 
@@ -103,7 +106,7 @@ from ..dynamics.consistency import check_model
 from ..dynamics.friction import smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from .law_config import parameter, schema_entries
-from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, per_joint, reference_inertia
+from .terms import FRICTION_EPS, ModelTerms, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 from .trajectory import JointTrajectory, TrajectoryError, check_goal, segment_state
 
 __all__ = ["PDFeedforward", "PD_BANDWIDTH", "ModelLaw", "PDGravityConfig", "ComputedTorqueConfig", "FloatConfig",
@@ -369,7 +372,7 @@ class PDGravityController(ModelLaw):
 
 
 # rows of ComputedTorqueController's per-joint constants (computed_torque_kernel's ``gains``)
-_KP, _KD, _KI, _COULOMB = range(4)
+_KP, _KD, _KI, _INTEGRAL_LIMIT = range(4)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -378,10 +381,11 @@ def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Arra
     """(4.8) with the integral action (module docstring), compiled: ``terms`` the model's ``M``, ``C q'``,
     ``G`` with their state ``q``, ``q'`` (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
     the reference of the trajectory's segment ``block`` at ``local`` (:func:`~.trajectory.segment_state`),
-    ``gains`` rows ``Kp``, ``Kd``, ``Ki``, ``fc``, ``friction`` the laws' friction rows
+    ``gains`` rows ``Kp``, ``Kd``, ``Ki``, the integral's torque limit ``L`` (``max(fc, B)``,
+    :attr:`ComputedTorqueController.integral_limit`), ``friction`` the laws' friction rows
     (:attr:`~.terms.ModelTerms.friction_rows`, at ``q'_d`` if ``compensate``). The integral ``integral``
-    (rad s, in place) advances by ``e step`` and is bounded by ``|M_jj Ki_j integral_j| <= fc_j`` (a
-    joint without ``Ki`` or without Coulomb friction has none)."""
+    (rad s, in place) advances by ``e step`` and is bounded by ``|M_jj Ki_j integral_j| <= L_j`` (a
+    joint without ``Ki`` has none)."""
     n = terms.shape[1]
     q, dq = terms[n + 2], terms[n + 3]
     reference = segment_state(block, local)
@@ -392,7 +396,7 @@ def computed_torque_kernel(terms: Array, block: Array, local: float, gains: Arra
         ki = gains[_KI, j]
         if ki > 0.0:
             integral[j] += error * step
-            bound = gains[_COULOMB, j] / (terms[j, j] * ki)  # M_jj > 0
+            bound = gains[_INTEGRAL_LIMIT, j] / (terms[j, j] * ki)  # M_jj > 0
             integral[j] = min(max(integral[j], -bound), bound)
             v[j] += ki * integral[j]
     tau = np.empty(n)
@@ -414,8 +418,9 @@ class ComputedTorqueConfig(FrictionConfig, GainsConfig):
                                  "= 0 (designed gains).", "double", bounds=(0.1, 1000.0))
     integral_rate: float = parameter(
         CT_INTEGRAL_RATE, "Integral action Ki = integral_rate x Kp [1/s] on the tracking error (a third pole near "
-        "-integral_rate); its torque at most the model's Coulomb level per joint, restarted on enable and with a new "
-        "payload; 0 = the seed's (4.8) without it.", "double", bounds=(0.0, 100.0))
+        "-integral_rate); its torque per joint at most the model's Coulomb level or the breakaway allowance (half the "
+        "torque limit) if larger, restarted on enable and with a new payload; 0 = the seed's (4.8) without it.",
+        "double", bounds=(0.0, 100.0))
     model_feedforward: bool = parameter(
         True, "Computed torque (4.8); false = a PD on the same error gains scaled by the model's reference inertia, "
         "without M(q), C, G, q''_d or friction (a baseline).", "bool")
@@ -455,9 +460,15 @@ class ComputedTorqueController(ModelLaw):
         """Restart the integral action at zero."""
         self._integral[:] = 0.0
         self._integral_time: float | None = None
-        # bounded by the model's Coulomb level: none without one (e.g. the nominal model)
-        self._integrating = bool(self.ki.any() and self.terms.coulomb.any())
-        self._gains = np.ascontiguousarray(np.stack([self.kp, self.kd, self.ki, self.terms.coulomb]))
+        self._integrating = bool(self.ki.any())
+        self._gains = np.ascontiguousarray(np.stack([self.kp, self.kd, self.ki, self.integral_limit]))
+
+    @property
+    def integral_limit(self) -> Array:
+        """The largest torque of the integral action per joint [N m]: ``max(fc_j, B_j)``, the model's
+        Coulomb level or the breakaway allowance ``B_j`` (:func:`~.terms.breakaway_allowance` of the torque
+        limit) if larger: friction the model misses, also where its data left ``fc`` undetermined (0)."""
+        return np.maximum(self.terms.coulomb, breakaway_allowance(self.arm.torque_limit))
 
     def follow(self, trajectory: JointTrajectory, start_time: float) -> None:
         """Follow ``trajectory`` from ``start_time`` [s, the clock of :meth:`torque`]: its times are

@@ -208,7 +208,7 @@ class ControlLoop:
         if reference_id != self.reference_id or not self.enabled or self.floating:
             self._arrival = None
             return
-        verdict = arrival.verdict(now, q, dq)
+        verdict = arrival.verdict(now, q, dq, self.guard.limit_reason)
         if verdict is not None:
             self._arrival = None
             self._report(verdict[1], False, not verdict[0])

@@ -75,7 +75,46 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    ``p_j - part_j - down_j``, up ``fc + fl |G| + fa``, down ``fc + fl |G| - fa``
    (:meth:`~.terms.ModelTerms.kinetic_levels`), zero between: a torque that breaks a joint away
    from static friction is allowed, as far as the model knows that friction. At rest one joint
-   alone may take ``e_j = s velocity_max_j / (T (M^-1)_jj)``. Tracking and regulation within
+   alone may take ``e_j = s velocity_max_j / (T (M^-1)_jj)``.
+   **Breakaway credit** (:func:`breakaway_credit`): the model's friction may be short of the
+   joint's (identification data that barely move the wrist leave ``fc ~ 0``; issue 46 item 5:
+   computed torque then barely moved joints 4-5, 292 / 277 mrad RMS on a 0.5 rad stroke, and PD +
+   gravity on the nominal model did not lift joint 4, issue 48), and the bound above then stops the
+   torque that would break the joint away at the reach, ``M_eff s velocity_max / T`` (0.32 / 0.29
+   N m on joints 4 / 5 at the candle). The credit rests on what each joint shows, not on the model's
+   friction parameters: over windows of :data:`BREAKAWAY_WINDOW` (15 ms) of measured states the
+   guard finds each joint's resistance from the momentum balance,
+   ``H_j = integral(tau_prev - base) dt / w - (M a)_j``, ``a = (q'_end - q'_start) / w``
+   (``tau_prev`` the torque it published, acting since the state before, ``base = C q' + G + fv q' + f0``
+   of the model, ``w`` the window's length): the friction (with the model's errors in ``G``, ``f0``) that
+   held the joint or resisted its sliding. On the side of ``H`` the Coulomb level of the bound becomes
+   ``max(level, min(r H, level + B))``: the friction assumed to act over a stall is ``r`` times what
+   the joint showed, capped at the model's level plus the **breakaway allowance** ``B`` (half the torque
+   limit, :func:`~.terms.breakaway_allowance`). The argument (the bound's own, with ``r H`` for the
+   model's level): a joint that held ``H`` at rest has static friction ``f_s >= H``; if the torque kept
+   over the stall breaks it away, Stribeck's dip leaves at least ``r_s f_s`` (:data:`KINETIC_RATIO`,
+   0.5; the simulated joints keep 70 %, the Coulomb level over the breakaway level ``fc / (fc + fs)``),
+   so the torque beyond the friction is at most ``(tau - base - r_s H)``, which the bound keeps within
+   ``M (s velocity_max - q') / T``: ``|q'_j| <= s velocity_max`` after ``T``, as without the credit. A
+   joint sliding one way faster than :data:`SLIDING_VELOCITY` (0.1 rad/s, past the dip) through the
+   window is credited ``r_k = 0.8`` (:data:`SLIDING_RATIO`) of its resistance: kinetic friction changes
+   with speed, position and load by less over a stall. ``H`` counts only when two windows in a row find
+   it on the same side (the smaller is kept, at the smaller ratio), when no joint accelerated faster than
+   ``acceleration_max`` over the window (a loop out of control or on late states: its momentum balance
+   is no evidence; computed torque on 30 ms old states reached 1.27-1.81 x ``velocity_max`` without
+   both checks, 1.07 x with the acceleration check alone (25 ms windows), 0.93-0.96 x with both, as
+   without the credit), when the joint did not move both ways faster than
+   :data:`BREAKAWAY_REST_VELOCITY` and ``H`` resists its motion; it is dropped when the joint moves the
+   other way, on enable and with a new model. What it allows: a ratchet at rest, ``e <= r_s H + M_eff
+   reach`` each pair of windows, up to a static friction of ``min(level + B, M_eff reach / (1 - r_s))``
+   beyond the model's (joints 4 / 5 at the candle: 0.65 / 0.58 N m; more holds the joint, and a goal's
+   verdict names the stall bound). Measured (test/test_controller_safety.py, the model's fc4 = fc5 = 0):
+   computed torque 28.4 / 9.8 mrad RMS on a simulated wrist with 0.45 / 0.4 N m of dry friction (11.2 /
+   7.4 with the simulator's Stribeck and load-dependent friction), 6.9 / 1.2 on the issue's 0.7 rad
+   stroke (409 / 44 before); a joint held at 90 % of its breakaway torque, then pushed by a law at the
+   torque limit that stalls for ``T``, at most 0.63 x ``velocity_max`` (its friction dropping to 56 %;
+   crediting ``r_s = 1``: 1.00 x). Beyond the premise: a resistance that vanishes over the stall (an
+   obstacle that gives way) leaves up to ``r H <= level + B`` unbalanced. Tracking and regulation within
    ``acceleration_max`` stay inside it (one compiled model call, shared with computed torque:
    :meth:`~..dynamics.model.DynamicModel.dynamics_terms` keeps the last state's terms).
    (Before, per joint: ``|e_j| <= m_j (velocity_max_j -+ q'_j) / T`` with ``m_j`` the smallest
@@ -91,6 +130,8 @@ the first), that state and the law ``law(t, q, dq) -> tau`` (e.g. ``controller.t
    law's torque held for 0.1 s from 0.85 x ``velocity_max`` 2.2-4.9 x without, at most 1.02 x with
    it (test/test_controller_safety.py; aimed at 1.0 x instead of :data:`STALL_VELOCITY`, up to
    1.07 x: ``M``, ``C q'`` and ``G`` change over the stall).
+   :attr:`SafetyGuard.limited` says per joint which bound changed its torque in the last cycle
+   (:meth:`SafetyGuard.limit_reason`: the bound with the numbers, for a goal's verdict).
 7. **Saturation** per joint to ``+-tau_max`` (``torque_limit``; default
    ``min(effort_max, drive_torque_limit)``: the practical limits of the arm description, below the
    drives' peak torque; a larger value is refused with the joint and its limit: a limit the drives
@@ -125,10 +166,12 @@ from numpy.typing import NDArray
 from ..arm.description import ArmDescription, check_joint_values
 from ..dynamics.friction import FRICTION_ROWS, kinetic_levels
 from ..dynamics.model import DynamicModel
-from .terms import ModelTerms, all_finite, bandwidth_gains, per_joint, reference_inertia
+from .terms import ModelTerms, all_finite, bandwidth_gains, breakaway_allowance, per_joint, reference_inertia
 
-__all__ = ["BRAKING_FACTOR", "COAST_DISTANCE", "FAULT_BEHAVIOURS", "STALL_VELOCITY", "GuardState", "SafetyConfig",
-           "SafetyGuard", "smoothstep", "stall_kernel"]
+__all__ = ["BRAKING_FACTOR", "BREAKAWAY_REST_VELOCITY", "BREAKAWAY_WINDOW", "COAST_DISTANCE", "FAULT_BEHAVIOURS",
+           "KINETIC_RATIO", "SLIDING_RATIO", "SLIDING_VELOCITY", "STALL_BOUND", "STALL_VELOCITY", "TORQUE_LIMIT",
+           "UNBOUNDED", "ZONE_BOUND", "GuardState", "SafetyConfig", "SafetyGuard", "breakaway_credit", "smoothstep",
+           "stall_kernel", "unaccelerated"]
 
 Array = NDArray[np.float64]
 Law = Callable[[float, Array, Array], Array]
@@ -137,6 +180,11 @@ FAULT_BEHAVIOURS = ("zero", "hold")
 BRAKING_FACTOR = 2.0  # braking deceleration of the velocity guard near a limit, x acceleration_max
 COAST_DISTANCE = 0.01  # [rad] the most a joint may move at its last speed while the guard coasts
 STALL_VELOCITY = 0.95  # x velocity_max: the stall bound's aim (the model's change over stall_time: the rest)
+KINETIC_RATIO = 0.5  # r_s: a joint that breaks away from static friction f_s keeps at least r_s f_s while it slides
+SLIDING_RATIO = 0.8  # r_k: a sliding joint keeps at least r_k of the friction it had over the last window
+BREAKAWAY_REST_VELOCITY = 0.005  # [rad/s] v_r: slower is at rest, faster moves one way
+SLIDING_VELOCITY = 0.1  # [rad/s] v_k: faster slides past the Stribeck dip (slower creeps: it may still break away)
+BREAKAWAY_WINDOW = 0.015  # [s] the windows over which the guard measures each joint's resistance
 
 
 class GuardState(str, Enum):
@@ -190,26 +238,123 @@ def smoothstep(x: float) -> float:
 
 # rows of the friction rows the stall bound reads (FRICTION_ROWS of dynamics.friction)
 _FV, _F0 = FRICTION_ROWS.index("fv"), FRICTION_ROWS.index("f0")
+# rows of SafetyGuard's breakaway memory (breakaway_credit's ``memory``): the resistance H found by the last
+# window (signed), the ratio it is credited at, the window's impulse integral(tau_prev - base) dt, the velocity at
+# its start, its smallest and largest velocity, the torque published last
+_HELD, _RATIO, _IMPULSE, _START_VELOCITY, _SLOWEST, _FASTEST, _PREVIOUS, _FOUND, _FOUND_RATIO = range(9)
+# and of its clock: the window's start, the last observed time [s], 1 once a window runs
+_SINCE, _LAST, _RUNNING = range(3)
 
 
 @numba.njit(cache=True, nogil=True)
-def stall_kernel(tau: Array, dq: Array, terms: Array, friction: Array, reach: Array, rate_scale: float) -> Array:
+def unaccelerated(dq: Array, terms: Array, friction: Array) -> tuple[Array, Array]:
+    """``(base, levels)``: the model's torque that keeps the state unaccelerated without its Coulomb-like
+    part, ``base = C q' + G + fv q' + f0``, and its kinetic Coulomb levels (2, n), up ``fc + fl |G| + fa``,
+    down ``fc + fl |G| - fa`` (:func:`~..dynamics.friction.kinetic_levels`); ``terms`` packed as in
+    :func:`stall_kernel`."""
+    n = dq.shape[0]
+    coriolis, gravity = terms[n], terms[n + 1]
+    base = np.empty(n)
+    for j in range(n):
+        base[j] = coriolis[j] + gravity[j] + friction[_FV, j] * dq[j] + friction[_F0, j]
+    return base, kinetic_levels(friction, gravity)
+
+
+@numba.njit(cache=True, nogil=True)
+def _close_window(memory: Array, m: Array, dq: Array, duration: float, acceleration_max: Array) -> None:
+    """The resistance of each joint over a window of ``duration`` [s] that ends at the velocity ``dq``:
+    ``H = integral(tau - base) dt / duration - (M a)_j``, ``a = (q'_end - q'_start) / duration``, kept as
+    ``memory[_HELD]`` with the ratio it is credited at (:data:`SLIDING_RATIO` if the joint slid one
+    way faster than ``v_k`` = :data:`SLIDING_VELOCITY` through the window; :data:`KINETIC_RATIO` if it
+    was slower for some of it: it may still break away; none if it moved both ways faster than ``v_r``
+    or ``H`` does not resist its motion). A window in which
+    some joint accelerated faster than ``acceleration_max`` (no reference does: a loop out of control, on
+    late states) is no evidence: the last one's stays."""
+    n = dq.shape[0]
+    acceleration = np.empty(n)
+    for j in range(n):
+        acceleration[j] = (dq[j] - memory[_START_VELOCITY, j]) / duration
+        if abs(acceleration[j]) > acceleration_max[j]:
+            return
+    for j in range(n):
+        held = memory[_IMPULSE, j] / duration
+        for k in range(n):
+            held -= m[j, k] * acceleration[k]
+        slowest, fastest = memory[_SLOWEST, j], memory[_FASTEST, j]
+        up, down = fastest > BREAKAWAY_REST_VELOCITY, slowest < -BREAKAWAY_REST_VELOCITY
+        if (up and down) or (up and held < 0.0) or (down and held > 0.0):
+            held = 0.0
+        sliding = slowest > SLIDING_VELOCITY or fastest < -SLIDING_VELOCITY
+        ratio = SLIDING_RATIO if sliding else KINETIC_RATIO
+        last, last_ratio = memory[_FOUND, j], memory[_FOUND_RATIO, j]
+        memory[_FOUND, j], memory[_FOUND_RATIO, j] = held, ratio
+        # credited: what two windows in a row found, the smaller (one window of misaligned states is no evidence)
+        if held * last > 0.0:
+            memory[_HELD, j] = held if abs(held) < abs(last) else last
+            memory[_RATIO, j] = min(ratio, last_ratio)
+        else:
+            memory[_HELD, j] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def breakaway_credit(memory: Array, clock: Array, m: Array, dq: Array, base: Array, levels: Array,
+                     allowance: Array, acceleration_max: Array, now: float, observed: bool) -> Array:
+    """The friction (signed, per joint) the stall bound credits beyond the model's (module docstring,
+    item 6, breakaway): ``min(r H_j, level_j + B_j)`` on the side of ``H_j`` (the resistance of the last
+    window, :func:`_close_window`; ``r`` its ratio, ``B`` = ``allowance``), dropped as soon as the joint
+    moves faster than ``v_r`` against it. Updates the window (``memory``, ``clock``) with the torque
+    published last, acting since the last observed time, and the state ``dq`` measured at ``now`` [s];
+    not ``observed`` (a coast on an old state): the window starts again at the next observed state."""
+    n = dq.shape[0]
+    if not observed:
+        clock[_RUNNING] = 0.0
+    elif clock[_RUNNING] > 0.0:
+        step = now - clock[_LAST]
+        if step > 0.0:
+            clock[_LAST] = now
+            for j in range(n):
+                memory[_IMPULSE, j] += (memory[_PREVIOUS, j] - base[j]) * step
+                memory[_SLOWEST, j] = min(memory[_SLOWEST, j], dq[j])
+                memory[_FASTEST, j] = max(memory[_FASTEST, j], dq[j])
+            if now - clock[_SINCE] >= BREAKAWAY_WINDOW:
+                _close_window(memory, m, dq, now - clock[_SINCE], acceleration_max)
+                clock[_RUNNING] = 0.0
+    if observed and clock[_RUNNING] == 0.0:  # a window starts
+        clock[_SINCE] = clock[_LAST] = now
+        clock[_RUNNING] = 1.0
+        for j in range(n):
+            memory[_IMPULSE, j] = 0.0
+            memory[_START_VELOCITY, j] = memory[_SLOWEST, j] = memory[_FASTEST, j] = dq[j]
+    credit = np.zeros(n)
+    for j in range(n):
+        held = memory[_HELD, j]
+        if abs(dq[j]) > BREAKAWAY_REST_VELOCITY and dq[j] * held < 0.0:
+            memory[_HELD, j] = held = 0.0
+        if held > 0.0:
+            credit[j] = min(memory[_RATIO, j] * held, levels[0, j] + allowance[j])
+        elif held < 0.0:
+            credit[j] = -min(-memory[_RATIO, j] * held, levels[1, j] + allowance[j])
+    return credit
+
+
+@numba.njit(cache=True, nogil=True)
+def stall_kernel(tau: Array, dq: Array, terms: Array, base: Array, levels: Array, credit: Array, reach: Array,
+                 rate_scale: float) -> tuple[Array, Array]:
     """The stall bound's arithmetic (module docstring, item 6), compiled: ``terms`` the model's ``M``,
-    ``C q'``, ``G`` packed (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`),
-    ``friction`` its friction rows (:data:`~..dynamics.friction.FRICTION_ROWS`: ``fv``, ``f0`` in
-    ``p``, the kinetic Coulomb levels of :func:`~..dynamics.friction.kinetic_levels`), ``reach`` =
-    ``s velocity_max / T``, ``rate_scale`` = ``1 / T``. Returns ``tau`` less ``M (a - a_b)``."""
+    ``C q'``, ``G`` packed (:meth:`~..dynamics.model.DynamicModel.packed_dynamics_terms`), ``base`` and
+    ``levels`` of :func:`unaccelerated`, ``credit`` the friction credited beyond the model's
+    (:func:`breakaway_credit`: it replaces the level on its side where it is larger), ``reach`` =
+    ``s velocity_max / T``, ``rate_scale`` = ``1 / T``. Returns ``tau`` less ``M (a - a_b)`` and
+    ``a - a_b`` (nonzero on the joints whose acceleration the bound clipped)."""
     n = tau.shape[0]
-    m, coriolis, gravity = terms[:n], terms[n], terms[n + 1]
-    levels = kinetic_levels(friction, gravity)
+    m = terms[:n]
     excess = np.zeros(n)
     for j in range(n):
-        base = coriolis[j] + gravity[j] + friction[_FV, j] * dq[j] + friction[_F0, j]  # p without its Coulomb part
-        up, down = levels[0, j], levels[1, j]
-        if tau[j] > base + up:
-            excess[j] = tau[j] - base - up
-        elif tau[j] < base - down:
-            excess[j] = tau[j] - base + down
+        up, down = max(levels[0, j], credit[j]), max(levels[1, j], -credit[j])
+        if tau[j] > base[j] + up:
+            excess[j] = tau[j] - base[j] - up
+        elif tau[j] < base[j] - down:
+            excess[j] = tau[j] - base[j] + down
     a = np.linalg.solve(np.ascontiguousarray(m), excess)
     beyond = np.zeros(n)
     for j in range(n):
@@ -222,30 +367,38 @@ def stall_kernel(tau: Array, dq: Array, terms: Array, friction: Array, reach: Ar
     for i in range(n):
         for j in range(n):
             out[i] -= m[i, j] * beyond[j]
-    return out
+    return out, beyond
 
 
 # rows of SafetyGuard's constant per-joint bounds (bound_kernel's ``rows``)
 (_LIMIT, _DAMPING, _GUARD_VELOCITY, _GUARD_WIDTH, _UPPER_ZONE, _LOWER_ZONE, _UPPER_BRAKING, _LOWER_BRAKING,
- _POSITION_MAX, _POSITION_MIN, _BRAKING, _REACH) = range(12)
+ _POSITION_MAX, _POSITION_MIN, _BRAKING, _REACH, _ALLOWANCE, _ACCELERATION) = range(14)
 # and its scalars (bound_kernel's ``constants``)
 _MARGIN, _SLOWEST_GUARD, _RATE_SCALE, _STALL = range(4)
+#: what limited a joint's torque in the last cycle (:attr:`SafetyGuard.limited`; the last bound that changed it)
+UNBOUNDED, ZONE_BOUND, STALL_BOUND, TORQUE_LIMIT = range(4)
 
 
 @numba.njit(cache=True, nogil=True)
-def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constants: Array) -> tuple[Array, Array]:
+def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constants: Array, memory: Array,
+                 clock: Array, now: float, observed: bool) -> tuple[Array, Array]:
     """Steps 5-7 of the module docstring, compiled: the joint-limit zones (only where a joint is
     inside its braking zone), the velocity guard (only where one moves faster than the slowest guard
-    speed), the stall bound (:func:`stall_kernel`, if on) and the saturation of ``tau`` (a buffer: it
-    ends as the zones' result). ``terms`` the model's packed ``M``, ``C q'``, ``G`` and the state ``q``,
-    ``q'``; ``rows`` the guard's bounds (torque limit, limit damping, guard speed and width, zones,
-    braking zones, position limits, ``2 a_b``, the stall bound's reach ``s velocity_max / T``);
-    ``constants`` the zone width ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the
-    stall bound on. Returns ``(tau, saturated)``."""
+    speed), the stall bound (:func:`stall_kernel` with the breakaway credit of :func:`breakaway_credit`,
+    if on) and the saturation of ``tau`` (a buffer: it ends as the zones' result). ``terms`` the model's
+    packed ``M``, ``C q'``, ``G`` and the state ``q``, ``q'``; ``rows`` the guard's bounds (torque limit,
+    limit damping, guard speed and width, zones, braking zones, position limits, ``2 a_b``, the stall
+    bound's reach ``s velocity_max / T``, the breakaway allowance ``B``, ``acceleration_max``); ``constants``
+    the zone width ``limit_margin``, the slowest guard speed, ``1 / T`` and 1 for the stall bound on; ``memory`` and
+    ``clock`` the breakaway window (updated, with the torque returned as the last one published), ``now``
+    [s] the time of the state if ``observed`` (else not a measured state). Returns ``(tau, limited)``: per
+    joint the last bound that changed its torque (:data:`UNBOUNDED`, :data:`ZONE_BOUND`,
+    :data:`STALL_BOUND`, :data:`TORQUE_LIMIT`)."""
     n = tau.shape[0]
     g, q, dq = terms[n + 1], terms[n + 2], terms[n + 3]
     margin, slowest_guard = constants[_MARGIN], constants[_SLOWEST_GUARD]
     limit, d = rows[_LIMIT], rows[_DAMPING]
+    limited = np.zeros(n, dtype=np.int64)
     near = False
     fast = False
     for j in range(n):
@@ -270,14 +423,25 @@ def bound_kernel(tau: Array, terms: Array, rows: Array, friction: Array, constan
                     - (up - w_up) * limit[j])
             t = max(t, -(1.0 - w_low) * limit[j] + w_low * g[j] - w_low * d[j] * min(dq[j] + v_low, 0.0)
                     + (low - w_low) * limit[j])
+            if t != tau[j]:
+                limited[j] = ZONE_BOUND
             tau[j] = t
-    out = stall_kernel(tau, dq, terms, friction, rows[_REACH], constants[_RATE_SCALE]) if constants[_STALL] > 0.0 \
-        else tau.copy()
-    saturated = np.zeros(n, dtype=np.bool_)
+    if constants[_STALL] > 0.0:
+        base, levels = unaccelerated(dq, terms, friction)
+        credit = breakaway_credit(memory, clock, terms[:n], dq, base, levels, rows[_ALLOWANCE], rows[_ACCELERATION],
+                                  now, observed)
+        out, beyond = stall_kernel(tau, dq, terms, base, levels, credit, rows[_REACH], constants[_RATE_SCALE])
+        for j in range(n):
+            if beyond[j] != 0.0:
+                limited[j] = STALL_BOUND
+    else:
+        out = tau.copy()
     for j in range(n):
-        saturated[j] = abs(out[j]) > limit[j]
+        if abs(out[j]) > limit[j]:
+            limited[j] = TORQUE_LIMIT
         out[j] = min(max(out[j], -limit[j]), limit[j])
-    return out, saturated
+        memory[_PREVIOUS, j] = out[j]
+    return out, limited
 
 
 class SafetyGuard:
@@ -313,20 +477,28 @@ class SafetyGuard:
         self._upper_braking = arm.position_max - braking_zone
         self._lower_braking = arm.position_min + braking_zone
         self._stall = config.stall_time > 0.0
+        #: B: the most static friction beyond the model's that the stall bound credits (module docstring, item 6)
+        self.breakaway_allowance = breakaway_allowance(self.torque_limit)
         reach = STALL_VELOCITY * arm.velocity_max / config.stall_time if self._stall else np.zeros(n)
         # bound_kernel's arguments: fixed-type buffers (C-ordered, writable: no compilation for a new argument
         # type inside the control loop)
         self._rows = np.ascontiguousarray(np.stack([
             self.torque_limit, self.limit_damping, self._guard_velocity, np.broadcast_to(self._guard_width, (n,)),
             self._upper_zone, self._lower_zone, self._upper_braking, self._lower_braking, arm.position_max,
-            arm.position_min, self._braking, reach]), dtype=float)
+            arm.position_min, self._braking, reach, self.breakaway_allowance, arm.acceleration_max]), dtype=float)
         self._constants = np.array([config.limit_margin, self._slowest_guard,
                                     1.0 / config.stall_time if self._stall else 0.0, float(self._stall)])
         self._tau = np.zeros(n)
+        self._memory = np.zeros((9, n))  # the breakaway window (breakaway_credit)
+        self._clock = np.zeros(3)
         self._set_terms(model)
         self.state = GuardState.DISABLED
         self.fault_reason: str | None = None
         self.saturated = np.zeros(n, dtype=bool)
+        #: per joint the last bound that changed its torque in the last cycle (UNBOUNDED, ZONE_BOUND, ...)
+        self.limited = np.zeros(n, dtype=np.int64)
+        self.requested = np.zeros(n)  # the torque the last cycle's bounds got (the law's, ramped) [N m]
+        self.published = np.zeros(n)  # and what they let through [N m]
         self._enable_time = 0.0
         self._initial = np.zeros(n)
         self._last_q: Array | None = None
@@ -347,6 +519,7 @@ class SafetyGuard:
                          else check_joint_values(initial_torque, n, "initial_torque"))
         self._enable_time = float(now)
         self._last_q = self._hold_q = None
+        self._memory[:] = self._clock[:] = 0.0  # no friction measured yet
         self._states_trusted = True
         self.coasting = False
         self.fault_reason = None
@@ -379,7 +552,7 @@ class SafetyGuard:
                 tau = law(stamp, q, dq)
                 if all_finite(tau):
                     self._last_q, self._last_dq = q.copy(), dq.copy()
-                    return self._ramped(now, q, dq, tau)
+                    return self._ramped(now, q, dq, tau, stamp)
                 problem = "the control law returned NaN or infinite torques"
             elif problem == _LATE and self._last_q is not None:
                 age = now - stamp
@@ -387,18 +560,19 @@ class SafetyGuard:
                     self.coasting = True
                     self.coast_cycles += 1
                     return self._ramped(now, self._last_q, np.zeros_like(self._last_q),
-                                        self._terms.gravity(self._last_q))
+                                        self._terms.gravity(self._last_q), None)
             if problem == _LATE:
                 problem = self._stale_reason(now - stamp)
             self._fault(problem)
-        return self._hold(q, dq, valid and self._states_trusted)
+        return self._hold(stamp, q, dq, valid and self._states_trusted)
 
-    def _ramped(self, now: float, q: Array, dq: Array, tau: Array) -> Array:
-        """``tau`` through the enable ramp (step 4) and the guards (steps 5-7) at the state ``(q, dq)``."""
+    def _ramped(self, now: float, q: Array, dq: Array, tau: Array, stamp: float | None) -> Array:
+        """``tau`` through the enable ramp (step 4) and the guards (steps 5-7) at the state ``(q, dq)``
+        measured at ``stamp`` (None: not a measured state)."""
         if now - self._enable_time >= self.config.ramp_time:  # the ramp is over (or there is none)
-            return self._bounded(q, dq, tau)
+            return self._bounded(q, dq, tau, stamp)
         s = self.ramp_fraction(now)
-        return self._bounded(q, dq, self._initial + s * (tau - self._initial))
+        return self._bounded(q, dq, self._initial + s * (tau - self._initial), stamp)
 
     def _state_problem(self, now: float, stamp: float | None, q: Array | None, dq: Array | None) -> str | None:
         if stamp is None:
@@ -432,6 +606,7 @@ class SafetyGuard:
 
     def _set_terms(self, model: DynamicModel) -> None:
         self._terms = ModelTerms(model)
+        self._memory[:] = self._clock[:] = 0.0  # the resistance was measured against the old model's base torque
 
     def fault(self, reason: str, trust_states: bool = True) -> None:
         """Latch a fault with ``reason`` if enabled (e.g. an implausible joint state); the next
@@ -446,25 +621,48 @@ class SafetyGuard:
         self.fault_reason = reason
         self._hold_q = self._last_q
 
-    def _hold(self, q: Array | None, dq: Array | None, valid: bool) -> Array | None:
+    def _hold(self, stamp: float | None, q: Array | None, dq: Array | None, valid: bool) -> Array | None:
         if self.config.fault_behaviour == "zero" or self._hold_q is None:
             return None
         q_h = self._hold_q
         if not valid:
-            return self._bounded(q_h, np.zeros_like(q_h), self._terms.gravity(q_h))
-        return self._bounded(q, dq, self._terms.gravity(q) + self.hold_kp * (q_h - q) - self.hold_kd * dq)
+            return self._bounded(q_h, np.zeros_like(q_h), self._terms.gravity(q_h), None)
+        return self._bounded(q, dq, self._terms.gravity(q) + self.hold_kp * (q_h - q) - self.hold_kd * dq, stamp)
 
-    def _bounded(self, q: Array, dq: Array, tau: Array) -> Array:
+    def _bounded(self, q: Array, dq: Array, tau: Array, stamp: float | None) -> Array:
         """Joint-limit and velocity guards (only evaluated inside a zone), the stall bound, then
-        saturation (:func:`bound_kernel`). The stall bound needs ``M``, ``C q'``, ``G`` at the state:
-        one compiled model call, which a computed-torque law has just made (the model keeps them);
-        without it they are evaluated only inside a zone (for ``G``), and outside every zone the
-        torque is only saturated."""
+        saturation (:func:`bound_kernel`) of ``tau`` at the state ``(q, dq)`` measured at ``stamp`` [s]
+        (None: not a measured state, no breakaway window). The stall bound needs ``M``,
+        ``C q'``, ``G`` at the state: one compiled model call, which a computed-torque law has just made
+        (the model keeps them); without it they are evaluated only inside a zone (for ``G``), and outside
+        every zone the torque is only saturated. Sets :attr:`limited`, :attr:`saturated`,
+        :attr:`requested` and :attr:`published`."""
+        self.requested[:] = tau
         if not self._stall and not ((q > self._upper_braking).any() or (q < self._lower_braking).any()
                                     or np.abs(dq).max() > self._slowest_guard):  # the kernel's zone test
             self.saturated = np.abs(tau) > self.torque_limit
-            return np.clip(tau, -self.torque_limit, self.torque_limit)
-        terms = self._terms.model.packed_dynamics_terms(q, dq)
-        self._tau[:] = tau  # one argument type, whatever array the law returned
-        tau, self.saturated = bound_kernel(self._tau, terms, self._rows, self._terms.friction_rows, self._constants)
+            self.limited = np.where(self.saturated, TORQUE_LIMIT, UNBOUNDED)
+            tau = np.clip(tau, -self.torque_limit, self.torque_limit)
+        else:
+            terms = self._terms.model.packed_dynamics_terms(q, dq)
+            self._tau[:] = tau  # one argument type, whatever array the law returned
+            tau, self.limited = bound_kernel(self._tau, terms, self._rows, self._terms.friction_rows, self._constants,
+                                             self._memory, self._clock, 0.0 if stamp is None else float(stamp),
+                                             stamp is not None)
+            self.saturated = self.limited == TORQUE_LIMIT
+        self.published[:] = tau
         return tau
+
+    def limit_reason(self, j: int) -> str | None:
+        """What limited joint ``j``'s torque in the last cycle, with the numbers (None: nothing did)."""
+        code, asked, got = int(self.limited[j]), self.requested[j], self.published[j]
+        limit = self.torque_limit[j]
+        if code == STALL_BOUND:
+            return (f"the safety guard's stall bound (stall_time {self.config.stall_time:g} s): {got:.3g} N m of "
+                    f"{asked:.3g} N m asked, torque limit {limit:.3g} N m, breakaway allowance "
+                    f"{self.breakaway_allowance[j]:.3g} N m")
+        if code == TORQUE_LIMIT:
+            return f"the torque limit {limit:.3g} N m ({asked:.3g} N m asked)"
+        if code == ZONE_BOUND:
+            return f"the safety guard's joint-limit or velocity guard: {got:.3g} N m of {asked:.3g} N m asked"
+        return None

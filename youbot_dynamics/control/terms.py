@@ -16,6 +16,17 @@ frequency ``omega = sqrt(Kp / m)`` and damping ratio ``zeta = Kd / (2 sqrt(Kp m)
 joint (:func:`reference_inertia`) is the largest diagonal entry ``M_jj(q)`` over configurations
 inside the joint limits: gains designed on it give at least the damping ratio ``zeta`` in every
 configuration (``M_jj <= m``), i.e. no overshoot for ``zeta >= 1``.
+
+**Breakaway allowance** (:func:`breakaway_allowance`): ``B = BREAKAWAY_FRACTION x torque_limit``
+(half: 8.5, 8.5, 4, 1.35, 0.5 N m on the youBot), the static friction beyond the model's Coulomb level
+that the safety guard's stall bound credits at most (:func:`~.safety.breakaway_credit`) and computed
+torque's integral action may supply; a bound from the drives, not from the model's friction, which the
+data may have left undetermined. Why half: the five real recordings (``../shared/data/youbot_real``,
+the ITMO arm of seed 002) show sliding friction of 0.22-0.65 N m on joint 5 (the median torque moving up
+less moving down, halved, at 0.05-0.3 rad/s), up to half its 1 N m limit, and 0.9-1.2 N m on joint 1
+(17 N m); the drives' calibration (a joint driven at 1 rpm until its current exceeds 0.5 A on joints 4
+and 5: 1.81 / 1.74 N m) bounds the sliding friction of joints 4-5 below 0.67 / 1.74 x their limits; the
+other half of each limit is left for the motion.
 """
 from __future__ import annotations
 
@@ -31,11 +42,20 @@ from ..dynamics.friction import kinetic_levels, smooth_friction_torque
 from ..dynamics.model import DynamicModel
 from ..dynamics.parameters import DRIVE_PARAMETERS, LINK_PARAMETERS, PARAMETERS_PER_JOINT
 
-__all__ = ["FRICTION_EPS", "ModelTerms", "reference_inertia", "bandwidth_gains", "per_joint", "all_finite"]
+__all__ = ["BREAKAWAY_FRACTION", "FRICTION_EPS", "ModelTerms", "breakaway_allowance", "reference_inertia",
+           "bandwidth_gains", "per_joint", "all_finite"]
 
 Array = NDArray[np.float64]
 
 FRICTION_EPS = 0.01  # [rad/s] velocity scale of the smoothed Coulomb sign
+BREAKAWAY_FRACTION = 0.5  # B / torque limit: static friction beyond the model's that the controllers may break
+
+
+def breakaway_allowance(torque_limit: Any) -> Array:
+    """``B = BREAKAWAY_FRACTION x torque_limit`` per joint [N m]: how much static friction beyond the
+    model's Coulomb level the safety guard's stall bound credits and computed torque's integral action
+    may supply (module docstring: the breakaway allowance)."""
+    return BREAKAWAY_FRACTION * np.asarray(torque_limit, dtype=float)
 
 
 class ModelTerms:

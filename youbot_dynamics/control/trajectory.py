@@ -36,7 +36,10 @@ accelerations by central differences), which is then checked against the limits.
 measured position is within :data:`GOAL_TOLERANCE` of it on every joint and every joint is slower
 than :data:`GOAL_REST_SPEED`, not when its planned profile ends. It is judged from the planned
 arrival on; if it is not reached :data:`GOAL_SETTLE_TIME` after it, the verdict names the joint
-furthest away and why it may have stopped: a PD torque ``Kp e`` below the torque limit there is held
+furthest away and why it may have stopped: the bound of the safety guard that limited that joint's
+torque in the last cycle, with the torque it let through (the stall bound or the torque limit,
+:meth:`~.safety.SafetyGuard.limit_reason`; before, a joint held by the stall bound at 0.39 N m was
+reported "saturated at 2.7 N m"), else a PD torque ``Kp e`` below the torque limit there is held
 by static friction (more ``Kp``, or a model with the arm's friction, closes the gap), a saturated one
 means a blocked joint, a joint still moving creeps or oscillates.
 """
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numba
 import numpy as np
@@ -112,10 +115,13 @@ class GoalArrival:
     torque_limit: Array
     names: tuple[str, ...]
 
-    def verdict(self, t: float, q: Array, dq: Array) -> tuple[bool, str] | None:
+    def verdict(self, t: float, q: Array, dq: Array,
+                limit_reason: Callable[[int], str | None] | None = None) -> tuple[bool, str] | None:
         """At time ``t`` [s] with the measured ``q``, ``dq``: ``(True, message)`` once reached,
         ``(False, message)`` if not reached :data:`GOAL_SETTLE_TIME` after the planned arrival, else
-        None (not judged yet)."""
+        None (not judged yet). ``limit_reason(j)``: what limited joint ``j``'s published torque in the
+        last cycle, with the numbers, or None (:meth:`~.safety.SafetyGuard.limit_reason`); the verdict
+        names it rather than guessing from ``Kp e``."""
         due = self.start + self.duration
         if t < due:
             return None
@@ -128,8 +134,11 @@ class GoalArrival:
             return None
         pd = self.kp[j] * abs(error[j])
         fastest = int(np.argmax(np.abs(dq)))
+        bound = None if limit_reason is None else limit_reason(j)
         if abs(dq[fastest]) > GOAL_REST_SPEED:
             why = f"{self.names[fastest]} still moves at {abs(dq[fastest]):.3g} rad/s: creeping or oscillating?"
+        elif bound is not None:
+            why = f"the PD torque Kp e = {pd:.3g} N m there is limited by {bound}: the joint is blocked?"
         elif pd < self.torque_limit[j]:
             why = (f"the PD torque Kp e = {pd:.3g} N m there is held by static friction? more Kp, or a model with "
                    "the arm's friction (static_accuracy), closes the gap")

@@ -47,12 +47,14 @@ class CycleTimes:
 
 def controller_status(name: str, hardware_id: str, report: dict[str, float], state: GuardState,
                       fault_reason: str | None, joint_names: Sequence[str], saturated: np.ndarray,
-                      extra: dict[str, str]) -> DiagnosticStatus:
+                      extra: dict[str, str], stall_limited: np.ndarray | None = None) -> DiagnosticStatus:
     """The controller's status: ERROR in a fault, WARN beyond :data:`MISSED_WARNING` missed cycles,
-    else OK; the report's figures, the guard's state, fault reason and saturated joints, and ``extra``."""
+    else OK; the report's figures, the guard's state, fault reason, the joints saturated at the torque
+    limit and those limited by the stall bound in the last cycle, and ``extra``."""
     values = {k: f"{v:.6g}" for k, v in report.items()}
-    values.update(state=state.value, fault_reason=fault_reason or "",
-                  saturated=",".join(np.asarray(joint_names)[saturated]), **extra)
+    names = np.asarray(joint_names)
+    values.update(state=state.value, fault_reason=fault_reason or "", saturated=",".join(names[saturated]),
+                  stall_limited="" if stall_limited is None else ",".join(names[stall_limited]), **extra)
     level = (DiagnosticStatus.ERROR if state is GuardState.FAULT
              else DiagnosticStatus.WARN if report["missed_fraction"] > MISSED_WARNING else DiagnosticStatus.OK)
     message = f"fault: {fault_reason}" if state is GuardState.FAULT else state.value

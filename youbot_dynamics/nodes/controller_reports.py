@@ -13,6 +13,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout, String
 
 from ..control.loop import ControlLoop
+from ..control.safety import STALL_BOUND
 from ..timing import LoopStatistics
 from .common import background_worker
 from .controller_diagnostics import CycleTimes, controller_status
@@ -108,7 +109,7 @@ class ControllerReports:
             f"{self._node.get_name()}: {label}", hardware_id, report, loop.guard.state, loop.guard.fault_reason,
             self._joint_names, loop.guard.saturated,
             {"last_refusal": self.last_refusal or "", "collisions": str(collisions),
-             "floating": str(loop.floating).lower()})
+             "floating": str(loop.floating).lower()}, loop.guard.limited == STALL_BOUND)
         array = DiagnosticArray(status=[status])
         array.header.stamp = self._node.get_clock().now().to_msg()
         self.diagnostics_pub.publish(array)
