@@ -5,7 +5,9 @@
 # --system-site-packages so the system rclpy/message packages are used.
 # The services/actions package youbot_dynamics_interfaces is built by colcon on a ROS 2 machine and,
 # without one, by tools/build_interfaces.py in a separate build environment (BUILD_VENV) and
-# installed into .venv (no sourcing needed).
+# installed into .venv (no sourcing needed). So is, where .venv imports no control_msgs (it is on no PyPI
+# registry), the test-only control_msgs of test/interfaces/control_msgs (FollowJointTrajectory and its two
+# messages, for the tests of the action: doc/control.md); a real control_msgs wins.
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -31,7 +33,8 @@ endif
 
 BUILD_VENV   ?= .venv-build
 IFACE_STAMP  := $(VENV)/.interfaces-stamp
-IFACE_DEPS   := tools/build_interfaces.py requirements-build.txt $(shell find youbot_dynamics_interfaces -type f)
+IFACE_DEPS   := tools/build_interfaces.py requirements-build.txt $(shell find youbot_dynamics_interfaces -type f) \
+                $(shell find test/interfaces -type f)
 
 STAMP      := $(VENV)/.setup-stamp
 MODE_FILE  := $(VENV)/.venv-mode
@@ -65,6 +68,8 @@ $(STAMP): $(SETUP_DEPS) $(STAMP_FORCE)
 
 $(IFACE_STAMP): $(STAMP) $(IFACE_DEPS)
 	$(VENV_PY) tools/build_interfaces.py --venv $(VENV) --build-env $(BUILD_VENV)
+	$(VENV_PY) tools/build_interfaces.py --venv $(VENV) --build-env $(BUILD_VENV) \
+	  --package test/interfaces/control_msgs --unless-installed
 	@touch $@
 
 test: setup

@@ -624,7 +624,7 @@ def test_computed_torque_refusals(ct):
 
 
 # ---------------------------------------------------------------------------------------------
-# FollowJointTrajectory (control_msgs, where installed: on this machine a scratch build, doc/control.md)
+# FollowJointTrajectory (control_msgs: without a real one the test-only one make setup builds, doc/control.md)
 
 
 class Follow:

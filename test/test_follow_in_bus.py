@@ -4,7 +4,8 @@ inside the bus cycle"): the hosted node serves ``/computed_torque_controller/fol
 as the stand-alone node does (test_controller_nodes.py), its tolerances judged in the bus thread's
 cycle and its results ended from there. Real nodes over real DDS (localhost, the module's domain);
 the driver harness is test_hosted_controller.py's, the action client test_controller_nodes.py's.
-Skipped where ``control_msgs`` is not importable (it is not on PyPI: doc/control.md).
+Skipped where ``control_msgs`` is not importable: it is not on PyPI, ``make setup`` builds a test-only one
+where none is installed (doc/control.md).
 """
 from __future__ import annotations
 

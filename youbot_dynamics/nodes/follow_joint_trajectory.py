@@ -36,7 +36,7 @@ from .common import goal_label, log_outcome
 from .controller_node import Done
 from .messages import stamp_seconds, trajectory_arrays
 
-try:  # ros-<distro>-control-msgs on a ROS 2 machine; not on PyPI
+try:  # ros-<distro>-control-msgs on a ROS 2 machine; not on PyPI (a venv: make setup builds a test-only one)
     from control_msgs.action import FollowJointTrajectory
 except ImportError:
     FollowJointTrajectory = None
