@@ -15,8 +15,9 @@ than a line through ``q_start``. The moves are rest-to-rest quintics of duration
 (:class:`~.trajectories.WaypointTrajectory`, ``s' <= 15/8``), holding ``dwell`` at each rest (a
 reversal through rest in each direction). Joint ``j`` moves ``d_jk = min(8/15 v_k T_k, D_j)``:
 it reaches ``v_k`` unless its room ``D_j`` (the smaller distance from ``q_start`` to its position
-bounds, at most ``max_excursion``) is too small or the acceleration bound lengthens the move (the
-default speeds are reached from the default excitation's start pose);
+bounds, at most ``max_excursion``, shrunk by 0.8 until the level's moves keep the clearance) is too
+small or the acceleration bound lengthens the move (the default speeds are reached from the default
+excitation's start pose);
 ``T_k = min(max_move, 15/8 max_j min(D_j, 8/15 v_k max_move) / v_k)``, lengthened where the
 acceleration bound needs it (:func:`~.trajectories.quintic_duration`). Each move passes every
 speed from 0 to its peak; its acceleration is ``<= 10 / sqrt(3) d / T^2``, small on the slow
@@ -34,7 +35,7 @@ from numpy.typing import NDArray
 
 from .limits import ExcitationError, MotionLimits, verification_times
 from .trajectories import QUINTIC_PEAK_VELOCITY, WaypointTrajectory, quintic_duration
-from .waypoints import start_configuration
+from .waypoints import path_ok, start_configuration
 
 __all__ = ["SWEEP_SPEEDS", "SWEEP_MAX_MOVE", "SWEEP_MAX_EXCURSION", "SWEEP_DWELL", "direction_patterns", "speed_sweep"]
 
@@ -72,6 +73,22 @@ def _level(limits: MotionLimits, room: Array, speed: float, max_move: float) -> 
     return excursion, max(duration, quintic_duration(excursion, limits.velocity_bound, limits.acceleration_bound))
 
 
+SHRINK = 0.8  # a level whose moves would leave the clearance moves this much less, until they keep it
+SHRINK_STEPS = 10
+
+
+def _clear_level(limits: MotionLimits, start: Array, room: Array, speed: float, signs: Array,
+                 max_move: float) -> tuple[Array, float]:
+    """The level's signed excursion ``P_k d_k`` and duration ``T_k``, its room shrunk by :data:`SHRINK`
+    until both of its moves (straight in joint space) keep the position bounds and the clearance."""
+    for step in range(SHRINK_STEPS):
+        excursion, duration = _level(limits, room * SHRINK**step, speed, max_move)
+        if all(path_ok(limits, start, start + sign * signs * excursion) for sign in (1.0, -1.0)):
+            return signs * excursion, duration
+    raise ExcitationError(f"no excursion of the sweep's {speed:g} rad/s level from {np.round(start, 4).tolist()} keeps "
+                          f"the clearance: start from another pose")
+
+
 def speed_sweep(limits: MotionLimits, q_start: Any, speeds: Sequence[float] = SWEEP_SPEEDS, *,
                 max_move: float = SWEEP_MAX_MOVE, max_excursion: float = SWEEP_MAX_EXCURSION,
                 dwell: float = SWEEP_DWELL) -> WaypointTrajectory:
@@ -91,8 +108,7 @@ def speed_sweep(limits: MotionLimits, q_start: Any, speeds: Sequence[float] = SW
     room = _room(limits, start, max_excursion)
     waypoints, moves = [start], []
     for speed, signs in zip(sorted(speeds), direction_patterns(len(speeds), start.size)):
-        excursion, duration = _level(limits, room, speed, max_move)
-        excursion = signs * excursion
+        excursion, duration = _clear_level(limits, start, room, speed, signs, max_move)
         for target in (start + excursion, start, start - excursion, start):
             waypoints.append(target)
             moves.append(duration)
