@@ -597,3 +597,26 @@ def test_asymmetric_friction_the_data_cannot_tell_from_the_offset_is_left_out():
     levels = np.abs(true.parameters[[true.parameter_names.index(f"f0{j}") for j in range(1, 6)]]) + np.abs(fa)
     print(f"\noffsets {np.round(offsets, 3).tolist()} (robot's |f0| + |fa|: {np.round(levels, 3).tolist()})")
     assert np.all(np.abs(offsets) <= levels + 0.05), (offsets, levels)
+
+
+def test_errors_per_speed_band_are_each_joints_error_on_its_rows_in_the_band():
+    """``TorqueErrors.bands``: per band of ``|q'_j|`` (< 0.05, 0.05-0.3, > 0.3 rad/s) and joint,
+    ``||e_j|| / ||tau_j||`` over that joint's rows in the band, computed here row by row; a joint
+    without rows in a band gets nan."""
+    from youbot_dynamics.identification.estimation.validation import SPEED_BANDS, torque_errors
+
+    rng = np.random.default_rng(3)
+    tau, tau_hat = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
+    dq = np.column_stack([rng.uniform(-1.0, 1.0, 200), rng.uniform(0.06, 0.29, 200)])  # joint 2: middle band only
+    bands = torque_errors(tau, tau_hat, dq=dq).bands
+    assert list(bands) == ["<0.05", "0.05-0.3", ">0.3"] and SPEED_BANDS == (0.05, 0.3)
+    for label, low, high in (("<0.05", 0.0, 0.05), ("0.05-0.3", 0.05, 0.3), (">0.3", 0.3, np.inf)):
+        for j in range(2):
+            rows = [k for k in range(200) if low <= abs(dq[k, j]) < high]
+            if not rows:
+                assert np.isnan(bands[label][j])
+                continue
+            squares = sum((tau[k, j] - tau_hat[k, j]) ** 2 for k in rows)
+            expected = (squares / sum(tau[k, j] ** 2 for k in rows)) ** 0.5
+            assert bands[label][j] == pytest.approx(expected, rel=1e-12)
+    assert np.isnan(bands["<0.05"][1]) and np.isnan(bands[">0.3"][1]) and np.isfinite(bands["0.05-0.3"][1])

@@ -515,7 +515,11 @@ def test_the_friction_sweep_passes_every_speed_level_both_ways_within_the_limits
     assert np.all(np.abs(ddq) <= LIMITS.acceleration_bound + 1e-6)
     starts = np.concatenate([sweep.move_starts(), [sweep.duration]])
     t = np.linspace(0.0, sweep.duration, 40001)
-    for k, (speed, signs) in enumerate(zip(sorted(SWEEP_SPEEDS), direction_patterns(len(SWEEP_SPEEDS), ARM.n_joints))):
+    # rows 0-5 of the Sylvester-Hadamard matrix of order 8, first 5 columns (written out here)
+    patterns = [[1, 1, 1, 1, 1], [1, -1, 1, -1, 1], [1, 1, -1, -1, 1], [1, -1, -1, 1, 1], [1, 1, 1, 1, -1],
+                [1, -1, 1, -1, -1]]
+    np.testing.assert_array_equal(direction_patterns(len(SWEEP_SPEEDS), ARM.n_joints), patterns)
+    for k, (speed, signs) in enumerate(zip(sorted(SWEEP_SPEEDS), patterns)):
         level = (t >= starts[4 * k]) & (t < starts[4 * k + 4])
         peak_up, peak_down = dq[level].max(axis=0), -dq[level].min(axis=0)
         np.testing.assert_allclose(peak_up, peak_down, rtol=1e-3)  # both directions

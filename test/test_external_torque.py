@@ -345,6 +345,10 @@ def test_thresholds_scale_on_every_motion_the_model_was_not_fitted_on():
     np.testing.assert_allclose(unfitted_rms(both), [0.07, 0.13, 0.05, 0.02, 0.006])
     np.testing.assert_allclose(unfitted_rms({"joint_rms_errors_nm": held}), held)
     assert unfitted_rms({"same_motion": {"joint_rms_errors_nm": same}}) is None
+    # and the friction sweep's halves, each predicted from the rest of the data (another character of motion)
+    probe = [0.06, 0.02, 0.09, 0.01, 0.001]
+    three = {**both, "friction_selection": {"probe_joint_rms_nm": probe}}
+    np.testing.assert_allclose(unfitted_rms(three), [0.07, 0.13, 0.09, 0.02, 0.006])
 
 
 # ---------------------------------------------------------------------------------------------
