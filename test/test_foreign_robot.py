@@ -222,7 +222,7 @@ def test_the_effort_interface_completes_the_experiment_on_the_foreign_robot():
           f"mrad ({line}); experiment {session.phase.value}, max tracking error {1e3 * session.max_tracking:.1f} "
           f"mrad (abort at {1e3 * config.max_tracking_error:.0f})")
     assert session.phase is ExperimentPhase.IDENTIFY, session.reason
-    assert [p for p, _ in session.history] == ["approach", "settle", "excite", "validate", "hold", "identify"]
+    assert [p for p, _ in session.history] == ["approach", "settle", "excite", "sweep", "validate", "hold", "identify"]
     assert pilot.max_tracking < 0.7 * config.max_tracking_error
     assert session.max_tracking < 0.3 * config.max_tracking_error  # nominal feedforward: 53 mrad
 
