@@ -620,3 +620,25 @@ def test_errors_per_speed_band_are_each_joints_error_on_its_rows_in_the_band():
             expected = (squares / sum(tau[k, j] ** 2 for k in rows)) ** 0.5
             assert bands[label][j] == pytest.approx(expected, rel=1e-12)
     assert np.isnan(bands["<0.05"][1]) and np.isnan(bands[">0.3"][1]) and np.isfinite(bands["0.05-0.3"][1])
+
+
+def test_friction_the_data_do_not_determine_is_named_with_what_it_holds():
+    """A recording in which joint 5 creeps below the Coulomb threshold (its rows count as at rest):
+    nothing determines its viscous and Coulomb friction, and the result names them as shown by no data,
+    with their prior (the nominal model's 0), in the summary and the printed lines;
+    joint 1's friction, which the data do determine, is not listed."""
+    from youbot_dynamics.identification.estimation.pipeline import identify, summary_lines
+
+    nominal, _ = nominal_model(ARM)
+    true = DynamicModel(nominal.chain, nominal.base, nominal.base.from_standard(true_parameters(ARM, 5)))
+    t, q, dq, ddq = fourier_trajectory(ARM, 20.0, 200.0, seed=8)
+    q[:, 4] = q[0, 4] + 0.01 * np.sin(0.5 * t)  # joint 5: at most 0.005 rad/s
+    dq[:, 4], ddq[:, 4] = 0.005 * np.cos(0.5 * t), -0.0025 * np.sin(0.5 * t)
+    data = synthetic_dataset(true, t, q, dq, ddq, torque_noise=current_noise_torque(ARM), seed=9)
+    run = identify([data], [], ARM, method="consistent")
+    listed = {e["name"]: e for e in run.summary["friction_not_determined"]}
+    assert {"fv5", "fc5"} <= set(listed) and not {"fv1", "fc1"} & set(listed), listed
+    for name in ("fv5", "fc5"):
+        assert listed[name]["prior"] == 0.0 and listed[name]["at"].startswith("no value from the data"), listed[name]
+    line = next(x for x in summary_lines(run) if x.startswith("friction the data do not determine"))
+    assert "fc5 = " in line and "fc1 = " not in line

@@ -43,7 +43,8 @@ from .validation import TorqueErrors, torque_errors, validate
 
 __all__ = ["PipelineResult", "reference_models", "observations", "default_friction", "identify", "choose_prior_weight",
            "cross_validation", "load_recordings", "predict_recording", "processing_options", "excitation_delay",
-           "write_results", "summary_lines", "undetermined_lines", "friction_lines",
+           "write_results", "summary_lines", "undetermined_lines", "undetermined_friction",
+           "undetermined_friction_lines", "friction_lines",
            "consistency_warning", "periodic_cut"]
 
 Array = NDArray[np.float64]
@@ -239,6 +240,8 @@ def identify(train: Sequence[Dataset], held: Sequence[Dataset], arm: ArmDescript
     }
     if len(train_obs) >= 2:
         summary["cross_validation"] = cross_validation(train_obs, method, nominal, prior, friction, rho)
+    summary["friction_not_determined"] = undetermined_friction(result, np.concatenate([nominal.beta, np.zeros(
+        friction.extra_count)]))
     consistency = assess_model(model, arm)  # reported, never refused: the estimate is what the data say
     summary["consistency"] = consistency.to_dict()
     if result.standard is not None:  # masses and centres of mass against the CAD model's
@@ -422,6 +425,7 @@ def summary_lines(run: PipelineResult, parameters: bool = False) -> list[str]:
     if result.unidentifiable:
         lines.append(f"not determined by the data (kept near the nominal values): {', '.join(result.unidentifiable)}")
     lines += undetermined_lines(result)
+    lines += undetermined_friction_lines(run.summary.get("friction_not_determined", []))
     lines += friction_lines(run.summary.get("friction_selection"))
     velocity = run.summary.get("velocity_selection")
     if velocity:
@@ -470,6 +474,41 @@ def undetermined_lines(result: IdentificationResult) -> list[str]:
                        for name, rel in undetermined.items())
     return [f"{len(undetermined)} of {len(result.names)} parameters not determined by the data ({criterion}; "
             f"or their value is within the noise of 0; 1 sigma: the torque change it makes, RMS): {listed}"]
+
+
+FRICTION_SYMBOLS = ("fv", "fc", "f0", "fa", "fs", "fl")  # the friction parameters' symbols (dynamics.friction)
+BOUNDED = ("fv", "fc", "fs", "fl")  # >= 0 in the consistent estimator
+
+
+def undetermined_friction(result: IdentificationResult, prior: Array) -> list[dict[str, Any]]:
+    """The friction parameters the data leave undetermined (:attr:`~.least_squares.IdentificationResult.undetermined`)
+    with their value, their prior ``prior`` (base parameters and extra terms: the nominal
+    model's friction is 0, no friction known) and where the estimate sits: nowhere the data show (a joint
+    that never moved), at its bound 0 (``fv, fc, fs, fl >= 0``), within two sigma of its prior, or
+    (weakly) away from it."""
+    out = []
+    for name in result.undetermined:
+        symbol = name.rstrip("0123456789")
+        if symbol not in FRICTION_SYMBOLS:
+            continue
+        k = result.names.index(name)
+        value, std, start = float(result.beta[k]), float(result.std[k]), float(prior[k])
+        at = ("no value from the data: they do not show it" if name in result.unidentifiable else
+              "its bound 0" if symbol in BOUNDED and abs(value) <= max(1e-9, 1e-6 * std) else
+              "its prior" if abs(value - start) <= 2.0 * std else "a weakly determined estimate")
+        out.append({"name": name, "value": value, "prior": start, "std": std, "at": at,
+                    "torque_of_one_std_nm": None if result.torque_std is None else float(result.torque_std[k])})
+    return out
+
+
+def undetermined_friction_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """One line naming the friction parameters the data do not determine and what they hold instead."""
+    if not entries:
+        return []
+    listed = ", ".join(f"{e['name']} = {e['value']:.3g} (at {e['at']}; prior {e['prior']:.3g}, 1 sigma {e['std']:.2g})"
+                       for e in entries)
+    return [f"friction the data do not determine (not measured: the controllers' breakaway allowance and stall "
+            f"bound do not rest on it; a friction sweep, sweep_speeds, measures it): {listed}"]
 
 
 def friction_lines(selection: dict[str, Any] | None) -> list[str]:
