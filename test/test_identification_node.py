@@ -198,6 +198,17 @@ def excite(session, seconds):
     return t
 
 
+def test_an_empty_sweep_speeds_drives_no_sweep():
+    """``sweep_speeds: []`` (which a ROS parameter file or ``-p sweep_speeds:=[]`` delivers as None):
+    no sweep phase, the validation follows the excitation; a non-positive speed is refused."""
+    for empty in ((), [], None):
+        session = ExcitationSession(ARM, EXCITATION, SessionConfig(periods=2, validation_periods=1,
+                                                                   sweep_speeds=empty))
+        assert session.sweep is None and session.sweep_duration == 0.0 and session.config.sweep_speeds == ()
+    with pytest.raises(ValueError, match="sweep_speeds must be positive"):
+        SessionConfig(sweep_speeds=(0.1, 0.0))
+
+
 def test_safety_aborts_stop_and_hold():
     config = SessionConfig(periods=2, validation_periods=1, stop_deceleration=10.0, max_tracking_error=0.05,
                            state_timeout=0.1)

@@ -175,7 +175,8 @@ class SessionConfig:
                      "stop_deceleration", "stream_horizon", "stream_period"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0.0):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        object.__setattr__(self, "sweep_speeds", tuple(float(v) for v in self.sweep_speeds))
+        # an empty ROS array parameter ([] from a parameter file or the command line) arrives as None
+        object.__setattr__(self, "sweep_speeds", tuple(float(v) for v in self.sweep_speeds or ()))
         if not all(math.isfinite(v) and v > 0.0 for v in self.sweep_speeds):
             raise ValueError(f"sweep_speeds must be positive [rad/s], got {list(self.sweep_speeds)}")
         if self.stream_period >= self.stream_horizon:
