@@ -3,8 +3,9 @@
 The friction model (:mod:`..dynamics.friction`) is linear in its parameters once its structure is
 fixed: the Coulomb shape ``eps_j`` of ``tanh(q'_j / eps_j)`` (``0``: ``sign(q'_j)``, dry friction)
 and the extra terms of each joint (none, ``asymmetric``, ``stribeck``, ``load`` and their
-combinations). :func:`select_friction` chooses both, per joint, among candidates
-(:data:`EPS_CANDIDATES` x :data:`TERM_CANDIDATES` by default):
+combinations), and the Stribeck velocity ``vs_j`` of a Stribeck term. :func:`select_friction`
+chooses them, per joint, among candidates (:data:`EPS_CANDIDATES` x :data:`TERM_CANDIDATES` by
+default, a Stribeck term with each of :data:`STRIBECK_VELOCITY_CANDIDATES` when the pipeline asks):
 
 1. **Folds on distinct data** (:func:`folds`): with *probes*, identification recordings of another
    character than the rest (the experiment's friction sweep, :mod:`..excitation.sweep`: out-and-back
