@@ -207,6 +207,8 @@ def test_an_empty_sweep_speeds_drives_no_sweep():
         assert session.sweep is None and session.sweep_duration == 0.0 and session.config.sweep_speeds == ()
     with pytest.raises(ValueError, match="sweep_speeds must be positive"):
         SessionConfig(sweep_speeds=(0.1, 0.0))
+    with pytest.raises(ValueError, match=r"the friction sweep \(sweep_speeds \[0.1, 1.5\]\): .* above every joint"):
+        ExcitationSession(ARM, EXCITATION, SessionConfig(sweep_speeds=(0.1, 1.5)))  # 1.5 > 0.9 velocity_max
 
 
 def test_safety_aborts_stop_and_hold():

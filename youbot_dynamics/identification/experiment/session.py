@@ -79,7 +79,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...arm.description import ArmDescription
-from ..excitation.limits import Margins, MotionLimits, verification_times
+from ..excitation.limits import ExcitationError, Margins, MotionLimits, verification_times
 from ..excitation.sweep import SWEEP_SPEEDS, speed_sweep
 from ..excitation.trajectories import Trajectory, WaypointTrajectory, quintic_duration
 from ...motion.braking import BrakingTail, braking_duration, sample_waypoints, tail_extremes
@@ -215,8 +215,11 @@ class ExcitationSession:
             self.max_tail = max(self.max_tail, self._check_motion(self.validation, "the validation trajectory"))
         # the friction sweep from the start pose, within the position margin of the designs and limit_margin
         margins = Margins(position=max(Margins.position, config.limit_margin))
-        self.sweep = speed_sweep(MotionLimits(arm, margins), self.q_start, config.sweep_speeds) \
-            if config.sweep_speeds else None
+        try:
+            self.sweep = speed_sweep(MotionLimits(arm, margins), self.q_start, config.sweep_speeds) \
+                if config.sweep_speeds else None
+        except (ExcitationError, ValueError) as exc:  # refused as the excitation's own checks are
+            raise ValueError(f"the friction sweep (sweep_speeds {list(config.sweep_speeds)}): {exc}") from exc
         self.sweep_duration = float(self.sweep.duration) if self.sweep is not None else 0.0
         if self.sweep is not None:
             self.max_tail = max(self.max_tail, self._check_motion(self.sweep, "the friction sweep"))
