@@ -41,10 +41,10 @@ __all__ = ["KinematicsNode", "main"]
 NODE_NAME = "kinematics_node"
 TOOL_FRAME_NAME = "arm_tool"
 QOS_DEPTH = 10
-#: requests a service keeps until the executor takes them (rclpy's default for services: 10). A
-#: request beyond it is dropped by the middleware without a word, and its client waits forever: with
-#: the simulator's 1 kHz joint states on the same executor, 27-110 of a burst of 200 requests in 1 s
-#: were lost with 10 (doc/kinematics.md, "Bursts of requests")
+#: requests a service keeps until the executor takes them, and answers until the client takes them
+#: (rclpy's default for services: 10). A request beyond it is dropped by the middleware without a
+#: word, and its client waits forever: with the simulator's 1 kHz joint states, 27-131 of a burst of
+#: 200 requests in 1 s were lost with 10 (doc/kinematics.md, "Bursts of requests")
 SERVICE_QUEUE_DEPTH = 1000
 SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -82,6 +82,13 @@ class KinematicsNode(Node):
         topic = self.get_parameter('joint_states_topic').value
         self.create_subscription(JointState, topic, self._on_joint_state, QOS_DEPTH)
         self.create_subscription(PoseStamped, '~/ik/target', self._on_ik_target, QOS_DEPTH)
+        # numba loads the FK kernel from its cache at its first call (0.3 s; a compile on the first start after
+        # an install): here, not in the first request of a burst (doc/kinematics.md, "Bursts of requests")
+        q_mid = 0.5 * (self.arm.position_min + self.arm.position_max)
+        try:
+            inverse_kinematics(self.arm, forward_kinematics(self.arm, q_mid), q_current=q_mid)
+        except ValueError:  # IKError: compiled either way
+            pass
         if SolveIK is None:
             self.get_logger().warning("youbot_dynamics_interfaces is not installed: no ~/solve_ik and ~/compute_fk "
                                       "services (make setup or colcon build builds it; doc/usage.md)")
