@@ -201,7 +201,7 @@ def test_a_burst_with_the_simulator_at_1_khz_is_answered_in_full():
     """The nodes as a user runs them: sim_node publishing joint states at 1 kHz and kinematics_node,
     each a process of its own, and clients sending 100 IK and 100 FK requests within 1 s, five
     times, then all at once (:data:`BURST_DURATIONS`): every request is answered (the node's services kept
-    rclpy's default queue of 10 requests: 27-131 of a burst were dropped without a word, their
+    rclpy's default queue of 10 requests: 1-178 of a burst were dropped without a word, their
     clients waited forever); a sample of the answers is checked against the screw-theory FK."""
     domain = ros_domain_id(__file__, 1)  # not the module's kinematics_node
     env = dict(os.environ, ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")

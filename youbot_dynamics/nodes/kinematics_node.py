@@ -44,7 +44,7 @@ QOS_DEPTH = 10
 #: requests a service keeps until the executor takes them, and answers until the client takes them
 #: (rclpy's default for services: 10). A request beyond it is dropped by the middleware without a
 #: word, and its client waits forever: with the simulator's 1 kHz joint states, 27-131 of a burst of
-#: 200 requests in 1 s were lost with 10 (doc/kinematics.md, "Bursts of requests")
+#: 200 requests were lost with 10 (doc/kinematics.md, "Bursts of requests")
 SERVICE_QUEUE_DEPTH = 1000
 SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
