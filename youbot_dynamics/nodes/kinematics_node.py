@@ -18,6 +18,7 @@ from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -40,6 +41,13 @@ __all__ = ["KinematicsNode", "main"]
 NODE_NAME = "kinematics_node"
 TOOL_FRAME_NAME = "arm_tool"
 QOS_DEPTH = 10
+#: requests a service keeps until the executor takes them, and answers until the client takes them
+#: (rclpy's default for services: 10). A request beyond it is dropped by the middleware without a
+#: word, and its client waits forever: with the simulator's 1 kHz joint states, 27-131 of a burst of
+#: 200 requests were lost with 10 (doc/kinematics.md, "Bursts of requests")
+SERVICE_QUEUE_DEPTH = 1000
+SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DEPTH,
+                         reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 # Parameters that may change at runtime (parameters/kinematics_node.yaml); the others are read once at start-up.
 _DYNAMIC = tuple(name for name, spec in load_schema(NODE_NAME).items() if not spec.read_only)
@@ -74,12 +82,19 @@ class KinematicsNode(Node):
         topic = self.get_parameter('joint_states_topic').value
         self.create_subscription(JointState, topic, self._on_joint_state, QOS_DEPTH)
         self.create_subscription(PoseStamped, '~/ik/target', self._on_ik_target, QOS_DEPTH)
+        # numba loads the FK kernel from its cache at its first call (0.3 s; a compile on the first start after
+        # an install): here, not in the first request of a burst (doc/kinematics.md, "Bursts of requests")
+        q_mid = 0.5 * (self.arm.position_min + self.arm.position_max)
+        try:
+            inverse_kinematics(self.arm, forward_kinematics(self.arm, q_mid), q_current=q_mid)
+        except ValueError:  # IKError: compiled either way
+            pass
         if SolveIK is None:
             self.get_logger().warning("youbot_dynamics_interfaces is not installed: no ~/solve_ik and ~/compute_fk "
                                       "services (make setup or colcon build builds it; doc/usage.md)")
         else:
-            self.create_service(SolveIK, '~/solve_ik', self._on_solve_ik)
-            self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk)
+            self.create_service(SolveIK, '~/solve_ik', self._on_solve_ik, qos_profile=SERVICE_QOS)
+            self.create_service(ComputeFK, '~/compute_fk', self._on_compute_fk, qos_profile=SERVICE_QOS)
         self.get_logger().info(
             f"arm '{self.arm.name}' from {self.arm.source}; joint states on {topic}, frame {self.base_frame}")
 
