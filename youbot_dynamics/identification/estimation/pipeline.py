@@ -507,8 +507,9 @@ def undetermined_friction_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
         return []
     listed = ", ".join(f"{e['name']} = {e['value']:.3g} (at {e['at']}; prior {e['prior']:.3g}, 1 sigma {e['std']:.2g})"
                        for e in entries)
-    return [f"friction the data do not determine (not measured: the controllers' breakaway allowance and stall "
-            f"bound do not rest on it; a friction sweep, sweep_speeds, measures it): {listed}"]
+    return [f"friction the data do not determine (not measured; where it is lower than a joint's, the "
+            f"controllers' stall bound credits the friction the joint shows; a friction sweep, sweep_speeds, "
+            f"measures it): {listed}"]
 
 
 def friction_lines(selection: dict[str, Any] | None) -> list[str]:
