@@ -149,17 +149,18 @@ def family_table(robot_seed: int = 31) -> str:
 
     rows = [measure(robot_seed, kind, verbose=False) for kind in FOREIGN_FAMILY]
     keys = ("held_out", "third", "third_moving", "point_to_point_moving", "tracking_mrad", "collisions")
-    scale = {"tracking_mrad": 1.0, "collisions": 1.0}
+    scale = {"tracking_mrad": 1.0}  # the others are fractions, shown in %
     lines = [f"| robot (seed {robot_seed}) | held-out [%] | third motion [%] | third, moving rows [%] | point to "
              f"point, moving rows [%] | computed torque, worst joint [mrad RMS] | false collisions |",
              "|---" * (len(keys) + 1) + "|"]
+
+    def cell(key: str, value: float) -> str:
+        return f"{value:.0f}" if key == "collisions" else f"{scale.get(key, 100.0) * value:.2f}"
+
     for row in rows:
-        lines.append(f"| {row['kind']} | " + " | ".join(
-            f"{row[k]:.0f}" if k == "collisions" else f"{scale.get(k, 100.0) * row[k]:.2f}" for k in keys) + " |")
+        lines.append(f"| {row['kind']} | " + " | ".join(cell(k, row[k]) for k in keys) + " |")
     for name, pick in (("worst", np.max), ("median", np.median)):
-        lines.append(f"| **{name}** | " + " | ".join(
-            f"{pick([r[k] for r in rows]):.0f}" if k == "collisions"
-            else f"{scale.get(k, 100.0) * pick([r[k] for r in rows]):.2f}" for k in keys) + " |")
+        lines.append(f"| **{name}** | " + " | ".join(cell(k, pick([r[k] for r in rows])) for k in keys) + " |")
     return "\n".join(lines)
 
 

@@ -240,6 +240,17 @@ def test_stall_bound_equation(arm, true_model):
     np.testing.assert_allclose(guard.command(0.0, 0.0, q, dq, lambda t, q_, dq_: small), small)
 
 
+def stalled_peak(sim: ArmSimulator, tau: np.ndarray, duration: float) -> np.ndarray:
+    """The largest |q'| per joint while ``sim`` runs ``duration`` s on the one torque ``tau`` (a
+    controller that stalls: the drives keep its last command)."""
+    peak = np.zeros(sim.n_joints)
+    for _ in range(int(round(duration / sim.timestep))):
+        sim.command("effort", tau)
+        sim.step()
+        peak = np.maximum(peak, np.abs(sim.data.qvel))
+    return peak
+
+
 @pytest.mark.parametrize("fraction", [0.0, 0.6, 0.85, -0.85])
 def test_a_stalled_controller_torque_keeps_the_arm_within_velocity_max(arm, seed_sim, true_model, fraction):
     """A runaway law (1000 N m on every joint, in the direction of motion) at one state, then the
@@ -256,12 +267,7 @@ def test_a_stalled_controller_torque_keeps_the_arm_within_velocity_max(arm, seed
     guard.enable(m.time)
     push = np.sign(fraction) if fraction else 1.0
     tau = guard.command(m.time, m.time, m.position, m.velocity, lambda t, q, dq: np.full(5, push * 1e3))
-    peak = np.zeros(5)
-    for _ in range(100):  # 0.1 s at 1 kHz on the same torque
-        sim.command("effort", tau)
-        sim.step()
-        peak = np.maximum(peak, np.abs(sim.data.qvel))
-    ratio = peak / arm.velocity_max
+    ratio = stalled_peak(sim, tau, 0.1) / arm.velocity_max  # 0.1 s at 1 kHz on the same torque
     print(f"\nstalled 0.1 s on the torque of a runaway law from {fraction:+.2f} x velocity_max: "
           f"peak {np.round(ratio, 3).tolist()} x velocity_max")
     # measured at most 1.021 x (the model changes over the stall: the bound aims at 0.95 x)
@@ -399,11 +405,7 @@ def test_a_stall_just_after_a_breakaway_keeps_the_joint_within_velocity_max(arm,
     m = sim.measure()
     tau = guard.command(m.time, m.time, m.position, m.velocity,
                         lambda t, q, dq: terms.gravity(q) + arm.torque_limit * unit)
-    peak = np.zeros(5)
-    for _ in range(int(round(0.1 / sim.timestep))):  # the stall: the drives keep the last torque
-        sim.command("effort", tau)
-        sim.step()
-        peak = np.maximum(peak, np.abs(sim.data.qvel))
+    peak = stalled_peak(sim, tau, 0.1)  # the stall: the drives keep the last torque
     ratio = peak / arm.velocity_max
     print(f"\n{arm.joint_names[joint]} breaks away at {breakaway:.3f} N m, held at 90 %, then a law at the "
           f"torque limit stalled 0.1 s: torque {tau[joint]:.3f} N m, peak {np.round(ratio, 3).tolist()} x velocity_max")
